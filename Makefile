@@ -1,0 +1,28 @@
+# Two entry points: `make run` (train, register, promote and serve on bundled data) and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+export JOBAWARE_HOME ?= $(CURDIR)/.jobaware
+
+.PHONY: run test venv bench clean
+
+$(BIN)/jobaware: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
+	touch $@
+
+venv: $(BIN)/jobaware
+
+run: venv
+	$(BIN)/jobaware demo
+
+test: venv
+	$(BIN)/python -m pytest -q tests
+
+bench: venv
+	$(BIN)/python bench/ingest.py --jobs 1000000
+	$(BIN)/python bench/service.py
+
+clean:
+	rm -rf $(VENV) .jobaware

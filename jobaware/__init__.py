@@ -1,0 +1,3 @@
+"""jobaware: job awareness for HPC schedulers."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,144 @@
+"""NREL Eagle job table in its three published encodings: CSV, JSON records and Parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from jobaware.errors import InputError
+from jobaware.readers.common import Batch, Problem, canonicalize
+
+BLOCK_BYTES = 32 << 20
+
+
+def _csv_blocks(path: Path) -> Iterator[tuple[bytes, int]]:
+    """Yield (block of whole lines, number of the block's first line), the header excluded."""
+    with open(path, "rb") as handle:
+        handle.readline()
+        line = 2
+        rest = b""
+        while True:
+            chunk = handle.read(BLOCK_BYTES)
+            if not chunk:
+                if rest:
+                    yield rest, line
+                return
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                rest = chunk
+                continue
+            block, rest = chunk[:cut], chunk[cut:]
+            yield block, line
+            line += block.count(b"\n")
+
+
+def _line_numbers(block: bytes, first_line: int, columns: int, parsed: int) -> tuple[np.ndarray, list[int]]:
+    """Map parsed rows back to file lines; also return the lines with the wrong field count."""
+    count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+    if parsed == count:
+        return np.arange(first_line, first_line + parsed), []
+    good, wrong = [], []
+    for i, text in enumerate(block.split(b"\n")[:count]):
+        if not text.strip():
+            continue
+        (good if text.count(b",") == columns - 1 else wrong).append(first_line + i)
+    return np.asarray(good if len(good) == parsed else [None] * parsed), wrong
+
+
+def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
+    with open(path, "rb") as handle:
+        header = handle.readline().decode("utf-8", "replace").strip().split(",")
+    if not header or header == [""]:
+        raise InputError(f"{path}: empty file, expected a CSV header line")
+    if "job_id" not in header:
+        raise InputError(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
+    for block, first_line in _csv_blocks(path):
+        wrong_texts: list[str] = []
+        table = pacsv.read_csv(
+            io.BytesIO(block),
+            read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: pa.string() for c in header}, strings_can_be_null=True
+            ),
+        )
+        raw = table.to_pandas()
+        lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
+        batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state)
+        for line, text in zip(wrong_lines or [None] * len(wrong_texts), wrong_texts, strict=False):
+            batch.problems.insert(0, Problem(str(path), line, "*", text[:80], f"expected {len(header)} fields"))
+            batch.quarantined.append({"file": str(path), "line": line, "text": text})
+        yield batch
+
+
+def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:
+    """JSON records (an array, epoch ms times) or JSON Lines (one record per line, streamed)."""
+    with open(path, "rb") as handle:
+        head = handle.read(1).lstrip()
+        while head in (b" ", b"\n", b"\r", b"\t"):
+            head = handle.read(1)
+    if head == b"[":
+        try:
+            records = json.loads(Path(path).read_bytes())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
+        raw = pd.DataFrame([r for r in records if isinstance(r, dict)], dtype=object)
+        lines = np.array([i + 1 for i, r in enumerate(records) if isinstance(r, dict)])
+        batch = canonicalize(raw, file=f"{path} record", lines=lines, epoch_unit="ms", require_state=require_state)
+        for i in bad:
+            batch.problems.insert(0, Problem(f"{path} record", i + 1, "*", str(records[i])[:80], "not a JSON object"))
+            batch.quarantined.append({"file": str(path), "record": i + 1, "text": str(records[i])})
+        yield batch
+        return
+    rows, lines, problems, quarantined = [], [], [], []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, text in enumerate(handle, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+            except ValueError as exc:
+                problems.append(Problem(str(path), number, "*", text[:80], f"invalid JSON line ({exc})"))
+                quarantined.append({"file": str(path), "line": number, "text": text.rstrip("\n")})
+                continue
+            rows.append(record)
+            lines.append(number)
+            if len(rows) >= 250_000:
+                yield _json_batch(path, rows, lines, problems, quarantined, require_state)
+                rows, lines, problems, quarantined = [], [], [], []
+    yield _json_batch(path, rows, lines, problems, quarantined, require_state)
+
+
+def _json_batch(path, rows, lines, problems, quarantined, require_state) -> Batch:
+    batch = canonicalize(
+        pd.DataFrame(rows, dtype=object) if rows else pd.DataFrame(columns=["job_id", "submit_time"]),
+        file=str(path), lines=np.asarray(lines), epoch_unit="ms", require_state=require_state,
+    )
+    batch.problems[:0] = problems
+    batch.quarantined.extend(quarantined)
+    return batch
+
+
+def iter_parquet(path: Path, require_state: bool = False) -> Iterator[Batch]:
+    try:
+        source = pq.ParquetFile(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    first = 1
+    for record_batch in source.iter_batches(batch_size=500_000):
+        raw = record_batch.to_pandas()
+        lines = np.arange(first, first + len(raw))
+        first += len(raw)
+        yield canonicalize(raw, file=f"{path} row", lines=lines, epoch_unit="ms", require_state=require_state)

@@ -1,0 +1,185 @@
+"""Standard Workload Format traces (Parallel Workloads Archive) mapped onto the canonical job table.
+
+Rule for partial executions (status 2-4): lines that share a job number are one job. A line with status
+0, 1 or 5 is the job's own line and decides its state; the partial lines only widen its time span. With
+no such line, the last partial decides: 3 -> COMPLETED, 4 -> FAILED, 2 alone -> unknown (no label).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import numpy as np
+import pandas as pd
+
+from jobaware.readers.common import Batch, Problem, to_canonical_dtypes
+
+FIELDS = (
+    "job", "submit", "wait", "run", "procs_alloc", "cpu_avg", "mem_used", "procs_req", "time_req",
+    "mem_req", "status", "user", "group", "executable", "queue", "partition", "preceding", "think",
+)
+STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
+PARTIAL_FINAL = {3: "COMPLETED", 4: "FAILED"}
+
+
+@dataclass
+class SwfHeader:
+    fields: dict[str, str] = field(default_factory=dict)
+    queues: dict[int, str] = field(default_factory=dict)
+    partitions: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def start_epoch(self) -> int:
+        return int(self.fields.get("UnixStartTime", "0") or 0)
+
+    @property
+    def tz(self):
+        name = self.fields.get("TimeZoneString")
+        if name:
+            try:
+                return ZoneInfo(name)
+            except (ZoneInfoNotFoundError, ValueError):
+                pass
+        offset = self.fields.get("TimeZone")
+        return timezone(timedelta(seconds=int(offset))) if offset and offset.lstrip("-").isdigit() else timezone.utc
+
+
+def parse_header(path: Path) -> SwfHeader:
+    header = SwfHeader()
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for text in handle:
+            if not text.startswith(";"):
+                if text.strip():
+                    break
+                continue
+            key, sep, value = text[1:].partition(":")
+            if not sep or not key.strip() or " " in key.strip():
+                continue
+            key, value = key.strip(), value.strip()
+            if key in ("Queue", "Partition") and value.split(maxsplit=1)[0].lstrip("-").isdigit():
+                number, _, name = value.partition(" ")
+                (header.queues if key == "Queue" else header.partitions)[int(number)] = name.strip() or number
+            elif key == "Note":
+                header.fields["Note"] = (header.fields.get("Note", "") + " " + value).strip()
+            else:
+                header.fields.setdefault(key, value)
+    return header
+
+
+def _read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, list[Problem], list[dict]]:
+    rows, lines, problems, quarantined = [], [], [], []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, text in enumerate(handle, start=1):
+            stripped = text.strip()
+            if not stripped or stripped.startswith(";"):
+                continue
+            parts = stripped.split()
+            reason = None
+            if len(parts) != len(FIELDS):
+                reason = f"expected {len(FIELDS)} whitespace-separated fields, got {len(parts)}"
+                bad_field, value = "*", stripped[:80]
+            else:
+                try:
+                    values = [float(p) for p in parts]
+                except ValueError:
+                    index = next(i for i, p in enumerate(parts) if not _is_number(p))
+                    reason, bad_field, value = "not a number", FIELDS[index], parts[index]
+            if reason is None and values[0] < 0:
+                reason, bad_field, value = "job number must be non-negative", "job", parts[0]
+            if reason is None and values[1] < 0:
+                reason, bad_field, value = "submit time must be known (not -1)", "submit", parts[1]
+            if reason:
+                problems.append(Problem(str(path), number, bad_field, value, reason))
+                quarantined.append({"file": str(path), "line": number, "text": stripped})
+                continue
+            rows.append(values)
+            lines.append(number)
+    return np.asarray(rows, dtype=float).reshape(-1, len(FIELDS)), np.asarray(lines), problems, quarantined
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _fold_partials(raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per job number, by the rule in this module's docstring."""
+    if not raw["status"].between(2, 4).any():
+        return raw
+    raw = raw.assign(end=np.where((raw["wait"] >= 0) & (raw["run"] >= 0), raw["submit"] + raw["wait"] + raw["run"], np.nan))
+    partial = raw["status"].between(2, 4)
+    own = raw[~partial].drop_duplicates("job", keep="last").set_index("job")
+    parts = raw[partial].groupby("job")
+    span = parts.agg(submit=("submit", "min"), end=("end", "max"), run=("run", "sum"), status=("status", "last"))
+    merged = []
+    for job, row in span.iterrows():
+        if job in own.index:
+            base = own.loc[job].copy()
+            base["end"] = np.nanmax([base["end"], row["end"]])
+            base["submit"] = min(base["submit"], row["submit"])
+        else:
+            base = raw[partial & (raw["job"] == job)].iloc[0].copy()
+            base["run"], base["end"] = row["run"], row["end"]
+            base["status"] = {3: 1, 4: 0}.get(int(row["status"]), -1)
+        base["job"] = job
+        merged.append(base)
+    rest = raw[~partial & ~raw["job"].isin(span.index)]
+    folded = pd.concat([rest, pd.DataFrame(merged)], ignore_index=True).sort_values("line", kind="stable")
+    return folded.reset_index(drop=True)
+
+
+def iter_swf(path: Path, require_state: bool = False) -> Iterator[Batch]:
+    header = parse_header(path)
+    values, lines, problems, quarantined = _read_lines(path)
+    raw = pd.DataFrame(values, columns=FIELDS).assign(line=lines)
+    if "end" not in raw:
+        raw["end"] = np.where((raw["wait"] >= 0) & (raw["run"] >= 0), raw["submit"] + raw["wait"] + raw["run"], np.nan)
+    raw = _fold_partials(raw)
+    known = lambda col: raw[col].where(raw[col] >= 0)  # noqa: E731 - SWF's -1 means unknown
+
+    def clock(offsets: pd.Series) -> pd.Series:
+        utc = pd.to_datetime(header.start_epoch + offsets, unit="s", utc=True)
+        return utc.dt.tz_convert(header.tz).dt.tz_localize(None)
+
+    submit = raw["submit"]
+    start = submit + known("wait")
+    procs = known("procs_req").fillna(known("procs_alloc"))
+    names = lambda col, table, prefix: known(col).map(  # noqa: E731
+        lambda v: table.get(int(v), f"{prefix}{int(v)}"), na_action="ignore"
+    )
+    frame = pd.DataFrame(
+        {
+            "job_id": raw["job"].astype("int64"),
+            "user": known("user").map(lambda v: f"user{int(v)}", na_action="ignore"),
+            "account": known("group").map(lambda v: f"group{int(v)}", na_action="ignore"),
+            "partition": names("partition", header.partitions, "partition"),
+            "qos": names("queue", header.queues, "queue"),
+            "wallclock_req": known("time_req"),
+            "nodes_req": np.nan,
+            "processors_req": procs,
+            "gpus_req": np.nan,
+            "mem_req": known("mem_req") * procs / 1024.0,
+            "submit_time": clock(submit),
+            "start_time": clock(start),
+            "end_time": clock(raw["end"].where(raw["end"].notna(), np.nan)),
+            "run_time": known("run"),
+            "state": raw["status"].map(lambda s: STATUS.get(int(s)), na_action="ignore"),
+            "name": known("executable").map(lambda v: f"exe{int(v)}", na_action="ignore"),
+            "work_dir": None,
+            "submit_line": None,
+        }
+    )
+    if require_state:
+        missing = frame["state"].isna().to_numpy()
+        for i in np.flatnonzero(missing)[:20]:
+            problems.append(Problem(str(path), int(raw["line"].iloc[i]), "status", str(int(raw["status"].iloc[i])), "no final state"))
+        quarantined += [{"file": str(path), "line": int(raw["line"].iloc[i])} for i in np.flatnonzero(missing)]
+        frame = frame.loc[~missing]
+    yield Batch(to_canonical_dtypes(frame.reset_index(drop=True)), problems, quarantined)

@@ -1,0 +1,53 @@
+"""The canonical job table that every `failure` source is mapped onto (the NREL Eagle columns)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TIME_COLUMNS = ("submit_time", "start_time", "end_time")
+
+CANONICAL = pa.schema(
+    [
+        ("job_id", pa.int64()),
+        ("user", pa.string()),
+        ("account", pa.string()),
+        ("partition", pa.string()),
+        ("qos", pa.string()),
+        ("wallclock_req", pa.float64()),
+        ("nodes_req", pa.int64()),
+        ("processors_req", pa.int64()),
+        ("gpus_req", pa.int64()),
+        ("mem_req", pa.float64()),
+        ("submit_time", pa.timestamp("s")),
+        ("start_time", pa.timestamp("s")),
+        ("end_time", pa.timestamp("s")),
+        ("run_time", pa.float64()),
+        ("state", pa.string()),
+        ("name", pa.string()),
+        ("work_dir", pa.string()),
+        ("submit_line", pa.string()),
+    ]
+)
+COLUMNS = tuple(CANONICAL.names)
+NUMERIC = ("wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req", "run_time")
+INTEGER = ("job_id", "nodes_req", "processors_req", "gpus_req")
+
+# Facts known only after a job ran: they label a job and feed the history of later jobs, never its own features.
+POST_RUN = ("start_time", "end_time", "run_time", "state")
+
+# Fields a scheduler knows when the job is submitted; what a prediction request may carry.
+SUBMIT_FIELDS = tuple(c for c in COLUMNS if c not in POST_RUN)
+
+OUTCOMES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
+FAILURES = OUTCOMES[1:]
+# Ended by a person or the scheduler's policy rather than by the job: kept for history, not used as labels.
+NOT_LABELS = ("CANCELLED", "PREEMPTED", "REQUEUED", "BOOT_FAIL", "DEADLINE", "REVOKED")
+STATES = OUTCOMES + NOT_LABELS + ("PENDING", "RUNNING", "SUSPENDED")
+
+
+def normalize_state(raw: str | None) -> str | None:
+    """`CANCELLED by 1234` -> `CANCELLED`; upper-case, no trailing `+`."""
+    if raw is None:
+        return None
+    text = str(raw).strip().upper().rstrip("+")
+    return text.split(" ")[0] if text else None
