@@ -1,0 +1,115 @@
+"""Metrics and plots for failure predictions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.calibration import calibration_curve  # noqa: E402
+from sklearn.metrics import (  # noqa: E402
+    ConfusionMatrixDisplay,
+    average_precision_score,
+    brier_score_loss,
+    f1_score,
+    precision_recall_curve,
+    recall_score,
+    roc_auc_score,
+    roc_curve,
+)
+
+from jobaware.schema import OUTCOMES
+
+
+def _nan_if_one_class(fn, y, score):
+    return float(fn(y, score)) if len(np.unique(y)) == 2 else float("nan")
+
+
+def metrics(y: pd.Series, proba: pd.DataFrame, bayes_p_fail: np.ndarray | None = None) -> dict:
+    """ROC-AUC and PR-AUC of P(fail), Brier, macro-F1 and per-class recall of the arg-max class."""
+    y = y.astype(str).to_numpy()
+    failed = (y != "COMPLETED").astype(int)
+    classes = [c for c in OUTCOMES if c in set(y)]
+    predicted = np.array(OUTCOMES)[proba[[f"p_{c}" for c in OUTCOMES]].to_numpy().argmax(axis=1)]
+    out = {
+        "n": int(len(y)),
+        "fail_share": float(failed.mean()) if len(y) else float("nan"),
+        "roc_auc": _nan_if_one_class(roc_auc_score, failed, proba["p_fail"]),
+        "pr_auc": _nan_if_one_class(average_precision_score, failed, proba["p_fail"]),
+        "brier": float(brier_score_loss(failed, proba["p_fail"].clip(0, 1))) if len(y) else float("nan"),
+        "macro_f1": float(f1_score(y, predicted, labels=classes, average="macro", zero_division=0)),
+    }
+    for c, r in zip(classes, recall_score(y, predicted, labels=classes, average=None, zero_division=0), strict=True):
+        out[f"recall_{c}"] = float(r)
+    if bayes_p_fail is not None:
+        out["bayes_roc_auc"] = _nan_if_one_class(roc_auc_score, failed, bayes_p_fail)
+        out["gap_to_bayes"] = out["bayes_roc_auc"] - out["roc_auc"]
+    return out
+
+
+def plots(y: pd.Series, proba: pd.DataFrame, out_dir: Path, importance: pd.Series | None = None) -> list[Path]:
+    """ROC, PR, calibration, confusion matrix and feature importance as PNG files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    y = y.astype(str).to_numpy()
+    failed = (y != "COMPLETED").astype(int)
+    paths = []
+
+    def save(fig, name):
+        path = out_dir / name
+        fig.tight_layout()
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        paths.append(path)
+
+    if len(np.unique(failed)) == 2:
+        fig, ax = plt.subplots(figsize=(4.5, 4))
+        fpr, tpr, _ = roc_curve(failed, proba["p_fail"])
+        ax.plot(fpr, tpr, label=f"AUC {roc_auc_score(failed, proba['p_fail']):.3f}")
+        ax.plot([0, 1], [0, 1], ls=":", c="grey")
+        ax.set(xlabel="false positive rate", ylabel="true positive rate", title="ROC of P(fail)")
+        ax.legend(loc="lower right")
+        save(fig, "roc.png")
+        fig, ax = plt.subplots(figsize=(4.5, 4))
+        precision, recall, _ = precision_recall_curve(failed, proba["p_fail"])
+        ax.plot(recall, precision, label=f"AP {average_precision_score(failed, proba['p_fail']):.3f}")
+        ax.axhline(failed.mean(), ls=":", c="grey")
+        ax.set(xlabel="recall", ylabel="precision", title="Precision-recall of P(fail)")
+        ax.legend()
+        save(fig, "pr.png")
+        fig, ax = plt.subplots(figsize=(4.5, 4))
+        true_frac, mean_pred = calibration_curve(failed, proba["p_fail"].clip(0, 1), n_bins=10, strategy="quantile")
+        ax.plot(mean_pred, true_frac, marker="o")
+        ax.plot([0, 1], [0, 1], ls=":", c="grey")
+        ax.set(xlabel="predicted P(fail)", ylabel="observed failure share", title="Calibration")
+        save(fig, "calibration.png")
+    fig, ax = plt.subplots(figsize=(6, 5))
+    predicted = np.array(OUTCOMES)[proba[[f"p_{c}" for c in OUTCOMES]].to_numpy().argmax(axis=1)]
+    labels = [c for c in OUTCOMES if c in set(y) | set(predicted)]
+    ConfusionMatrixDisplay.from_predictions(y, predicted, labels=labels, ax=ax, colorbar=False, xticks_rotation=30)
+    ax.set_title("Confusion matrix (arg-max class)")
+    save(fig, "confusion_matrix.png")
+    if importance is not None and len(importance):
+        fig, ax = plt.subplots(figsize=(6, 6))
+        top = importance.sort_values().tail(20)
+        ax.barh(top.index, top.to_numpy())
+        ax.set(xlabel="drop in ROC-AUC when permuted", title="Feature importance")
+        save(fig, "feature_importance.png")
+    return paths
+
+
+def comparison_table(results: dict[str, dict]) -> str:
+    """A small Markdown table of the headline metrics per model."""
+    rows = ["| model | ROC-AUC | PR-AUC | Brier | macro-F1 |", "|---|---|---|---|---|"]
+    for name, m in results.items():
+        rows.append(f"| {name} | {m['roc_auc']:.3f} | {m['pr_auc']:.3f} | {m['brier']:.3f} | {m['macro_f1']:.3f} |")
+    return "\n".join(rows)
+
+
+def write_json(data: dict, path: Path) -> Path:
+    path.write_text(json.dumps(data, indent=2, default=float))
+    return path

@@ -1,0 +1,170 @@
+"""Submit-time features for failure prediction; the same code serves training and live requests.
+
+A job's features use only what is known when it is submitted: its own request, and the history of jobs
+(per user, account, job name or executable, queue, partition) that ENDED strictly before its submit time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from jobaware.schema import FAILURES, OUTCOMES
+
+ENTITIES = ("user", "account", "name", "qos", "partition")
+CATEGORICAL = ("partition", "qos")
+RECENT = 5
+HIT_LIMIT = 0.95
+
+_HISTORY = (
+    "n", "fail_rate", "timeout_rate", "oom_rate", "failed_rate", "node_fail_rate", "cancel_rate",
+    "recent_fail", "last_failed", "streak", "since_fail_h", "since_end_h", "runfrac_mean",
+    "hit_limit_rate", "log_run_mean", "log_run_max", "log_req_mean",
+)
+REQUEST = (
+    "log_wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req", "mem_set", "log_mem_per_proc",
+    "hour", "weekday", "burst_size", "user_submits_24h", "user_submits_1h",
+)
+COMPARE = ("req_vs_run_mean", "req_vs_run_max", "req_vs_req_mean")
+NUMERIC = (
+    REQUEST
+    + tuple(f"{e}_{h}" for e in ENTITIES for h in _HISTORY)
+    + tuple(f"{e}_{c}" for e in ("user", "name") for c in COMPARE)
+)
+FEATURES = NUMERIC + CATEGORICAL
+
+
+def labels(jobs: pd.DataFrame) -> pd.Series:
+    """The outcome class of each job; None for jobs whose end says nothing about the job (CANCELLED, ...)."""
+    state = jobs["state"].astype("object")
+    return state.where(state.isin(OUTCOMES), None)
+
+
+def _ended(jobs: pd.DataFrame) -> pd.DataFrame:
+    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(["PENDING", "RUNNING", "SUSPENDED"])
+    return jobs.loc[done]
+
+
+def _entity_states(ended: pd.DataFrame, key: str) -> pd.DataFrame:
+    """For each end event of an entity, its cumulative history state right after that end."""
+    ev = ended.loc[ended[key].notna(), [key, "end_time", "state", "run_time", "wallclock_req"]]
+    ev = ev.sort_values([key, "end_time"], kind="stable").reset_index(drop=True)
+    state = ev["state"].astype("object")
+    group = ev.groupby(key, sort=False, observed=True)
+    fail = state.isin(FAILURES).astype(float)
+    idx = group.cumcount().astype(float)
+    n = idx + 1
+
+    def cum(values: pd.Series) -> pd.Series:
+        return values.groupby(ev[key], sort=False, observed=True).cumsum()
+
+    def rate(values: pd.Series) -> pd.Series:
+        return (cum(values) + 0.5) / (n + 1.0)  # Laplace-style smoothing with a fixed prior, no global statistic
+
+    cum_fail = cum(fail)
+    back = cum_fail.groupby(ev[key], sort=False, observed=True).shift(RECENT).fillna(0.0)
+    nonfail_at = pd.Series(np.where(fail == 0, idx, np.nan)).groupby(ev[key], sort=False, observed=True).ffill()
+    fail_end = ev["end_time"].where(fail == 1).groupby(ev[key], sort=False, observed=True).ffill()
+    run = ev["run_time"].astype(float)
+    req = ev["wallclock_req"].astype(float)
+    runfrac = (run / req.where(req > 0)).clip(upper=1.5)
+    log_run = np.log1p(run)
+    log_req = np.log1p(req)
+
+    def mean(values: pd.Series) -> pd.Series:
+        present = values.notna().astype(float)
+        return cum(values.fillna(0.0)) / cum(present).where(lambda c: c > 0)
+
+    out = pd.DataFrame(
+        {
+            key: ev[key].to_numpy(),
+            "t": ev["end_time"].to_numpy(),
+            "n": n,
+            "fail_rate": rate(fail),
+            "timeout_rate": rate((state == "TIMEOUT").astype(float)),
+            "oom_rate": rate((state == "OUT_OF_MEMORY").astype(float)),
+            "failed_rate": rate((state == "FAILED").astype(float)),
+            "node_fail_rate": rate((state == "NODE_FAIL").astype(float)),
+            "cancel_rate": rate((state == "CANCELLED").astype(float)),
+            "recent_fail": (cum_fail - back) / np.minimum(n, RECENT),
+            "last_failed": fail,
+            "streak": idx - nonfail_at.fillna(-1.0),
+            "last_fail_t": fail_end.to_numpy(),
+            "last_end_t": ev["end_time"].to_numpy(),
+            "runfrac_mean": mean(runfrac),
+            "hit_limit_rate": mean((runfrac >= HIT_LIMIT).astype(float).where(runfrac.notna())),
+            "log_run_mean": mean(log_run),
+            "log_run_max": log_run.groupby(ev[key], sort=False, observed=True).cummax(),
+            "log_req_mean": mean(log_req),
+        }
+    )
+    return out
+
+
+def _history(queries: pd.DataFrame, ended: pd.DataFrame, key: str) -> pd.DataFrame:
+    """History of `key` as of each query's submit time (ends strictly before it)."""
+    states = _entity_states(ended, key).sort_values("t", kind="stable")
+    q = queries.loc[queries[key].notna(), [key, "submit_time"]].rename(columns={"submit_time": "t"})
+    q = q.assign(_row=q.index).sort_values("t", kind="stable")
+    q[key] = q[key].astype("object")
+    states[key] = states[key].astype("object")
+    merged = pd.merge_asof(q, states, on="t", by=key, allow_exact_matches=False, direction="backward")
+    merged = merged.set_index("_row").reindex(queries.index)
+    hours = lambda since: (queries["submit_time"] - since).dt.total_seconds() / 3600  # noqa: E731
+    merged["since_fail_h"] = hours(pd.to_datetime(merged["last_fail_t"]))
+    merged["since_end_h"] = hours(pd.to_datetime(merged["last_end_t"]))
+    merged["n"] = merged["n"].fillna(0.0)
+    return merged[list(_HISTORY)].add_prefix(f"{key}_")
+
+
+def _submit_counts(jobs: pd.DataFrame, window: str) -> pd.Series:
+    """Jobs the same user submitted in the `window` up to and including this job's submit second."""
+    frame = jobs[["user", "submit_time"]].assign(one=1.0, _row=jobs.index).dropna(subset=["user"])
+    frame = frame.sort_values(["user", "submit_time"], kind="stable")
+    counts = (
+        frame.set_index("submit_time").groupby("user", sort=False)["one"].rolling(window, closed="both").sum()
+    )
+    frame["count"] = counts.to_numpy()
+    # all jobs of one submit second see the same count: the largest in that second
+    frame["count"] = frame.groupby(["user", "submit_time"], sort=False)["count"].transform("max")
+    return frame.set_index("_row")["count"].reindex(jobs.index)
+
+
+def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
+    jobs = jobs.reset_index(drop=True)
+    past = jobs if history is None or history.empty else pd.concat([history, jobs], ignore_index=True)
+    ended = _ended(past)
+    req = jobs["wallclock_req"].astype(float)
+    procs = jobs["processors_req"].astype(float)
+    mem = jobs["mem_req"].astype(float)
+    submit = jobs["submit_time"]
+    burst = jobs.groupby(["user", "submit_time"], dropna=False, sort=False)["job_id"].transform("size")
+    features = pd.DataFrame(
+        {
+            "log_wallclock_req": np.log1p(req),
+            "nodes_req": jobs["nodes_req"].astype(float),
+            "processors_req": procs,
+            "gpus_req": jobs["gpus_req"].astype(float),
+            "mem_req": mem,
+            "mem_set": (mem > 0).astype(float).where(mem.notna()),
+            "log_mem_per_proc": np.log1p(mem.where(mem > 0) / procs.where(procs > 0)),
+            "hour": submit.dt.hour.astype(float),
+            "weekday": submit.dt.weekday.astype(float),
+            "burst_size": burst.astype(float),
+            "user_submits_24h": _submit_counts(jobs, "24h"),
+            "user_submits_1h": _submit_counts(jobs, "1h"),
+        }
+    )
+    parts = [features]
+    for key in ENTITIES:
+        parts.append(_history(jobs, ended, key))
+    features = pd.concat(parts, axis=1)
+    log_req = np.log1p(req)
+    for key in ("user", "name"):
+        features[f"{key}_req_vs_run_mean"] = log_req - features[f"{key}_log_run_mean"]
+        features[f"{key}_req_vs_run_max"] = log_req - features[f"{key}_log_run_max"]
+        features[f"{key}_req_vs_req_mean"] = log_req - features[f"{key}_log_req_mean"]
+    for key in CATEGORICAL:
+        features[key] = jobs[key].astype("object").where(jobs[key].notna(), None)
+    return features[list(FEATURES)]
