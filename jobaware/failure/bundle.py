@@ -24,9 +24,16 @@ class FailureBundle:
         ended = jobs[jobs["end_time"].notna()]
         return ended.sort_values("end_time", kind="stable").tail(limit).reset_index(drop=True)
 
-    def predict(self, jobs: pd.DataFrame, with_history: bool = True) -> pd.DataFrame:
-        """Per job: job_id, p_fail, the outcome probabilities and the most likely failure."""
-        features = build_features(jobs, self.history if with_history else None)
+    def predict(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        """Per job: job_id, p_fail, the outcome probabilities and the most likely failure.
+
+        History comes from the bundled jobs that ended before the earliest submit time asked about, and
+        after that from the jobs given themselves, causally: scoring the later part of a trace after
+        training on its earlier part counts no job twice.
+        """
+        first_submit = jobs["submit_time"].min()
+        past = self.history[self.history["end_time"] < first_submit] if pd.notna(first_submit) else self.history
+        features = build_features(jobs, past)
         proba = self.model.predict_proba(features)
         failure_columns = [f"p_{c}" for c in FAILURES]
         out = pd.DataFrame({"job_id": jobs["job_id"].astype("Int64").to_numpy()})

@@ -25,6 +25,8 @@ class TrainResult:
     params: dict
     metrics: dict[str, dict]
     test_jobs: pd.DataFrame
+    test_features: pd.DataFrame
+    test_labels: pd.Series
     plots: list[Path] = field(default_factory=list)
     importance: pd.Series | None = None
 
@@ -80,7 +82,8 @@ def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | 
     made = plots(y_test, test_proba, plot_dir, importance) if plot_dir else []
     bundle = FailureBundle(model=model, history=FailureBundle.history_tail(jobs))
     test_jobs = jobs.iloc[test_rows].reset_index(drop=True)
-    return TrainResult(bundle, p, results, test_jobs, made, importance)
+    return TrainResult(bundle, p, results, test_jobs, x_test.reset_index(drop=True), y_test.reset_index(drop=True),
+                       made, importance)
 
 
 __all__ = ["FEATURES", "TrainResult", "train"]
