@@ -12,7 +12,6 @@ import logging
 import os
 import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 
 import joblib
@@ -24,6 +23,7 @@ from jobaware.errors import JobawareError
 
 PRIMARY = {"failure": "roc_auc"}
 HISTORY_TAG = "jobaware.champion_history"
+MODEL_URI_TAG = "jobaware.model_uri"
 EVAL_FEATURES = "eval/features.parquet"
 EVAL_LABELS = "eval/labels.parquet"
 
@@ -61,57 +61,71 @@ class BundleModel(mlflow.pyfunc.PythonModel):
         return self.bundle.predict(pd.DataFrame(model_input))
 
 
-@dataclass
-class LoggedRun:
-    run_id: str
-    model_uri: str
+def start_run(key: str, params: dict, contract: dict) -> str:
+    """Open the training run: parameters and the data contract's result."""
+    mlflow, _ = mlflow_client()
+    with mlflow.start_run(experiment_id=experiment_id(key)) as run:
+        mlflow.log_params(params)
+        mlflow.log_dict(contract, "contract/result.json")
+        mlflow.log_metric("contract_success", float(contract.get("success", False)))
+        return run.info.run_id
 
 
-def log_training(key: str, result, contract: dict, data_params: dict) -> LoggedRun:
-    """One MLflow run: parameters, contract result, metrics, plots, evaluation data and the model."""
+def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
+    """Log the bundle as a pyfunc model with signature and input example; return its model URI."""
     mlflow, _ = mlflow_client()
     from mlflow.models import infer_signature
 
     from jobaware.schema import SUBMIT_FIELDS
 
-    with mlflow.start_run(experiment_id=experiment_id(key)) as run, tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        mlflow.log_params({**result.params, **data_params})
-        mlflow.log_dict(contract, "contract/result.json")
-        mlflow.log_metric("contract_success", float(contract.get("success", False)))
-        for name, values in result.metrics.items():
-            prefix = "" if name == "model" else f"baseline_{name}_"
-            mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in values.items() if isinstance(v, int | float)})
-        mlflow.log_dict(result.metrics, "metrics/all.json")
-        for path in result.plots:
-            mlflow.log_artifact(str(path), "plots")
-        if result.importance is not None and len(result.importance):
-            mlflow.log_dict(result.importance.sort_values(ascending=False).to_dict(), "metrics/feature_importance.json")
-        # evaluation data for the promotion gate: the test jobs' features (computed causally) and labels
-        test = result.test_jobs
-        result.test_features.to_parquet(tmp / "features.parquet")
-        result.test_labels.to_frame("label").to_parquet(tmp / "labels.parquet")
-        mlflow.log_artifact(str(tmp / "features.parquet"), "eval")
-        mlflow.log_artifact(str(tmp / "labels.parquet"), "eval")
-        bundle_path = tmp / "bundle.joblib"
-        joblib.dump(result.bundle, bundle_path)
-        example = test[list(SUBMIT_FIELDS)].head(3)
-        example = example.astype({c: "float64" for c in example.columns if str(example[c].dtype) == "Int64"})
-        example = example.astype({c: object for c in example.columns if pd.api.types.is_string_dtype(example[c])})
-        output = result.bundle.predict(test.head(3))
+    example = example_jobs[list(SUBMIT_FIELDS)].head(3)
+    example = example.astype({c: "float64" for c in example.columns if str(example[c].dtype) == "Int64"})
+    example = example.astype({c: object for c in example.columns if pd.api.types.is_string_dtype(example[c])})
+    with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bundle.joblib"
+        joblib.dump(bundle, path)
         info = mlflow.pyfunc.log_model(
             name="model",
             python_model=BundleModel(),
-            artifacts={"bundle": str(bundle_path)},
-            signature=infer_signature(example, output),
+            artifacts={"bundle": str(path)},
+            signature=infer_signature(example, bundle.predict(example_jobs.head(3))),
             input_example=example,
             metadata={"serialization_format": "joblib", "capability": key},
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],
         )
-        return LoggedRun(run.info.run_id, info.model_uri)
+        mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
+    return info.model_uri
 
 
-def register(key: str, logged: LoggedRun, primary_value: float) -> str:
+def log_evaluation(run_id: str, evaluation) -> None:
+    """Metrics of the model and its baselines, plots, importance, and the evaluation data for the gate."""
+    mlflow, _ = mlflow_client()
+    with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name, values in evaluation.metrics.items():
+            prefix = "" if name == "model" else f"baseline_{name}_"
+            mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in values.items() if isinstance(v, int | float)})
+        mlflow.log_dict(evaluation.metrics, "metrics/all.json")
+        for path in evaluation.plots:
+            mlflow.log_artifact(str(path), "plots")
+        if evaluation.importance is not None and len(evaluation.importance):
+            mlflow.log_dict(evaluation.importance.sort_values(ascending=False).to_dict(), "metrics/feature_importance.json")
+        evaluation.test_features.to_parquet(tmp / "features.parquet")
+        evaluation.test_labels.to_frame("label").to_parquet(tmp / "labels.parquet")
+        mlflow.log_artifact(str(tmp / "features.parquet"), "eval")
+        mlflow.log_artifact(str(tmp / "labels.parquet"), "eval")
+
+
+def model_uri(run_id: str) -> str:
+    """The URI of the model logged in a run."""
+    _, client = mlflow_client()
+    uri = client.get_run(run_id).data.tags.get(MODEL_URI_TAG)
+    if not uri:
+        raise JobawareError(f"run {run_id} logged no model")
+    return uri
+
+
+def register(key: str, run_id: str) -> str:
     """Register the run's model as a new version of `jobaware-<key>` and point `challenger` at it."""
     _, client = mlflow_client()
     name = config.model_name(key)
@@ -119,8 +133,9 @@ def register(key: str, logged: LoggedRun, primary_value: float) -> str:
         client.get_registered_model(name)
     except Exception:  # noqa: BLE001 - MLflow raises its own RestException when absent
         client.create_registered_model(name, description=f"jobaware {key} model")
-    version = client.create_model_version(name, logged.model_uri, run_id=logged.run_id)
-    client.set_model_version_tag(name, version.version, PRIMARY[key], f"{primary_value:.6f}")
+    version = client.create_model_version(name, model_uri(run_id), run_id=run_id)
+    primary = client.get_run(run_id).data.metrics.get(PRIMARY[key], float("nan"))
+    client.set_model_version_tag(name, version.version, PRIMARY[key], f"{primary:.6f}")
     client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
 

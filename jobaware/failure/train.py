@@ -1,4 +1,7 @@
-"""Train and evaluate the failure model against its baselines on one time-ordered split."""
+"""Featurize, fit and evaluate the failure model against its baselines on one time-ordered split.
+
+The three steps are separate functions (the pipeline runs each as its own component); `train` chains them.
+"""
 
 from __future__ import annotations
 
@@ -19,12 +22,35 @@ from jobaware.synth.failure import bayes_scores
 IMPORTANCE_ROWS = 4000
 
 
+def featurize(jobs: pd.DataFrame, test_fraction: float = 0.3) -> pd.DataFrame:
+    """Features of every job plus its label and its side of the time split ('train', 'test' or '')."""
+    jobs = jobs.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    table = build_features(jobs)
+    split = time_split(jobs, test_fraction)
+    side = np.full(len(jobs), "", dtype=object)
+    side[split.train], side[split.test] = "train", "test"
+    table.insert(0, "job_id", jobs["job_id"].to_numpy())
+    table["label"] = labels(jobs).to_numpy()
+    table["split"] = np.where(table["label"].isna(), "", side)
+    table.attrs["split_time"] = str(split.cut)
+    return table
+
+
+def _part(table: pd.DataFrame, side: str) -> tuple[pd.DataFrame, pd.Series]:
+    rows = table[table["split"] == side]
+    return rows[list(FEATURES)].reset_index(drop=True), rows["label"].reset_index(drop=True)
+
+
+def fit(table: pd.DataFrame, jobs: pd.DataFrame, params: dict | None = None) -> FailureBundle:
+    """Fit the calibrated model on the train side; bundle it with the job history live features need."""
+    x, y = _part(table, "train")
+    model = FailureModel(params=check_params(params or {})).fit(x, y)
+    return FailureBundle(model=model, history=FailureBundle.history_tail(jobs))
+
+
 @dataclass
-class TrainResult:
-    bundle: FailureBundle
-    params: dict
+class Evaluation:
     metrics: dict[str, dict]
-    test_jobs: pd.DataFrame
     test_features: pd.DataFrame
     test_labels: pd.Series
     plots: list[Path] = field(default_factory=list)
@@ -36,54 +62,46 @@ class TrainResult:
 
 
 def _importance(model: FailureModel, features: pd.DataFrame, y: pd.Series, seed: int) -> pd.Series:
-    failed = (y.astype(str) != "COMPLETED").astype(int)
-    if failed.nunique() < 2:
-        return pd.Series(dtype=float)
     take = np.random.default_rng(seed).permutation(len(features))[:IMPORTANCE_ROWS]
-    x, target = features.iloc[take], failed.iloc[take]
+    x, target = features.iloc[take], (y.iloc[take].astype(str) != "COMPLETED").astype(int)
     if target.nunique() < 2:
         return pd.Series(dtype=float)
 
     def auc(_, frame, target_):
-        p_fail = model.predict_proba(pd.DataFrame(frame, columns=features.columns))["p_fail"]
-        return roc_auc_score(target_, p_fail)
+        return roc_auc_score(target_, model.predict_proba(pd.DataFrame(frame, columns=features.columns))["p_fail"])
 
     scores = permutation_importance(model, x, target, scoring=auc, n_repeats=2, random_state=seed)
     return pd.Series(scores.importances_mean, index=features.columns)
 
 
-def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
-          plot_dir: Path | None = None) -> TrainResult:
-    """Features for all jobs, time-ordered split, fit the model and baselines, score them on the test part."""
+def evaluate(bundle: FailureBundle, table: pd.DataFrame, params: dict | None = None,
+             truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> Evaluation:
+    """Score the model and, in the same run, the baselines (fitted on the same train side) on the test side."""
     p = check_params(params or {})
-    jobs = jobs.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    features = build_features(jobs)
-    y = labels(jobs)
-    split = time_split(jobs, p["test_fraction"])
-    train_rows = split.train[y.iloc[split.train].notna().to_numpy()]
-    test_rows = split.test[y.iloc[split.test].notna().to_numpy()]
-    x_train, y_train = features.iloc[train_rows], y.iloc[train_rows]
-    x_test, y_test = features.iloc[test_rows], y.iloc[test_rows]
-
-    model = FailureModel(params=p).fit(x_train, y_train)
+    x_train, y_train = _part(table, "train")
+    x_test, y_test = _part(table, "test")
+    if len(y_test) == 0:
+        raise ValueError("no labelled jobs after the split time; use more data or a larger test_fraction")
     bayes = None
     if truth is not None:
         scores = bayes_scores(truth).drop_duplicates("job_id").set_index("job_id")["p_fail"]
-        bayes = scores.reindex(jobs["job_id"].iloc[test_rows].to_numpy()).to_numpy()
-    results = {"model": metrics(y_test, model.predict_proba(x_test), bayes)}
+        bayes = scores.reindex(table.loc[table["split"] == "test", "job_id"].to_numpy()).to_numpy()
+    proba = bundle.model.predict_proba(x_test)
+    results = {"model": metrics(y_test, proba, bayes)}
     for name, baseline in baselines(p["seed"]).items():
         results[name] = metrics(y_test, baseline.fit(x_train, y_train).predict_proba(x_test))
     results["model"].update(
-        train_rows=len(train_rows), test_rows=len(test_rows), calibrated=float(model.calibrated),
-        split_time=str(split.cut),
+        train_rows=len(y_train), test_rows=len(y_test), calibrated=float(bundle.model.calibrated),
     )
-    importance = _importance(model, x_test, y_test, p["seed"])
-    test_proba = model.predict_proba(x_test)
-    made = plots(y_test, test_proba, plot_dir, importance) if plot_dir else []
-    bundle = FailureBundle(model=model, history=FailureBundle.history_tail(jobs))
-    test_jobs = jobs.iloc[test_rows].reset_index(drop=True)
-    return TrainResult(bundle, p, results, test_jobs, x_test.reset_index(drop=True), y_test.reset_index(drop=True),
-                       made, importance)
+    importance = _importance(bundle.model, x_test, y_test, p["seed"])
+    made = plots(y_test, proba, plot_dir, importance) if plot_dir else []
+    return Evaluation(results, x_test, y_test, made, importance)
 
 
-__all__ = ["FEATURES", "TrainResult", "train"]
+def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
+          plot_dir: Path | None = None) -> tuple[FailureBundle, Evaluation]:
+    """featurize -> fit -> evaluate in one call."""
+    p = check_params(params or {})
+    table = featurize(jobs, p["test_fraction"])
+    bundle = fit(table, jobs, p)
+    return bundle, evaluate(bundle, table, p, truth, plot_dir)

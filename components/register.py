@@ -1,0 +1,13 @@
+from kfp import dsl
+
+from components import IMAGE
+
+
+@dsl.component(base_image=IMAGE, install_kfp_package=False)
+def register(key: str, run_id: str, tracking_uri: str) -> str:
+    """Register the run's model as a new version with alias `challenger`; return the version."""
+    from jobaware import tracking
+    from jobaware.failure.steps import use_tracking
+
+    use_tracking(tracking_uri)
+    return tracking.register(key, run_id)

@@ -1,0 +1,1 @@
+"""KFP pipelines, one per capability plus `all`, and the runner that runs or submits them."""
