@@ -11,11 +11,11 @@ import json
 import logging
 import os
 import tempfile
-import warnings
 from pathlib import Path
 
 import joblib
 import mlflow.pyfunc
+from mlflow.types.type_hints import TypeFromExample
 import pandas as pd
 
 from jobaware import config
@@ -29,7 +29,6 @@ EVAL_LABELS = "eval/labels.parquet"
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
-warnings.filterwarnings("ignore", message=".*type hints to the `predict` method.*")
 
 
 def mlflow_client():
@@ -51,13 +50,44 @@ def experiment_id(key: str) -> str:
     return client.create_experiment(name, artifact_location=f"{config.artifact_root()}/{name}" if local else None)
 
 
+def input_schema():
+    """The pyfunc input: submit-time fields; only job_id and submit_time are required."""
+    from mlflow.types import ColSpec, Schema
+
+    from jobaware.schema import INTEGER, NUMERIC, SUBMIT_FIELDS, TIME_COLUMNS
+
+    def kind(field: str) -> str:
+        if field == "job_id":
+            return "long"
+        if field in TIME_COLUMNS:
+            return "datetime"
+        return "double" if field in NUMERIC or field in INTEGER else "string"
+
+    return Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
+
+
+def signature_frame(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Canonical jobs as the plain NumPy types of the pyfunc signature."""
+    from jobaware.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
+
+    frame = jobs[list(SUBMIT_FIELDS)].copy()
+    for column in frame.columns:
+        if column == "job_id":
+            frame[column] = frame[column].astype("int64")
+        elif column in NUMERIC or column in INTEGER:
+            frame[column] = frame[column].astype("float64")
+        elif pd.api.types.is_string_dtype(frame[column]):
+            frame[column] = frame[column].astype(object)
+    return frame.reset_index(drop=True)
+
+
 class BundleModel(mlflow.pyfunc.PythonModel):
     """MLflow pyfunc over a bundle stored with joblib (the explicit serialization format)."""
 
     def load_context(self, context):
         self.bundle = joblib.load(context.artifacts["bundle"])
 
-    def predict(self, context, model_input, params=None):
+    def predict(self, context, model_input: TypeFromExample, params=None):
         return self.bundle.predict(pd.DataFrame(model_input))
 
 
@@ -74,13 +104,9 @@ def start_run(key: str, params: dict, contract: dict) -> str:
 def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
     """Log the bundle as a pyfunc model with signature and input example; return its model URI."""
     mlflow, _ = mlflow_client()
-    from mlflow.models import infer_signature
+    from mlflow.models import ModelSignature, infer_signature
 
-    from jobaware.schema import SUBMIT_FIELDS
-
-    example = example_jobs[list(SUBMIT_FIELDS)].head(3)
-    example = example.astype({c: "float64" for c in example.columns if str(example[c].dtype) == "Int64"})
-    example = example.astype({c: object for c in example.columns if pd.api.types.is_string_dtype(example[c])})
+    example = signature_frame(example_jobs.head(3))
     with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bundle.joblib"
         joblib.dump(bundle, path)
@@ -88,7 +114,7 @@ def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
             name="model",
             python_model=BundleModel(),
             artifacts={"bundle": str(path)},
-            signature=infer_signature(example, bundle.predict(example_jobs.head(3))),
+            signature=ModelSignature(inputs=input_schema(), outputs=infer_signature(example, bundle.predict(example)).outputs),
             input_example=example,
             metadata={"serialization_format": "joblib", "capability": key},
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],

@@ -31,6 +31,9 @@ class FailureBundle:
         after that from the jobs given themselves, causally: scoring the later part of a trace after
         training on its earlier part counts no job twice.
         """
+        from jobaware.readers.common import to_canonical_dtypes
+
+        jobs = to_canonical_dtypes(jobs)
         first_submit = jobs["submit_time"].min()
         past = self.history[self.history["end_time"] < first_submit] if pd.notna(first_submit) else self.history
         features = build_features(jobs, past)

@@ -130,10 +130,15 @@ def _submit_counts(jobs: pd.DataFrame, window: str) -> pd.Series:
     return frame.set_index("_row")["count"].reindex(jobs.index)
 
 
+def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
+    """One datetime unit for every source (Parquet, CSV, joblib'd history), so times compare and merge."""
+    return jobs.astype({c: "datetime64[s]" for c in ("submit_time", "start_time", "end_time") if c in jobs})
+
+
 def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
     """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
-    jobs = jobs.reset_index(drop=True)
-    past = jobs if history is None or history.empty else pd.concat([history, jobs], ignore_index=True)
+    jobs = _same_time_unit(jobs.reset_index(drop=True))
+    past = jobs if history is None or history.empty else pd.concat([_same_time_unit(history), jobs], ignore_index=True)
     ended = _ended(past)
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
