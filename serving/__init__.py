@@ -1,0 +1,1 @@
+"""BentoML services, one per capability."""
