@@ -153,13 +153,9 @@ def model_uri(run_id: str) -> str:
 
 def register(key: str, run_id: str) -> str:
     """Register the run's model as a new version of `jobaware-<key>` and point `challenger` at it."""
-    _, client = mlflow_client()
+    mlflow, client = mlflow_client()
     name = config.model_name(key)
-    try:
-        client.get_registered_model(name)
-    except Exception:  # noqa: BLE001 - MLflow raises its own RestException when absent
-        client.create_registered_model(name, description=f"jobaware {key} model")
-    version = client.create_model_version(name, model_uri(run_id), run_id=run_id)
+    version = mlflow.register_model(model_uri(run_id), name)
     primary = client.get_run(run_id).data.metrics.get(PRIMARY[key], float("nan"))
     client.set_model_version_tag(name, version.version, PRIMARY[key], f"{primary:.6f}")
     client.set_registered_model_alias(name, "challenger", version.version)

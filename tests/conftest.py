@@ -1,0 +1,102 @@
+"""Shared fixtures: a private JOBAWARE_HOME per session, small synthetic data, and a trained champion."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REAL = ROOT / "data" / "real"
+NREL_CSV = REAL / "nrel" / "eagle_sample_jobs.csv"
+NREL_JSON = REAL / "nrel" / "eagle_sample_jobs.json"
+KTH = REAL / "swf" / "KTH-SP2-1996-2.1-cln.swf"
+SQUEUE = ROOT / "tests" / "data" / "squeue_22.05.json"
+
+# Tests never touch the user's own store: one private home for the session, tracking into its SQLite.
+_SESSION_HOME = tempfile.mkdtemp(prefix="jobaware-test-")
+os.environ["JOBAWARE_HOME"] = _SESSION_HOME
+os.environ.pop("MLFLOW_TRACKING_URI", None)
+os.environ.setdefault("JOBAWARE_RELOAD_SECONDS", "1")
+
+
+@pytest.fixture(scope="session")
+def synthetic(tmp_path_factory) -> tuple[Path, Path]:
+    """20,000 synthetic jobs (Parquet) and their truth file."""
+    from jobaware.synth.failure import write
+
+    path = tmp_path_factory.mktemp("synth") / "jobs.parquet"
+    truth = write(path, 20_000, "parquet", seed=7)
+    return path, truth
+
+
+@pytest.fixture(scope="session")
+def champion(synthetic) -> str:
+    """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
+    from jobaware import tracking
+    from jobaware.failure.train import train
+    from jobaware.readers import read_jobs
+
+    jobs, _ = read_jobs(synthetic[0])
+    bundle, evaluation = train(jobs, {"max_iter": 80})
+    run_id = tracking.start_run("failure", {"max_iter": 80}, {"success": True})
+    tracking.log_model(run_id, "failure", bundle, jobs.tail(3))
+    tracking.log_evaluation(run_id, evaluation)
+    version = tracking.register("failure", run_id)
+    assert tracking.promote("failure", version)["promoted"]
+    return version
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float = 90.0, process=None) -> None:
+    """Poll `url` until it answers 200, at most `seconds` (bounded), or fail with the reason."""
+    import time
+
+    import httpx
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode} before {url} answered")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
+
+
+@pytest.fixture(scope="session")
+def failure_service(champion, tmp_path_factory):
+    """A real `bentoml serve` of the failure service on loopback, started by `jobaware serve`."""
+    import subprocess
+    import sys
+
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("service") / "serve.log", "wb")
+    jobaware = Path(sys.executable).with_name("jobaware")
+    process = subprocess.Popen([str(jobaware), "serve", "failure", "--port", str(port)], stdout=log, stderr=log,
+                               start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(f"{url}/readyz", 120, process)
+        yield url
+    finally:
+        import os
+        import signal
+
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)

@@ -1,0 +1,86 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from jobaware.failure.features import FEATURES, build_features
+from jobaware.readers import read_jobs
+from jobaware.readers.slurm import parse_request_jobs
+from tests.conftest import KTH
+
+
+@pytest.fixture(scope="module")
+def jobs(synthetic):
+    table, _ = read_jobs(synthetic[0])
+    return table.iloc[:6000].reset_index(drop=True)
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False)
+
+
+def test_changing_later_jobs_changes_no_earlier_feature(jobs):
+    cut = jobs["submit_time"].quantile(0.5)
+    later = jobs["submit_time"] > cut
+    changed = jobs.copy()
+    rng = np.random.default_rng(0)
+    changed.loc[later, "state"] = rng.choice(["COMPLETED", "FAILED", "TIMEOUT", "NODE_FAIL"], later.sum())
+    changed.loc[later, "run_time"] = changed.loc[later, "run_time"] * 3
+    changed.loc[later, "end_time"] = changed.loc[later, "end_time"] + pd.Timedelta(hours=5)
+    changed.loc[later, "wallclock_req"] = 60.0
+    changed.loc[later, "user"] = "someone_else"
+    before, after = build_features(jobs), build_features(changed)
+    assert_same(before.loc[~later], after.loc[~later])
+    assert not before.loc[later].equals(after.loc[later])  # the change did reach the later jobs
+
+
+def test_a_jobs_own_outcome_never_reaches_its_features(jobs):
+    changed = jobs.copy()
+    i = 4000
+    changed.loc[i, ["state", "run_time"]] = ["OUT_OF_MEMORY", 1.0]
+    changed.loc[i, "end_time"] = changed.loc[i, "start_time"] + pd.Timedelta(seconds=1)
+    changed.loc[i, "start_time"] = changed.loc[i, "submit_time"]
+    assert_same(build_features(jobs).loc[[i]], build_features(changed).loc[[i]])
+
+
+def test_only_jobs_that_ended_strictly_before_submit_count():
+    base = {"user": "u", "account": "a", "partition": "p", "qos": "q", "wallclock_req": 600.0, "nodes_req": 1,
+            "processors_req": 1, "gpus_req": 0, "mem_req": 0.0, "name": "n", "work_dir": "w", "submit_line": "s"}
+    t = pd.Timestamp("2020-01-01 10:00:00")
+    frame = pd.DataFrame([
+        {**base, "job_id": 1, "submit_time": t, "start_time": t, "end_time": t + pd.Timedelta(minutes=5), "run_time": 300.0, "state": "FAILED"},
+        {**base, "job_id": 2, "submit_time": t + pd.Timedelta(minutes=5), "state": "PENDING"},
+        {**base, "job_id": 3, "submit_time": t + pd.Timedelta(minutes=5, seconds=1), "state": "PENDING"},
+    ])
+    from jobaware.readers.common import to_canonical_dtypes
+
+    features = build_features(to_canonical_dtypes(frame))
+    assert list(features["user_n"]) == [0.0, 0.0, 1.0]  # job 1 ended at job 2's submit second: not before it
+    assert features.loc[2, "user_last_failed"] == 1.0 and features.loc[2, "user_streak"] == 1.0
+    assert features.loc[2, "user_since_fail_h"] == pytest.approx(1 / 3600)
+
+
+def test_squeue_record_and_canonical_record_give_the_same_features():
+    squeue = {"job_id": 7, "user_name": "alice", "account": "acct", "partition": "debug", "qos": "normal",
+              "job_state": "PENDING", "time_limit": 30, "cpus": 4, "node_count": 1, "memory_per_node": 2000,
+              "submit_time": 1700000000, "start_time": 0, "end_time": 0, "name": "sim", "tres_req_str": "cpu=4"}
+    live = parse_request_jobs([squeue])
+    canonical = parse_request_jobs([{"job_id": 7, "user": "alice", "account": "acct", "partition": "debug",
+                                     "qos": "normal", "wallclock_req": 1800.0, "processors_req": 4, "nodes_req": 1,
+                                     "mem_req": 2000.0, "gpus_req": 0, "name": "sim",
+                                     "submit_time": str(live["submit_time"].iloc[0]), "state": "PENDING"}])
+    assert_same(build_features(live), build_features(canonical))
+
+
+def test_swf_post_run_fields_never_reach_features():
+    jobs, _ = read_jobs(KTH)
+    jobs = jobs.iloc[:3000]
+    blind = jobs.copy()
+    # wipe wait, run time and status: a job's own features must not move
+    blind["state"] = "COMPLETED"
+    blind["start_time"] = blind["submit_time"]
+    blind["run_time"] = 1.0
+    blind["end_time"] = blind["submit_time"] + pd.Timedelta(days=10_000)  # no job ends before any submit
+    own = build_features(blind)
+    request_only = [f for f in FEATURES if not f.startswith(("user_", "account_", "name_", "qos_", "partition_")) or f.startswith("user_submits")]
+    assert_same(build_features(jobs)[request_only], own[request_only])
+    assert (own["user_n"] == 0).all()  # with no job ended, there is no history at all

@@ -1,0 +1,77 @@
+import pandas as pd
+import pytest
+
+from jobaware.errors import InputError
+from jobaware.readers import ingest, read_jobs
+from tests.conftest import NREL_CSV, NREL_JSON
+
+HEADER = NREL_CSV.read_text().splitlines()[0]
+ROW = "532209,user0014,account0003,partition001,normal,172800.0,10,10,0,0.0,2019-01-01 08:55:55,2019-01-01 08:55:56,2019-01-02 12:39:41,99825.0,COMPLETED,n,w,s"
+
+
+def test_real_csv_and_json_encodings_give_the_same_table():
+    csv, csv_report = read_jobs(NREL_CSV)
+    js, js_report = read_jobs(NREL_JSON)
+    assert len(csv) == 700 and csv_report.bad_rows == 0 and js_report.bad_rows == 0
+    pd.testing.assert_frame_equal(csv, js)
+    assert csv["state"].value_counts().to_dict() == {"COMPLETED": 689, "TIMEOUT": 11}
+    assert str(csv["submit_time"].iloc[0]) == "2019-01-01 08:55:55"
+
+
+def test_parquet_round_trip_through_ingest(tmp_path):
+    ingest(NREL_CSV, tmp_path / "jobs.parquet")
+    again, _ = read_jobs(tmp_path / "jobs.parquet")
+    original, _ = read_jobs(NREL_CSV)
+    pd.testing.assert_frame_equal(original, again)
+
+
+def test_bad_rows_are_skipped_counted_and_located(tmp_path):
+    lines = [HEADER, ROW, ROW.replace(",10,10,", ",ten,10,"), "1,2,3", ROW.replace("COMPLETED", "EXPLODED"),
+             ROW.replace("2019-01-01 08:55:55", "yesterday"), ROW.replace("532209", "532210")]
+    path = tmp_path / "jobs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    jobs, report = read_jobs(path)
+    assert list(jobs["job_id"]) == [532209, 532210]
+    assert report.bad_rows == 4
+    text = "\n".join(map(str, report.problems))
+    assert f"{path}:3: field 'nodes_req': not a number (got 'ten')" in text
+    assert f"{path}:4: field '*': expected 18 fields" in text
+    assert f"{path}:5: field 'state': unknown state" in text
+    assert f"{path}:6: field 'submit_time'" in text
+
+
+def test_bad_rows_are_quarantined_not_lost(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("\n".join([HEADER, ROW, ROW.replace(",10,10,", ",-4,10,")]) + "\n")
+    report = ingest(path, tmp_path / "out.parquet")
+    quarantine = (tmp_path / "out.quarantine.jsonl").read_text()
+    assert report.rows == 1 and report.bad_rows == 1
+    assert '"line": 3' in quarantine and '"nodes_req": "-4"' in quarantine
+
+
+def test_strict_mode_turns_a_bad_row_into_an_error(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("\n".join([HEADER, ROW, ROW.replace("99825.0", "long")]) + "\n")
+    with pytest.raises(InputError, match=r"jobs.csv:3: field 'run_time': not a number"):
+        read_jobs(path, strict=True)
+
+
+def test_missing_column_and_unknown_format_are_clear_errors(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("user,state\nu,COMPLETED\n")
+    with pytest.raises(InputError, match="header has no 'job_id' column"):
+        read_jobs(path)
+    with pytest.raises(InputError, match="unknown format '.xlsx'"):
+        read_jobs(tmp_path / "x.xlsx") if (tmp_path / "x.xlsx").write_text("") is not None else None
+
+
+def test_json_lines_and_bad_json_records(tmp_path):
+    path = tmp_path / "jobs.jsonl"
+    path.write_text('{"job_id": 1, "submit_time": 1546332955000, "state": "FAILED"}\n{oops\n[1]\n')
+    jobs, report = read_jobs(path)
+    assert list(jobs["job_id"]) == [1] and str(jobs["submit_time"].iloc[0]) == "2019-01-01 08:55:55"
+    assert report.bad_rows == 2 and "jobs.jsonl:2" in str(report.problems[0])
+    broken = tmp_path / "broken.json"
+    broken.write_text('[{"job_id": 1},\n{"job_id": }]')
+    with pytest.raises(InputError, match=r"broken.json:2: invalid JSON"):
+        read_jobs(broken)

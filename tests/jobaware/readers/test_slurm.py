@@ -1,0 +1,44 @@
+import pytest
+
+from jobaware.errors import InputError
+from jobaware.readers.slurm import from_squeue, parse_request_jobs, read_squeue_json
+from tests.conftest import SQUEUE
+
+
+def test_captured_squeue_output_maps_onto_the_canonical_table():
+    jobs = read_squeue_json(SQUEUE).set_index("name")
+    assert jobs.loc["ok", "state"] == "COMPLETED" and jobs.loc["bad", "state"] == "FAILED"
+    assert jobs.loc["slow", "state"] == "PENDING" and jobs.loc["held", "state"] == "PENDING"
+    assert jobs.loc["held", "wallclock_req"] == 300.0 and jobs.loc["ok", "wallclock_req"] == 60.0
+    assert jobs.loc["ok", "user"] == "root" and jobs.loc["ok", "partition"] == "debug"
+    assert jobs.loc["ok", "nodes_req"] == 1 and jobs.loc["ok", "processors_req"] == 1
+    assert jobs.loc["ok", "mem_req"] == 0.0  # no --mem: not specified, as in the NREL table
+    assert str(jobs.loc["held", "end_time"]) == "NaT" and str(jobs.loc["slow", "end_time"]) == "NaT"
+
+
+def test_later_slurm_versions_wrapped_numbers_and_gpus():
+    record = {"job_id": 9, "user_name": "u", "job_state": ["PENDING"], "time_limit": {"set": True, "infinite": False, "number": 30},
+              "cpus": {"set": True, "number": 8}, "node_count": {"set": True, "number": 2}, "memory_per_cpu": {"set": True, "number": 1000},
+              "tres_per_node": "gres:gpu:2", "submit_time": {"set": True, "number": 1700000000}}
+    row = from_squeue(record)
+    assert row["wallclock_req"] == 1800.0 and row["processors_req"] == 8 and row["nodes_req"] == 2
+    assert row["mem_req"] == 8000.0 and row["gpus_req"] == 2 and row["state"] == "PENDING"
+
+
+@pytest.mark.parametrize(
+    ("jobs", "message"),
+    [
+        ([], "jobs: expected a non-empty list"),
+        ([3], r"jobs\[0\]: expected an object"),
+        ([{"user": "u"}], r"jobs\[0\].job_id: missing"),
+        ([{"job_id": 1}, {"job_id": 2, "nodes_req": "many"}], r'jobs\[1\].nodes_req: expected a number, got "many"'),
+        ([{"job_id": 1, "nodes_req": -1}], r"jobs\[0\].nodes_req: expected a non-negative number"),
+        ([{"job_id": 1, "nodes_req": 1.5}], r"jobs\[0\].nodes_req: expected a whole number"),
+        ([{"job_id": 1, "submit_time": "soon"}], r"jobs\[0\].submit_time: expected a time"),
+        ([{"job_id": 1, "state": "DONE"}], r"jobs\[0\].state: expected one of"),
+        ([{"job_id": 1, "wallclock": 5}], r"jobs\[0\].wallclock: unknown field"),
+    ],
+)
+def test_request_records_are_refused_naming_the_bad_field(jobs, message):
+    with pytest.raises(InputError, match=message):
+        parse_request_jobs(jobs)

@@ -1,0 +1,30 @@
+import pandas as pd
+import pytest
+
+from jobaware.contracts import format_report, require, validate_frames
+from jobaware.errors import ContractError
+from jobaware.readers import read_jobs
+from tests.conftest import KTH, NREL_CSV
+
+
+def test_real_samples_meet_their_contracts():
+    assert validate_frames([read_jobs(NREL_CSV)[0]], "nrel_jobs")["success"]
+    assert validate_frames([read_jobs(KTH)[0]], "swf_jobs")["success"]
+
+
+def test_broken_table_fails_with_a_readable_report():
+    jobs = read_jobs(NREL_CSV)[0]
+    jobs.loc[3, "state"] = "RUNNING"
+    jobs.loc[5:7, "end_time"] = pd.Timestamp("2000-01-01")
+    jobs.loc[9, "nodes_req"] = -3
+    report = validate_frames([jobs.iloc[:350], jobs.iloc[350:]], "nrel_jobs")
+    assert not report["success"] and report["rows"] == 700
+    failed = {(f["expectation"], f["column"]): f for f in report["failed"]}
+    assert failed[("expect_column_values_to_be_in_set", "state")]["unexpected_count"] == 1
+    assert failed[("expect_column_values_to_be_in_set", "state")]["examples"] == ["RUNNING"]
+    assert failed[("expect_column_pair_values_a_to_be_greater_than_b", "end_time, start_time")]["unexpected_count"] == 3
+    assert failed[("expect_column_values_to_be_between", "nodes_req")]["examples"] == [-3]
+    text = format_report(report)
+    assert "3 of 14 expectations failed on 700 rows" in text and "column state: 1 row(s), e.g. ['RUNNING']" in text
+    with pytest.raises(ContractError, match="expectations failed"):
+        require(report)

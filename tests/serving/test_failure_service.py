@@ -1,0 +1,81 @@
+"""A real `bentoml serve` on loopback, called with good and bad requests."""
+
+import json
+import time
+
+import httpx
+import pytest
+
+from jobaware import tracking
+from tests.conftest import SQUEUE
+
+pytestmark = pytest.mark.slow
+JOB = {"job_id": 11, "user": "user0001", "account": "account0001", "partition": "partition002", "qos": "normal",
+       "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72, "gpus_req": 0, "mem_req": 0.0,
+       "submit_time": "2019-03-01 10:00:00"}
+
+
+def post(url, body, **kwargs):
+    return httpx.post(f"{url}/predict", json=body, timeout=60, **kwargs)
+
+
+def test_predicts_canonical_and_squeue_records(failure_service, champion):
+    squeue_jobs = json.loads(SQUEUE.read_text())["jobs"]
+    response = post(failure_service, {"jobs": [JOB, *squeue_jobs]})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["model_version"] == champion
+    predictions = body["predictions"]
+    assert [p["job_id"] for p in predictions] == [11, 1, 2, 3, 4]
+    for p in predictions:
+        total = p["p_COMPLETED"] + p["p_FAILED"] + p["p_TIMEOUT"] + p["p_OUT_OF_MEMORY"] + p["p_NODE_FAIL"]
+        assert total == pytest.approx(1.0) and p["p_fail"] == pytest.approx(1 - p["p_COMPLETED"])
+        assert p["most_likely_failure"] in {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ({"jobs": [{**JOB, "wallclock_req": "abc"}]}, 'jobs[0].wallclock_req: expected a number, got \\"abc\\"'),
+    ({"jobs": [JOB, {**JOB, "nodes_req": -2}]}, "jobs[1].nodes_req: expected a non-negative number"),
+    ({"jobs": [{**JOB, "colour": "red"}]}, "jobs[0].colour: unknown field"),
+    ({"jobs": []}, "jobs: expected a non-empty list"),
+    ({"jobs": "all of them"}, '"loc":["jobs"]'),
+    ({"job": [JOB]}, '"loc":["jobs"]'),
+])
+def test_bad_requests_get_a_4xx_naming_the_field(failure_service, body, needle):
+    response = post(failure_service, body)
+    assert 400 <= response.status_code < 500, response.text
+    assert needle in response.text
+
+
+def test_broken_json_is_a_400(failure_service):
+    response = httpx.post(f"{failure_service}/predict", content=b"{nope", headers={"content-type": "application/json"})
+    assert response.status_code == 400
+
+
+def test_health_metrics_and_openapi(failure_service):
+    assert httpx.get(f"{failure_service}/livez").status_code == 200
+    assert httpx.get(f"{failure_service}/readyz").status_code == 200
+    post(failure_service, {"jobs": [JOB]})
+    metrics = httpx.get(f"{failure_service}/metrics").text
+    assert "bentoml_service_request_total" in metrics or "bentoml_api_server_request_total" in metrics
+    spec = httpx.get(f"{failure_service}/docs.json").json()
+    assert "/predict" in spec["paths"]
+
+
+def test_picks_up_a_new_champion_without_restart(failure_service, champion):
+    from tests.jobaware.test_tracking import _log
+    from jobaware.readers import read_jobs
+
+    jobs = read_jobs(__import__("tests.conftest", fromlist=["x"]).ROOT / "data/real/swf/KTH-SP2-1996-2.1-cln.swf")[0]
+    new, _ = _log(jobs.iloc[:8000], {"max_iter": 30})
+    assert tracking.promote("failure", new, force=True)["champion"] == new
+    try:
+        seen = None
+        for _ in range(30):  # bounded: the service checks the registry every JOBAWARE_RELOAD_SECONDS (1 s here)
+            seen = post(failure_service, {"jobs": [JOB]}).json()["model_version"]
+            if seen == new:
+                break
+            time.sleep(1)
+        assert seen == new
+    finally:
+        tracking.rollback("failure")

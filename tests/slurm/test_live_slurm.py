@@ -1,0 +1,56 @@
+"""A real one-node Slurm: submit jobs that succeed, fail and time out; predict for their live records."""
+
+import json
+import os
+import time
+
+import httpx
+import pytest
+
+from jobaware.readers.slurm import read_squeue_json
+from tests.slurm.cluster import SlurmCluster, missing_binaries
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    missing = missing_binaries()
+    if missing:
+        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
+        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    slurm = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
+    yield slurm
+    slurm.stop()
+
+
+def test_service_predicts_for_live_slurm_records(cluster, failure_service, tmp_path):
+    ids = {
+        "ok": cluster.sbatch("#!/bin/bash\necho fine\n", "--time=1", "--job-name=ok"),
+        "bad": cluster.sbatch("#!/bin/bash\nexit 3\n", "--time=1", "--job-name=bad"),
+        "slow": cluster.sbatch("#!/bin/bash\nsleep 600\n", "--time=1", "--job-name=slow"),
+        "held": cluster.sbatch("#!/bin/bash\ntrue\n", "--time=5", "--job-name=held", "--hold"),
+    }
+    expected = {"ok": "COMPLETED", "bad": "FAILED", "slow": "TIMEOUT", "held": "PENDING"}
+    states = {}
+    for _ in range(60):  # bounded: a one-minute limit is enforced within about two minutes
+        output = cluster.run("squeue", "--json", "--states=all")
+        snapshot = tmp_path / "squeue.json"
+        snapshot.write_text(output)
+        jobs = read_squeue_json(snapshot).set_index("name")
+        states = jobs["state"].to_dict()
+        if states == expected:
+            break
+        time.sleep(3)
+    assert states == expected, cluster.logs()
+    assert jobs.loc["slow", "run_time"] >= 60 and jobs.loc["ok", "end_time"] >= jobs.loc["ok", "start_time"]
+    records = json.loads(output)["jobs"]
+    response = httpx.post(f"{failure_service}/predict", json={"jobs": records}, timeout=60)
+    assert response.status_code == 200, response.text
+    predictions = {p["job_id"]: p for p in response.json()["predictions"]}
+    assert set(predictions) == set(ids.values())
+    assert all(0 <= p["p_fail"] <= 1 for p in predictions.values())
+    shown = cluster.run("scontrol", "show", "job", str(ids["slow"]))
+    assert "JobState=TIMEOUT" in shown
