@@ -1,3 +1,9 @@
 """jobaware: job awareness for HPC schedulers."""
 
+import os
+
 __version__ = "0.1.0"
+
+# Cluster services do not phone home: MLflow telemetry and BentoML usage tracking are off unless asked for.
+for _name in ("MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK", "BENTOML_DO_NOT_TRACK"):
+    os.environ.setdefault(_name, "true")

@@ -293,12 +293,13 @@ def main() -> None:
     import click
 
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
+        sys.exit(code if isinstance(code, int) else 0)
     except ContractError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except JobawareError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -311,5 +312,5 @@ def main() -> None:
         if os.environ.get("JOBAWARE_DEBUG"):
             raise
         err.print(f"[red]error:[/red] {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
         sys.exit(1)

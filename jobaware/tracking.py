@@ -35,8 +35,15 @@ def mlflow_client():
     import mlflow
 
     uri = config.tracking_uri()
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
+    # MLflow exports the URI into the environment; keep ours as it was, so JOBAWARE_HOME stays in charge
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
     return mlflow, mlflow.MlflowClient(uri, uri)
 
 
