@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -165,10 +166,25 @@ def pipeline_run(
     from pipelines.runner import run_local
 
     try:
-        run_local(key, arguments, config.home() / "kfp")
+        with _stdout_to_stderr():
+            run_local(key, arguments, config.home() / "kfp")
     except RuntimeError as exc:
         raise JobawareError(f"pipeline {key} failed: {_plain(exc)} (the task log above says why)") from None
     _print_training_summary(as_json)
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """kfp.local logs its tasks (and their subprocesses) on stdout; keep stdout for our results."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _plain(exc: Exception) -> str:

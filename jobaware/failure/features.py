@@ -11,7 +11,10 @@ import pandas as pd
 
 from jobaware.schema import FAILURES, OUTCOMES
 
-ENTITIES = ("user", "account", "name", "qos", "partition")
+# history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
+# "job class" (the same user resubmitting the same shape of job: a stand-in where names are missing)
+# and for the whole cluster (outages and bad periods hit everyone)
+ENTITIES = ("user", "account", "name", "qos", "partition", "job_class", "cluster")
 CATEGORICAL = ("partition", "qos")
 RECENT = 5
 HIT_LIMIT = 0.95
@@ -29,7 +32,7 @@ COMPARE = ("req_vs_run_mean", "req_vs_run_max", "req_vs_req_mean")
 NUMERIC = (
     REQUEST
     + tuple(f"{e}_{h}" for e in ENTITIES for h in _HISTORY)
-    + tuple(f"{e}_{c}" for e in ("user", "name") for c in COMPARE)
+    + tuple(f"{e}_{c}" for e in ("user", "name", "job_class") for c in COMPARE)
 )
 FEATURES = NUMERIC + CATEGORICAL
 
@@ -135,10 +138,17 @@ def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs.astype({c: "datetime64[s]" for c in ("submit_time", "start_time", "end_time") if c in jobs})
 
 
+def _with_derived_keys(jobs: pd.DataFrame) -> pd.DataFrame:
+    shape = jobs["processors_req"].astype("string").fillna("?") + "x" + jobs["wallclock_req"].astype("string").fillna("?")
+    return jobs.assign(job_class=jobs["user"].astype("string") + "|" + shape, cluster="all")
+
+
 def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
     """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
-    jobs = _same_time_unit(jobs.reset_index(drop=True))
-    past = jobs if history is None or history.empty else pd.concat([_same_time_unit(history), jobs], ignore_index=True)
+    jobs = _with_derived_keys(_same_time_unit(jobs.reset_index(drop=True)))
+    past = jobs if history is None or history.empty else pd.concat(
+        [_with_derived_keys(_same_time_unit(history)), jobs], ignore_index=True
+    )
     ended = _ended(past)
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
@@ -166,7 +176,7 @@ def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> p
         parts.append(_history(jobs, ended, key))
     features = pd.concat(parts, axis=1)
     log_req = np.log1p(req)
-    for key in ("user", "name"):
+    for key in ("user", "name", "job_class"):
         features[f"{key}_req_vs_run_mean"] = log_req - features[f"{key}_log_run_mean"]
         features[f"{key}_req_vs_run_max"] = log_req - features[f"{key}_log_run_max"]
         features[f"{key}_req_vs_req_mean"] = log_req - features[f"{key}_log_req_mean"]

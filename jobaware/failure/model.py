@@ -187,4 +187,9 @@ def baselines(seed: int) -> dict[str, object]:
             make_pipeline(linear_prep, LogisticRegression(max_iter=2000, C=0.5, random_state=seed)), FEATURES
         ),
         "user_rate": UserRateBaseline(),
+        # the quick reference: boosted trees over the request and the user's past failure rate only
+        "gbt_user_rate": SklearnBaseline(
+            HistGradientBoostingClassifier(random_state=seed),
+            ["log_wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req", "user_fail_rate", "user_n"],
+        ),
     }

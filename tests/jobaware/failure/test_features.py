@@ -81,6 +81,7 @@ def test_swf_post_run_fields_never_reach_features():
     blind["run_time"] = 1.0
     blind["end_time"] = blind["submit_time"] + pd.Timedelta(days=10_000)  # no job ends before any submit
     own = build_features(blind)
-    request_only = [f for f in FEATURES if not f.startswith(("user_", "account_", "name_", "qos_", "partition_")) or f.startswith("user_submits")]
+    history = ("user_", "account_", "name_", "qos_", "partition_", "job_class_", "cluster_")
+    request_only = [f for f in FEATURES if not f.startswith(history) or f.startswith("user_submits")]
     assert_same(build_features(jobs)[request_only], own[request_only])
     assert (own["user_n"] == 0).all()  # with no job ended, there is no history at all

@@ -36,7 +36,8 @@ def test_kth_trace_beats_the_user_failure_rate_baseline():
     jobs, _ = read_jobs(KTH)
     _, evaluation = train(jobs)
     m = evaluation.metrics
-    assert m["model"]["roc_auc"] > m["user_rate"]["roc_auc"] + 0.02
+    assert m["model"]["roc_auc"] > m["user_rate"]["roc_auc"] + 0.04
+    assert m["model"]["roc_auc"] > m["gbt_user_rate"]["roc_auc"] + 0.03  # the quick reference, ~0.77
     assert m["model"]["roc_auc"] > m["logistic"]["roc_auc"]
 
 
