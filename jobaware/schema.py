@@ -51,3 +51,12 @@ def normalize_state(raw: str | None) -> str | None:
         return None
     text = str(raw).strip().upper().rstrip("+")
     return text.split(" ")[0] if text else None
+
+
+def normalize_states(states):
+    """normalize_state over a pandas Series, computed once per distinct value."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(states)
+    mapped = pd.array([normalize_state(u) for u in uniques] + [None], dtype="string")
+    return pd.Series(mapped[codes], index=states.index)

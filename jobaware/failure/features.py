@@ -43,75 +43,84 @@ def labels(jobs: pd.DataFrame) -> pd.Series:
     return state.where(state.isin(OUTCOMES), None)
 
 
+_OUTCOME_FLAGS = {"timeout": "TIMEOUT", "oom": "OUT_OF_MEMORY", "failed": "FAILED", "node_fail": "NODE_FAIL",
+                  "cancel": "CANCELLED"}
+
+
 def _ended(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Jobs with a final state and end time, with their outcome flags and run ratios computed once."""
     done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(["PENDING", "RUNNING", "SUSPENDED"])
-    return jobs.loc[done]
+    ended = jobs.loc[done]
+    state = ended["state"].astype("object").to_numpy()
+    run = ended["run_time"].astype(float).to_numpy()
+    req = ended["wallclock_req"].astype(float).to_numpy()
+    runfrac = np.minimum(run / np.where(req > 0, req, np.nan), 1.5)
+    flags = {f"_{name}": (state == value).astype(float) for name, value in _OUTCOME_FLAGS.items()}
+    return ended.assign(
+        _fail=np.isin(state, FAILURES).astype(float),
+        **flags,
+        _runfrac=runfrac,
+        _hit=np.where(np.isnan(runfrac), np.nan, (runfrac >= HIT_LIMIT).astype(float)),
+        _log_run=np.log1p(run),
+        _log_req=np.log1p(req),
+    )
 
 
 def _entity_states(ended: pd.DataFrame, key: str) -> pd.DataFrame:
-    """For each end event of an entity, its cumulative history state right after that end."""
-    ev = ended.loc[ended[key].notna(), [key, "end_time", "state", "run_time", "wallclock_req"]]
+    """For each end event of an entity, its cumulative history state right after that end.
+
+    `key` holds integer entity codes (-1: no entity), so grouping never re-hashes strings.
+    """
+    columns = [key, "end_time", "_fail", *(f"_{n}" for n in _OUTCOME_FLAGS), "_runfrac", "_hit", "_log_run", "_log_req"]
+    ev = ended.loc[ended[key].to_numpy() >= 0, columns]
     ev = ev.sort_values([key, "end_time"], kind="stable").reset_index(drop=True)
-    state = ev["state"].astype("object")
-    group = ev.groupby(key, sort=False, observed=True)
-    fail = state.isin(FAILURES).astype(float)
+    group = ev.groupby(key, sort=False)
+    fail = ev["_fail"]
     idx = group.cumcount().astype(float)
     n = idx + 1
 
     def cum(values: pd.Series) -> pd.Series:
-        return values.groupby(ev[key], sort=False, observed=True).cumsum()
+        return values.groupby(ev[key], sort=False).cumsum()
 
     def rate(values: pd.Series) -> pd.Series:
         return (cum(values) + 0.5) / (n + 1.0)  # Laplace-style smoothing with a fixed prior, no global statistic
-
-    cum_fail = cum(fail)
-    back = cum_fail.groupby(ev[key], sort=False, observed=True).shift(RECENT).fillna(0.0)
-    nonfail_at = pd.Series(np.where(fail == 0, idx, np.nan)).groupby(ev[key], sort=False, observed=True).ffill()
-    fail_end = ev["end_time"].where(fail == 1).groupby(ev[key], sort=False, observed=True).ffill()
-    run = ev["run_time"].astype(float)
-    req = ev["wallclock_req"].astype(float)
-    runfrac = (run / req.where(req > 0)).clip(upper=1.5)
-    log_run = np.log1p(run)
-    log_req = np.log1p(req)
 
     def mean(values: pd.Series) -> pd.Series:
         present = values.notna().astype(float)
         return cum(values.fillna(0.0)) / cum(present).where(lambda c: c > 0)
 
-    out = pd.DataFrame(
+    cum_fail = cum(fail)
+    back = cum_fail.groupby(ev[key], sort=False).shift(RECENT).fillna(0.0)
+    nonfail_at = pd.Series(np.where(fail == 0, idx, np.nan)).groupby(ev[key], sort=False).ffill()
+    fail_end = ev["end_time"].where(fail == 1).groupby(ev[key], sort=False).ffill()
+    return pd.DataFrame(
         {
             key: ev[key].to_numpy(),
             "t": ev["end_time"].to_numpy(),
             "n": n,
             "fail_rate": rate(fail),
-            "timeout_rate": rate((state == "TIMEOUT").astype(float)),
-            "oom_rate": rate((state == "OUT_OF_MEMORY").astype(float)),
-            "failed_rate": rate((state == "FAILED").astype(float)),
-            "node_fail_rate": rate((state == "NODE_FAIL").astype(float)),
-            "cancel_rate": rate((state == "CANCELLED").astype(float)),
+            **{f"{name}_rate": rate(ev[f"_{name}"]) for name in _OUTCOME_FLAGS},
             "recent_fail": (cum_fail - back) / np.minimum(n, RECENT),
             "last_failed": fail,
             "streak": idx - nonfail_at.fillna(-1.0),
             "last_fail_t": fail_end.to_numpy(),
             "last_end_t": ev["end_time"].to_numpy(),
-            "runfrac_mean": mean(runfrac),
-            "hit_limit_rate": mean((runfrac >= HIT_LIMIT).astype(float).where(runfrac.notna())),
-            "log_run_mean": mean(log_run),
-            "log_run_max": log_run.groupby(ev[key], sort=False, observed=True).cummax(),
-            "log_req_mean": mean(log_req),
+            "runfrac_mean": mean(ev["_runfrac"]),
+            "hit_limit_rate": mean(ev["_hit"]),
+            "log_run_mean": mean(ev["_log_run"]),
+            "log_run_max": ev["_log_run"].groupby(ev[key], sort=False).cummax(),
+            "log_req_mean": mean(ev["_log_req"]),
         }
     )
-    return out
 
 
 def _history(queries: pd.DataFrame, ended: pd.DataFrame, key: str) -> pd.DataFrame:
     """History of `key` as of each query's submit time (ends strictly before it)."""
-    states = _entity_states(ended, key).sort_values("t", kind="stable")
-    q = queries.loc[queries[key].notna(), [key, "submit_time"]].rename(columns={"submit_time": "t"})
-    q = q.assign(_row=q.index).sort_values("t", kind="stable")
-    q[key] = q[key].astype("object")
-    states[key] = states[key].astype("object")
-    merged = pd.merge_asof(q, states, on="t", by=key, allow_exact_matches=False, direction="backward")
+    codes, _ = pd.factorize(pd.concat([ended[key], queries[key]], ignore_index=True))
+    states = _entity_states(ended.assign(_key=codes[: len(ended)]), "_key").sort_values("t", kind="stable")
+    q = pd.DataFrame({"_key": codes[len(ended):], "t": queries["submit_time"].to_numpy(), "_row": queries.index})
+    q = q[q["_key"] >= 0].sort_values("t", kind="stable")
+    merged = pd.merge_asof(q, states, on="t", by="_key", allow_exact_matches=False, direction="backward")
     merged = merged.set_index("_row").reindex(queries.index)
     hours = lambda since: (queries["submit_time"] - since).dt.total_seconds() / 3600  # noqa: E731
     merged["since_fail_h"] = hours(pd.to_datetime(merged["last_fail_t"]))

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.schema import COLUMNS, INTEGER, NUMERIC, STATES, TIME_COLUMNS, normalize_state
+from jobaware.schema import COLUMNS, INTEGER, NUMERIC, STATES, TIME_COLUMNS, normalize_states
 
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 MAX_EXAMPLES = 20
@@ -135,7 +135,7 @@ def canonicalize(
     flag(~_present(raw["job_id"]), "job_id", "missing")
     flag(~_present(raw["submit_time"]), "submit_time", "missing")
     if "state" in raw.columns:
-        states = out["state"].map(normalize_state, na_action="ignore")
+        states = normalize_states(out["state"])
         known = states.isin(STATES).to_numpy() | states.isna().to_numpy()
         flag(~known, "state", f"unknown state (expected one of {', '.join(STATES)})")
         out["state"] = states

@@ -14,9 +14,15 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.readers.common import Batch, Problem, canonicalize
+from jobaware.readers.common import CSV_TIME_FORMAT, Batch, Problem, canonicalize
 
 BLOCK_BYTES = 32 << 20
+# what a clean CSV column parses to; a block that does not parse so is read as text and checked row by row
+_ARROW_TYPES = {
+    **{c: pa.int64() for c in ("job_id", "nodes_req", "processors_req", "gpus_req")},
+    **{c: pa.float64() for c in ("wallclock_req", "mem_req", "run_time")},
+    **{c: pa.timestamp("s") for c in ("submit_time", "start_time", "end_time")},
+}
 
 
 def _csv_blocks(path: Path) -> Iterator[tuple[bytes, int]]:
@@ -63,14 +69,22 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         raise InputError(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
     for block, first_line in _csv_blocks(path):
         wrong_texts: list[str] = []
-        table = pacsv.read_csv(
-            io.BytesIO(block),
-            read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"),
-            convert_options=pacsv.ConvertOptions(
-                column_types={c: pa.string() for c in header}, strings_can_be_null=True
-            ),
-        )
+
+        def read(column_types: dict) -> pa.Table:
+            wrong_texts.clear()
+            return pacsv.read_csv(
+                io.BytesIO(block),
+                read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
+                parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=column_types, timestamp_parsers=[CSV_TIME_FORMAT], strings_can_be_null=True
+                ),
+            )
+
+        try:  # fast path: Arrow parses numbers and times itself
+            table = read({c: _ARROW_TYPES.get(c, pa.string()) for c in header})
+        except pa.ArrowInvalid:  # a bad value somewhere in this block: read text, find and report it
+            table = read({c: pa.string() for c in header})
         raw = table.to_pandas()
         lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
         batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state)
