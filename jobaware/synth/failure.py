@@ -20,12 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from scipy.special import ndtr
 
 from jobaware.errors import InputError
-from jobaware.schema import CANONICAL, COLUMNS
+from jobaware.writers import NrelWriter
 
 MIN_JOBS, MAX_JOBS = 1_000, 11_000_000
 FORMATS = ("csv", "json", "parquet")
@@ -247,7 +246,7 @@ def write(out: str | Path, n_jobs: int, fmt: str | None = None, seed: int = 0, p
     out.parent.mkdir(parents=True, exist_ok=True)
     truth_file = truth_path(out)
     truth_writer = None
-    writer = _FormatWriter(out, fmt)
+    writer = NrelWriter(out, fmt)
     try:
         for jobs, truth in generate(n_jobs, seed):
             writer.write(jobs)
@@ -261,46 +260,6 @@ def write(out: str | Path, n_jobs: int, fmt: str | None = None, seed: int = 0, p
         if truth_writer:
             truth_writer.close()
     return truth_file
-
-
-class _FormatWriter:
-    """Streams chunks into one CSV, JSON-records or Parquet file, byte-for-byte in the NREL encodings."""
-
-    def __init__(self, out: Path, fmt: str):
-        self.fmt, self.first = fmt, True
-        self.handle = open(out, "wb") if fmt != "parquet" else None
-        self.parquet = pq.ParquetWriter(out, CANONICAL) if fmt == "parquet" else None
-        if fmt == "json":
-            self.handle.write(b"[")
-
-    def write(self, jobs: pd.DataFrame) -> None:
-        if self.fmt == "parquet":
-            typed = jobs.assign(**{c: jobs[c].astype("datetime64[s]") for c in ("submit_time", "start_time", "end_time")})
-            self.parquet.write_table(pa.Table.from_pandas(typed[list(COLUMNS)], schema=CANONICAL, preserve_index=False))
-        elif self.fmt == "csv":
-            text = jobs.copy()
-            for column in ("wallclock_req", "mem_req", "run_time"):
-                text[column] = text[column].astype("int64").astype("string") + ".0"
-            for column in ("submit_time", "start_time", "end_time"):
-                text[column] = text[column].dt.strftime("%Y-%m-%d %H:%M:%S")
-            table = pa.Table.from_pandas(text.astype("string"), preserve_index=False)
-            if self.first:
-                self.handle.write((",".join(COLUMNS) + "\n").encode())
-            options = pacsv.WriteOptions(include_header=False, quoting_style="none")
-            pacsv.write_csv(table, self.handle, write_options=options)
-        else:
-            records = jobs.to_json(orient="records", date_unit="ms")[1:-1]
-            if records:
-                self.handle.write((b"" if self.first else b",") + records.encode())
-        self.first = False
-
-    def close(self) -> None:
-        if self.parquet:
-            self.parquet.close()
-        if self.handle:
-            if self.fmt == "json":
-                self.handle.write(b"]")
-            self.handle.close()
 
 
 def bayes_scores(truth: pd.DataFrame) -> pd.DataFrame:

@@ -7,6 +7,9 @@ import time
 import httpx
 import pytest
 
+from jobaware.collectors.slurm import collect
+from jobaware.contracts import validate_frames
+from jobaware.readers import read_jobs
 from jobaware.readers.slurm import read_squeue_json
 from tests.slurm.cluster import SlurmCluster, missing_binaries
 
@@ -54,3 +57,10 @@ def test_service_predicts_for_live_slurm_records(cluster, failure_service, tmp_p
     assert all(0 <= p["p_fail"] <= 1 for p in predictions.values())
     shown = cluster.run("scontrol", "show", "job", str(ids["slow"]))
     assert "JobState=TIMEOUT" in shown
+    # the collector keeps the finished jobs, once, in the NREL format the pipeline trains on
+    collected = tmp_path / "collected.csv"
+    assert collect(collected, 2, 0.5, env=cluster.env) == 3
+    assert collect(collected, 1, 0.0, env=cluster.env) == 0
+    table, report = read_jobs(collected)
+    assert report.bad_rows == 0 and sorted(table["state"]) == ["COMPLETED", "FAILED", "TIMEOUT"]
+    assert validate_frames([table], "nrel_jobs")["success"]

@@ -1,0 +1,1 @@
+"""Collectors that gather job records from live schedulers."""
