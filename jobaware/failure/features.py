@@ -114,11 +114,29 @@ def _entity_states(ended: pd.DataFrame, key: str) -> pd.DataFrame:
     )
 
 
-def _history(queries: pd.DataFrame, ended: pd.DataFrame, key: str) -> pd.DataFrame:
+def history_states(past: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per entity key: its cumulative state after each end event, keyed by the entity's value (`_value`)."""
+    ended = _ended(_with_derived_keys(_same_time_unit(past)))
+    states = {}
+    for key in ENTITIES:
+        codes, uniques = pd.factorize(ended[key])
+        table = _entity_states(ended.assign(_key=codes), "_key")
+        table["_value"] = np.asarray(uniques, dtype=object)[table["_key"].to_numpy()]
+        states[key] = table.drop(columns="_key")
+    return states
+
+
+def latest_states(states: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """Only each entity's newest state: all a job submitted after every recorded end needs."""
+    return {key: table.sort_values("t", kind="stable").groupby("_value", sort=False).tail(1)
+            for key, table in states.items()}
+
+
+def _history(queries: pd.DataFrame, states: pd.DataFrame, key: str) -> pd.DataFrame:
     """History of `key` as of each query's submit time (ends strictly before it)."""
-    codes, _ = pd.factorize(pd.concat([ended[key], queries[key]], ignore_index=True))
-    states = _entity_states(ended.assign(_key=codes[: len(ended)]), "_key").sort_values("t", kind="stable")
-    q = pd.DataFrame({"_key": codes[len(ended):], "t": queries["submit_time"].to_numpy(), "_row": queries.index})
+    codes, _ = pd.factorize(pd.concat([states["_value"], queries[key].astype(object)], ignore_index=True))
+    states = states.assign(_key=codes[: len(states)]).drop(columns="_value").sort_values("t", kind="stable")
+    q = pd.DataFrame({"_key": codes[len(states):], "t": queries["submit_time"].to_numpy(), "_row": queries.index})
     q = q[q["_key"] >= 0].sort_values("t", kind="stable")
     merged = pd.merge_asof(q, states, on="t", by="_key", allow_exact_matches=False, direction="backward")
     merged = merged.set_index("_row").reindex(queries.index)
@@ -129,17 +147,20 @@ def _history(queries: pd.DataFrame, ended: pd.DataFrame, key: str) -> pd.DataFra
     return merged[list(_HISTORY)].add_prefix(f"{key}_")
 
 
-def _submit_counts(jobs: pd.DataFrame, window: str) -> pd.Series:
-    """Jobs the same user submitted in the `window` up to and including this job's submit second."""
-    frame = jobs[["user", "submit_time"]].assign(one=1.0, _row=jobs.index).dropna(subset=["user"])
-    frame = frame.sort_values(["user", "submit_time"], kind="stable")
-    counts = (
-        frame.set_index("submit_time").groupby("user", sort=False)["one"].rolling(window, closed="both").sum()
-    )
-    frame["count"] = counts.to_numpy()
+def _submit_counts(jobs: pd.DataFrame, earlier: pd.DataFrame, window: str) -> pd.Series:
+    """Jobs the same user submitted in the `window` up to and including this job's submit second.
+
+    `earlier` holds other known jobs (the bundled history) that may fall in the window too.
+    """
+    pool = pd.concat([earlier[["user", "submit_time"]].assign(_row=-1), jobs[["user", "submit_time"]].assign(_row=jobs.index)],
+                     ignore_index=True).dropna(subset=["user"])
+    pool = pool.assign(one=1.0).sort_values(["user", "submit_time"], kind="stable")
+    counts = pool.set_index("submit_time").groupby("user", sort=False)["one"].rolling(window, closed="both").sum()
+    pool["count"] = counts.to_numpy()
     # all jobs of one submit second see the same count: the largest in that second
-    frame["count"] = frame.groupby(["user", "submit_time"], sort=False)["count"].transform("max")
-    return frame.set_index("_row")["count"].reindex(jobs.index)
+    pool["count"] = pool.groupby(["user", "submit_time"], sort=False)["count"].transform("max")
+    mine = pool[pool["_row"] >= 0]
+    return mine.set_index("_row")["count"].reindex(jobs.index)
 
 
 def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -152,13 +173,20 @@ def _with_derived_keys(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs.assign(job_class=jobs["user"].astype("string") + "|" + shape, cluster="all")
 
 
-def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
+def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None,
+                   states: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`.
+
+    `states` (from `history_states` or `latest_states` of `history`) saves recomputing the history's
+    states; it is only valid when no job in `jobs` has ended, so `jobs` adds nothing to the history.
+    """
     jobs = _with_derived_keys(_same_time_unit(jobs.reset_index(drop=True)))
-    past = jobs if history is None or history.empty else pd.concat(
-        [_with_derived_keys(_same_time_unit(history)), jobs], ignore_index=True
-    )
-    ended = _ended(past)
+    history = None if history is None or history.empty else _same_time_unit(history)
+    if states is None:
+        states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
+    first = jobs["submit_time"].min()
+    recent = (history[history["submit_time"] >= first - pd.Timedelta(hours=24)] if history is not None
+              else jobs.iloc[:0])
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
     mem = jobs["mem_req"].astype(float)
@@ -176,13 +204,13 @@ def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> p
             "hour": submit.dt.hour.astype(float),
             "weekday": submit.dt.weekday.astype(float),
             "burst_size": burst.astype(float),
-            "user_submits_24h": _submit_counts(jobs, "24h"),
-            "user_submits_1h": _submit_counts(jobs, "1h"),
+            "user_submits_24h": _submit_counts(jobs, recent, "24h"),
+            "user_submits_1h": _submit_counts(jobs, recent, "1h"),
         }
     )
     parts = [features]
     for key in ENTITIES:
-        parts.append(_history(jobs, ended, key))
+        parts.append(_history(jobs, states[key], key))
     features = pd.concat(parts, axis=1)
     log_req = np.log1p(req)
     for key in ("user", "name", "job_class"):

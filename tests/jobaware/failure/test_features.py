@@ -85,3 +85,17 @@ def test_swf_post_run_fields_never_reach_features():
     request_only = [f for f in FEATURES if not f.startswith(history) or f.startswith("user_submits")]
     assert_same(build_features(jobs)[request_only], own[request_only])
     assert (own["user_n"] == 0).all()  # with no job ended, there is no history at all
+
+
+def test_live_jobs_get_the_same_features_from_cached_states(jobs):
+    from jobaware.failure.bundle import FailureBundle
+
+    history = FailureBundle.history_tail(jobs.iloc[:5000])
+    after = history["end_time"].max() + pd.Timedelta(minutes=1)
+    live = jobs.iloc[5000:5200].copy()
+    live["submit_time"] = after + pd.to_timedelta(np.arange(len(live)), unit="s")
+    live[["start_time", "end_time", "run_time", "state"]] = None
+    live["user"] = jobs["user"].iloc[:200].to_numpy()  # users that do have history
+    bundle = FailureBundle(model=None, history=history)
+    assert_same(bundle.features(live), build_features(live, history))
+    assert (bundle.features(live)["user_n"] > 0).any()
