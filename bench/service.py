@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,9 +51,12 @@ def main() -> None:
     tracking.log_evaluation(run_id, evaluation)
     tracking.promote("failure", tracking.register("failure", run_id))
 
-    requests = json.loads(jobs.tail(args.batch_size).drop(columns=["start_time", "end_time", "run_time", "state"])
-                          .assign(submit_time=lambda f: f["submit_time"].astype(str)).to_json(orient="records"))
-    port = 3900
+    # live jobs, as a scheduler sends them: submitted after everything the model has seen ended, not yet run
+    after = bundle.history["end_time"].max() + pd.Timedelta(minutes=5)
+    live = jobs.tail(args.batch_size).drop(columns=["start_time", "end_time", "run_time", "state"])
+    live["submit_time"] = (after + pd.to_timedelta(np.arange(len(live)), unit="s")).strftime("%Y-%m-%d %H:%M:%S")
+    requests = json.loads(live.to_json(orient="records"))
+    port = 3900 + os.getpid() % 1000
     process = subprocess.Popen([sys.executable.replace("python", "jobaware"), "serve", "failure", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -73,6 +73,16 @@ def input_schema():
     return Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
 
 
+def output_schema():
+    """The pyfunc output: per job its id, P(fail), the outcome probabilities and the most likely failure."""
+    from mlflow.types import ColSpec, Schema
+
+    from jobaware.schema import OUTCOMES
+
+    probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
+    return Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure")])
+
+
 def signature_frame(jobs: pd.DataFrame) -> pd.DataFrame:
     """Canonical jobs as the plain NumPy types of the pyfunc signature."""
     from jobaware.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
@@ -111,7 +121,7 @@ def start_run(key: str, params: dict, contract: dict) -> str:
 def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
     """Log the bundle as a pyfunc model with signature and input example; return its model URI."""
     mlflow, _ = mlflow_client()
-    from mlflow.models import ModelSignature, infer_signature
+    from mlflow.models import ModelSignature
 
     example = signature_frame(example_jobs.head(3))
     with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +131,7 @@ def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
             name="model",
             python_model=BundleModel(),
             artifacts={"bundle": str(path)},
-            signature=ModelSignature(inputs=input_schema(), outputs=infer_signature(example, bundle.predict(example)).outputs),
+            signature=ModelSignature(inputs=input_schema(), outputs=output_schema()),
             input_example=example,
             metadata={"serialization_format": "joblib", "capability": key},
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],

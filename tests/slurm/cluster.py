@@ -125,6 +125,9 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
         return subprocess.run(list(command), env=self.env, capture_output=True, text=True, check=True).stdout
 
     def stop(self) -> None:
+        # cancel what still runs, so no job step outlives its cluster
+        subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], env=self.env, capture_output=True, timeout=30)
+        time.sleep(1)
         for p in self.procs:
             p.terminate()
         for p in self.procs:
