@@ -318,7 +318,7 @@ def demo(port: Annotated[int, typer.Option(help="port of the failure service")] 
                          "gpus_req": 0, "mem_req": 0.0, "submit_time": "2019-03-01 10:00:00"}]}
     out.print(f"\nserving failure on http://127.0.0.1:{port} (OpenAPI: http://127.0.0.1:{port}/docs)")
     out.print(f"try: curl -s -X POST http://127.0.0.1:{port}/predict -H 'content-type: application/json' "
-              f"-d '{json.dumps(example)}'")
+              f"-d '{json.dumps(example)}'", soft_wrap=True, highlight=False)
     serve("failure", port, "127.0.0.1")
 
 

@@ -185,8 +185,9 @@ def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None,
     if states is None:
         states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
     first = jobs["submit_time"].min()
-    recent = (history[history["submit_time"] >= first - pd.Timedelta(hours=24)] if history is not None
-              else jobs.iloc[:0])
+    recent = jobs.iloc[:0]
+    if history is not None:  # the same users' submissions in the 24 h before the first job asked about
+        recent = history[(history["submit_time"] >= first - pd.Timedelta(hours=24)) & history["user"].isin(jobs["user"])]
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
     mem = jobs["mem_req"].astype(float)
