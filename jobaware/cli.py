@@ -93,8 +93,11 @@ def data_validate(
     _capability(key)
     with tempfile.TemporaryDirectory() as tmp:
         canonical = Path(tmp) / "jobs.parquet"
-        read = ingest(path, canonical, strict=strict)
-        report = contracts.validate_parquet(canonical, contracts.contract_for(path))
+        with _progress("reading") as bar:
+            task = bar.add_task("jobs", total=None)
+            read = ingest(path, canonical, strict=strict, progress=lambda n: bar.advance(task, n))
+        with err.status(f"checking {read.rows:,} jobs against the {contracts.contract_for(path)} contract"):
+            report = contracts.validate_parquet(canonical, contracts.contract_for(path))
     report["read"] = read.as_dict()
     if as_json:
         print(json.dumps(report, indent=2, default=str))
