@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -12,11 +13,12 @@ from bentoml.exceptions import InvalidArgument, ServiceUnavailable
 from pydantic import BaseModel, Field
 
 from jobaware import tracking
-from jobaware.errors import InputError, JobawareError
+from jobaware.errors import InputError
 from jobaware.failure.predict import records
 from jobaware.readers.slurm import parse_request_jobs
 
 KEY = "failure"
+logger = logging.getLogger("jobaware.serving")
 RELOAD_SECONDS = float(os.environ.get("JOBAWARE_RELOAD_SECONDS", "5"))
 MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "10000"))
 
@@ -57,8 +59,9 @@ class FailureService:
                 version = tracking.champion_version(KEY)
                 if version is not None and version != self.version:
                     self.bundle, self.version = tracking.load_bundle(KEY, version)
-            except JobawareError:
-                pass
+            except Exception as exc:  # noqa: BLE001 - a registry hiccup must not take the service down
+                logger.warning("could not refresh the champion of jobaware-%s (serving version %s): %s",
+                               KEY, self.version, exc)
 
     def __is_ready__(self) -> bool:
         self._refresh()

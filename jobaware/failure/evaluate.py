@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -100,16 +99,3 @@ def plots(y: pd.Series, proba: pd.DataFrame, out_dir: Path, importance: pd.Serie
         ax.set(xlabel="drop in ROC-AUC when permuted", title="Feature importance")
         save(fig, "feature_importance.png")
     return paths
-
-
-def comparison_table(results: dict[str, dict]) -> str:
-    """A small Markdown table of the headline metrics per model."""
-    rows = ["| model | ROC-AUC | PR-AUC | Brier | macro-F1 |", "|---|---|---|---|---|"]
-    for name, m in results.items():
-        rows.append(f"| {name} | {m['roc_auc']:.3f} | {m['pr_auc']:.3f} | {m['brier']:.3f} | {m['macro_f1']:.3f} |")
-    return "\n".join(rows)
-
-
-def write_json(data: dict, path: Path) -> Path:
-    path.write_text(json.dumps(data, indent=2, default=float))
-    return path

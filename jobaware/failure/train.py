@@ -13,6 +13,7 @@ import pandas as pd
 from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
 
+from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import metrics, plots
 from jobaware.failure.features import FEATURES, build_features, labels
@@ -81,7 +82,7 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame, params: dict | None = N
     x_train, y_train = _part(table, "train")
     x_test, y_test = _part(table, "test")
     if len(y_test) == 0:
-        raise ValueError("no labelled jobs after the split time; use more data or a larger test_fraction")
+        raise JobawareError("no labelled jobs after the split time; use more data or a larger test_fraction")
     bayes = None
     if truth is not None:
         scores = bayes_scores(truth).drop_duplicates("job_id").set_index("job_id")["p_fail"]

@@ -53,7 +53,7 @@ class ReadReport:
 
 @dataclass
 class Batch:
-    """Canonical rows, their source line numbers, and the quarantined raw records."""
+    """Canonical rows, the problems met, and the quarantined raw records."""
 
     frame: pd.DataFrame
     problems: list[Problem]
