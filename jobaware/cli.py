@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from jobaware import config
-from jobaware.errors import ContractError, JobawareError
+from jobaware.errors import JobawareError
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate job data.", no_args_is_help=True)
@@ -332,10 +332,7 @@ def main() -> None:
     try:
         code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
         sys.exit(code if isinstance(code, int) else 0)
-    except ContractError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-        sys.exit(1)
-    except JobawareError as exc:
+    except JobawareError as exc:  # ContractError included: its message is the readable report
         err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         sys.exit(1)
     except click.exceptions.Exit as exc:

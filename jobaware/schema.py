@@ -43,6 +43,8 @@ FAILURES = OUTCOMES[1:]
 # Ended by a person or the scheduler's policy rather than by the job: kept for history, not used as labels.
 NOT_LABELS = ("CANCELLED", "PREEMPTED", "REQUEUED", "BOOT_FAIL", "DEADLINE", "REVOKED")
 STATES = OUTCOMES + NOT_LABELS + ("PENDING", "RUNNING", "SUSPENDED")
+# States of a job that has not finished (Slurm's transient ones included): no outcome, no history yet.
+UNFINISHED = ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING")
 
 
 def normalize_state(raw: str | None) -> str | None:

@@ -14,11 +14,10 @@ from jobaware.errors import InputError
 from jobaware.readers import read_jobs
 from jobaware.readers.common import to_canonical_dtypes
 from jobaware.readers.slurm import from_squeue
-from jobaware.schema import COLUMNS
+from jobaware.schema import COLUMNS, UNFINISHED
 from jobaware.writers import NrelWriter
 
 SQUEUE = ("squeue", "--json", "--states=all")
-UNFINISHED = ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING")
 
 
 def poll(command: Sequence[str] = SQUEUE, env: dict | None = None) -> pd.DataFrame:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jobaware.schema import FAILURES, OUTCOMES
+from jobaware.schema import FAILURES, OUTCOMES, UNFINISHED
 
 # history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
 # "job class" (the same user resubmitting the same shape of job: a stand-in where names are missing)
@@ -49,7 +49,7 @@ _OUTCOME_FLAGS = {"timeout": "TIMEOUT", "oom": "OUT_OF_MEMORY", "failed": "FAILE
 
 def _ended(jobs: pd.DataFrame) -> pd.DataFrame:
     """Jobs with a final state and end time, with their outcome flags and run ratios computed once."""
-    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(["PENDING", "RUNNING", "SUSPENDED"])
+    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED)
     ended = jobs.loc[done]
     state = ended["state"].astype("object").to_numpy()
     run = ended["run_time"].astype(float).to_numpy()
@@ -181,13 +181,14 @@ def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None,
     states; it is only valid when no job in `jobs` has ended, so `jobs` adds nothing to the history.
     """
     jobs = _with_derived_keys(_same_time_unit(jobs.reset_index(drop=True)))
-    history = None if history is None or history.empty else _same_time_unit(history)
-    if states is None:
+    history = None if history is None or history.empty else history
+    if states is None:  # history_states brings every table to one time unit itself
         states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
     first = jobs["submit_time"].min()
     recent = jobs.iloc[:0]
     if history is not None:  # the same users' submissions in the 24 h before the first job asked about
-        recent = history[(history["submit_time"] >= first - pd.Timedelta(hours=24)) & history["user"].isin(jobs["user"])]
+        window = (history["submit_time"] >= first - pd.Timedelta(hours=24)) & history["user"].isin(jobs["user"])
+        recent = _same_time_unit(history[window])
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
     mem = jobs["mem_req"].astype(float)

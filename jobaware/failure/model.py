@@ -81,6 +81,17 @@ def _object_categoricals(features: pd.DataFrame) -> pd.DataFrame:
     return features.assign(**{c: features[c].astype("object").fillna("<none>") for c in CATEGORICAL})
 
 
+def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd.DataFrame:
+    """p_fail and one probability column per outcome (0 for classes the estimator never saw)."""
+    proba = pd.DataFrame(0.0, index=index, columns=[f"p_{c}" for c in OUTCOMES])
+    for i, c in enumerate(classes):
+        proba[f"p_{c}"] = raw[:, i]
+    if normalize:
+        proba = proba.div(proba.sum(axis=1).where(lambda s: s > 0, 1.0), axis=0)
+    proba.insert(0, "p_fail", 1.0 - proba["p_COMPLETED"])
+    return proba
+
+
 @dataclass
 class FailureModel:
     """Multi-class outcome probabilities, P(fail) = 1 - P(COMPLETED)."""
@@ -125,12 +136,7 @@ class FailureModel:
 
     def predict_proba(self, features: pd.DataFrame) -> pd.DataFrame:
         raw = self.estimator.predict_proba(_object_categoricals(features[list(FEATURES)]))
-        proba = pd.DataFrame(0.0, index=features.index, columns=[f"p_{c}" for c in OUTCOMES])
-        for i, c in enumerate(self.estimator.classes_):
-            proba[f"p_{c}"] = raw[:, i]
-        proba = proba.div(proba.sum(axis=1).where(lambda s: s > 0, 1.0), axis=0)
-        proba.insert(0, "p_fail", 1.0 - proba["p_COMPLETED"])
-        return proba
+        return _proba_table(raw, self.estimator.classes_, features.index, normalize=True)
 
 
 class SklearnBaseline:
@@ -149,11 +155,7 @@ class SklearnBaseline:
 
     def predict_proba(self, features: pd.DataFrame) -> pd.DataFrame:
         raw = self.estimator.predict_proba(_object_categoricals(features)[self.columns])
-        proba = pd.DataFrame(0.0, index=features.index, columns=[f"p_{c}" for c in OUTCOMES])
-        for i, c in enumerate(self.estimator.classes_):
-            proba[f"p_{c}"] = raw[:, i]
-        proba.insert(0, "p_fail", 1.0 - proba["p_COMPLETED"])
-        return proba
+        return _proba_table(raw, self.estimator.classes_, features.index)
 
 
 class UserRateBaseline:
