@@ -79,3 +79,14 @@ def test_picks_up_a_new_champion_without_restart(failure_service, champion):
         assert seen == new
     finally:
         tracking.rollback("failure")
+
+
+def test_real_nrel_records_are_predicted_over_http(failure_service, champion):
+    from tests.conftest import NREL_JSON
+
+    records = json.loads(NREL_JSON.read_text())[:50]  # the published JSON encoding, epoch-ms times included
+    response = post(failure_service, {"jobs": records})
+    assert response.status_code == 200, response.text
+    predictions = response.json()["predictions"]
+    assert [p["job_id"] for p in predictions] == [r["job_id"] for r in records]
+    assert all(0 <= p["p_fail"] <= 1 for p in predictions)
