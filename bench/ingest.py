@@ -32,7 +32,7 @@ def _jobaware(path: str, featurize: bool) -> dict:
 
     from jobaware.contracts import validate_parquet
     from jobaware.failure.train import featurize as build
-    from jobaware.readers import ingest
+    from jobaware.failure.readers import ingest
 
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-featurize", action="store_true", help="ingest + validate only")
     args = parser.parse_args()
-    from jobaware.synth.failure import write
+    from jobaware.failure.synth import write
 
     OUT.mkdir(exist_ok=True)
     data = OUT / f"jobs_{args.jobs}.csv"

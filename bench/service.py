@@ -38,9 +38,9 @@ def main() -> None:
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import tracking
     from jobaware.failure.train import train
-    from jobaware.readers import read_jobs
-    from jobaware.readers.slurm import parse_request_jobs
-    from jobaware.synth.failure import write
+    from jobaware.failure.readers import read_jobs
+    from jobaware.failure.readers.slurm import parse_request_jobs
+    from jobaware.failure.synth import write
 
     data = Path(home) / "jobs.parquet"
     write(data, 100_000, "parquet", seed=2)

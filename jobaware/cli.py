@@ -88,7 +88,7 @@ def data_validate(
     import tempfile
 
     from jobaware import contracts
-    from jobaware.readers import ingest
+    from jobaware.failure.readers import ingest
 
     _capability(key)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,7 +117,7 @@ def data_synth(
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
 ):
     """Write synthetic jobs in the exact NREL format, with each job's true outcome probabilities beside them."""
-    from jobaware.synth import failure as synth
+    from jobaware.failure import synth
 
     _capability(key)
     with _progress("generating") as bar:
@@ -130,7 +130,7 @@ def data_synth(
 # ---------------------------------------------------------------- pipelines
 def default_failure_data() -> Path:
     """Synthetic NREL-format jobs under JOBAWARE_HOME, generated once (the embedded default)."""
-    from jobaware.synth import failure as synth
+    from jobaware.failure import synth
 
     path = config.home() / "data" / f"synthetic_failure_{DEFAULT_SYNTH_JOBS}.parquet"
     if not path.exists():
@@ -265,7 +265,7 @@ def collect(
     interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
 ):
     """Poll `squeue --json` and append each newly finished job to an NREL-format CSV (once)."""
-    from jobaware.collectors.slurm import collect as run_collector
+    from jobaware.failure.collector import collect as run_collector
 
     if source != "slurm":
         raise JobawareError(f"unknown source '{source}'; available: slurm")

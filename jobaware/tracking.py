@@ -61,7 +61,7 @@ def input_schema():
     """The pyfunc input: submit-time fields; only job_id and submit_time are required."""
     from mlflow.types import ColSpec, Schema
 
-    from jobaware.schema import INTEGER, NUMERIC, SUBMIT_FIELDS, TIME_COLUMNS
+    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS, TIME_COLUMNS
 
     def kind(field: str) -> str:
         if field == "job_id":
@@ -77,7 +77,7 @@ def output_schema():
     """The pyfunc output: per job its id, P(fail), the outcome probabilities and the most likely failure."""
     from mlflow.types import ColSpec, Schema
 
-    from jobaware.schema import OUTCOMES
+    from jobaware.failure.schema import OUTCOMES
 
     probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
     return Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure")])
@@ -85,7 +85,7 @@ def output_schema():
 
 def signature_frame(jobs: pd.DataFrame) -> pd.DataFrame:
     """Canonical jobs as the plain NumPy types of the pyfunc signature."""
-    from jobaware.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
+    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
 
     frame = jobs[list(SUBMIT_FIELDS)].copy()
     for column in frame.columns:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from jobaware import tracking
 from jobaware.errors import InputError
 from jobaware.failure.predict import records
-from jobaware.readers.slurm import parse_request_jobs
+from jobaware.failure.readers.slurm import parse_request_jobs
 
 KEY = "failure"
 logger = logging.getLogger("jobaware.serving")

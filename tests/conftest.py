@@ -25,7 +25,7 @@ os.environ.setdefault("JOBAWARE_RELOAD_SECONDS", "1")
 @pytest.fixture(scope="session")
 def synthetic(tmp_path_factory) -> tuple[Path, Path]:
     """20,000 synthetic jobs (Parquet) and their truth file."""
-    from jobaware.synth.failure import write
+    from jobaware.failure.synth import write
 
     path = tmp_path_factory.mktemp("synth") / "jobs.parquet"
     truth = write(path, 20_000, "parquet", seed=7)
@@ -37,7 +37,7 @@ def champion(synthetic) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import tracking
     from jobaware.failure.train import train
-    from jobaware.readers import read_jobs
+    from jobaware.failure.readers import read_jobs
 
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train(jobs, {"max_iter": 80})

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import pandas as pd
 
 from jobaware.failure.features import build_features, history_states, latest_states
-from jobaware.readers.common import to_canonical_dtypes
+from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel
-from jobaware.schema import FAILURES
+from jobaware.failure.schema import FAILURES
 
 HISTORY_JOBS = 200_000
 

@@ -22,7 +22,7 @@ from sklearn.metrics import (  # noqa: E402
     roc_curve,
 )
 
-from jobaware.schema import OUTCOMES
+from jobaware.failure.schema import OUTCOMES
 
 
 def _nan_if_one_class(fn, y, score):

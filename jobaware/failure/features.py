@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jobaware.schema import FAILURES, OUTCOMES, UNFINISHED
+from jobaware.failure.schema import FAILURES, OUTCOMES, UNFINISHED
 
 # history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
 # "job class" (the same user resubmitting the same shape of job: a stand-in where names are missing)

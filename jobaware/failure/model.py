@@ -18,7 +18,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
-from jobaware.schema import OUTCOMES
+from jobaware.failure.schema import OUTCOMES
 
 DEFAULTS = {
     "learning_rate": 0.06,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from jobaware import tracking
-from jobaware.readers import read_jobs
-from jobaware.readers.slurm import read_squeue_json
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers.slurm import read_squeue_json
 
 KEY = "failure"
 

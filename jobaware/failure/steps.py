@@ -12,8 +12,8 @@ import pandas as pd
 from jobaware import contracts, tracking
 from jobaware.failure.model import check_params
 from jobaware.failure.train import evaluate, featurize, fit
-from jobaware.readers import ingest
-from jobaware.synth.failure import truth_path
+from jobaware.failure.readers import ingest
+from jobaware.failure.synth import truth_path
 
 KEY = "failure"
 

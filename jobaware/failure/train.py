@@ -18,7 +18,7 @@ from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import metrics, plots
 from jobaware.failure.features import FEATURES, build_features, labels
 from jobaware.failure.model import FailureModel, baselines, check_params, time_split
-from jobaware.synth.failure import bayes_scores
+from jobaware.failure.synth import bayes_scores
 
 IMPORTANCE_ROWS = 4000
 

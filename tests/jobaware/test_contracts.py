@@ -3,7 +3,7 @@ import pytest
 
 from jobaware.contracts import format_report, require, validate_frames
 from jobaware.errors import ContractError
-from jobaware.readers import read_jobs
+from jobaware.failure.readers import read_jobs
 from tests.conftest import KTH, NREL_CSV
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from jobaware import tracking
 from jobaware.failure.train import train
-from jobaware.readers import read_jobs
+from jobaware.failure.readers import read_jobs
 from tests.conftest import free_port, wait_for
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from jobaware import config, tracking
-from jobaware.synth.failure import write
+from jobaware.failure.synth import write
 from pipelines.runner import compile_all, run_local
 from tests.conftest import ROOT
 

@@ -7,10 +7,10 @@ import time
 import httpx
 import pytest
 
-from jobaware.collectors.slurm import collect
+from jobaware.failure.collector import collect
 from jobaware.contracts import validate_frames
-from jobaware.readers import read_jobs
-from jobaware.readers.slurm import read_squeue_json
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers.slurm import read_squeue_json
 from tests.slurm.cluster import SlurmCluster, missing_binaries
 
 pytestmark = pytest.mark.slow

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from jobaware.failure.features import FEATURES, build_features
-from jobaware.readers import read_jobs
-from jobaware.readers.slurm import parse_request_jobs
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers.slurm import parse_request_jobs
 from tests.conftest import KTH
 
 
@@ -51,7 +51,7 @@ def test_only_jobs_that_ended_strictly_before_submit_count():
         {**base, "job_id": 2, "submit_time": t + pd.Timedelta(minutes=5), "state": "PENDING"},
         {**base, "job_id": 3, "submit_time": t + pd.Timedelta(minutes=5, seconds=1), "state": "PENDING"},
     ])
-    from jobaware.readers.common import to_canonical_dtypes
+    from jobaware.failure.readers.common import to_canonical_dtypes
 
     features = build_features(to_canonical_dtypes(frame))
     assert list(features["user_n"]) == [0.0, 0.0, 1.0]  # job 1 ended at job 2's submit second: not before it

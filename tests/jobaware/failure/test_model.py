@@ -6,7 +6,7 @@ import pytest
 from jobaware.errors import JobawareError
 from jobaware.failure.model import check_params
 from jobaware.failure.train import train
-from jobaware.readers import read_jobs
+from jobaware.failure.readers import read_jobs
 from tests.conftest import KTH, NREL_CSV
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.readers.slurm import from_squeue, parse_request_jobs, read_squeue_json
+from jobaware.failure.readers.slurm import from_squeue, parse_request_jobs, read_squeue_json
 from tests.conftest import SQUEUE
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from jobaware.schema import CANONICAL, COLUMNS
+from jobaware.failure.schema import CANONICAL, COLUMNS
 
 
 def _float_text(values: pd.Series) -> pd.Series:

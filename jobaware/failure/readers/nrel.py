@@ -14,7 +14,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.readers.common import CSV_TIME_FORMAT, Batch, Problem, canonicalize
+from jobaware.failure.readers.common import CSV_TIME_FORMAT, Batch, canonicalize
+from jobaware.reading import Problem
 
 BLOCK_BYTES = 32 << 20
 # what a clean CSV column parses to; a block that does not parse so is read as text and checked row by row

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from scipy.special import ndtr
 
 from jobaware.errors import InputError
-from jobaware.writers import NrelWriter
+from jobaware.failure.writers import NrelWriter
 
 MIN_JOBS, MAX_JOBS = 1_000, 11_000_000
 FORMATS = ("csv", "json", "parquet")

@@ -11,10 +11,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.readers.common import Batch, ReadReport, to_canonical_dtypes
-from jobaware.readers.nrel import iter_csv, iter_json, iter_parquet
-from jobaware.readers.swf import iter_swf
-from jobaware.schema import CANONICAL
+from jobaware.failure.readers.common import Batch, to_canonical_dtypes
+from jobaware.reading import ReadReport
+from jobaware.failure.readers.nrel import iter_csv, iter_json, iter_parquet
+from jobaware.failure.readers.swf import iter_swf
+from jobaware.failure.schema import CANONICAL
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
     ".csv": iter_csv,

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.readers import read_jobs
-from jobaware.synth.failure import TRUTH_CLASSES, write
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.synth import TRUTH_CLASSES, write
 from tests.conftest import NREL_CSV
 
 

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.readers import ingest, read_jobs
+from jobaware.failure.readers import ingest, read_jobs
 from tests.conftest import NREL_CSV, NREL_JSON
 
 HEADER = NREL_CSV.read_text().splitlines()[0]

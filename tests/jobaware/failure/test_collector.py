@@ -1,9 +1,9 @@
 import pytest
 
-from jobaware.collectors.slurm import collect
+from jobaware.failure.collector import collect
 from jobaware.contracts import validate_frames
 from jobaware.errors import InputError
-from jobaware.readers import read_jobs
+from jobaware.failure.readers import read_jobs
 from tests.conftest import SQUEUE
 
 

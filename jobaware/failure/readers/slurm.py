@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.readers.common import to_canonical_dtypes
-from jobaware.schema import COLUMNS, INTEGER, NUMERIC, STATES, TIME_COLUMNS, normalize_state
+from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.failure.schema import COLUMNS, INTEGER, NUMERIC, STATES, TIME_COLUMNS, normalize_state
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")

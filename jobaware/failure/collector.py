@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.readers import read_jobs
-from jobaware.readers.common import to_canonical_dtypes
-from jobaware.readers.slurm import from_squeue
-from jobaware.schema import COLUMNS, UNFINISHED
-from jobaware.writers import NrelWriter
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.failure.readers.slurm import from_squeue
+from jobaware.failure.schema import COLUMNS, UNFINISHED
+from jobaware.failure.writers import NrelWriter
 
 SQUEUE = ("squeue", "--json", "--states=all")
 

@@ -16,7 +16,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
-from jobaware.readers.common import Batch, Problem, to_canonical_dtypes
+from jobaware.failure.readers.common import Batch, to_canonical_dtypes
+from jobaware.reading import Problem
 
 FIELDS = (
     "job", "submit", "wait", "run", "procs_alloc", "cpu_avg", "mem_used", "procs_req", "time_req",

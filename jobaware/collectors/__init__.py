@@ -1,1 +1,0 @@
-"""Collectors that gather job records from live schedulers."""

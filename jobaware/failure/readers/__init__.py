@@ -1,0 +1,10 @@
+"""Readers for `failure`'s job records: NREL Eagle (CSV, JSON, Parquet), SWF traces and live Slurm records.
+
+Every reader yields canonical batches plus the problems it met; bad records are skipped and reported
+with file and line, never fatal unless the caller asks for strict mode.
+"""
+
+from jobaware.failure.readers.common import Batch
+from jobaware.failure.readers.dispatch import ingest, iter_batches, read_jobs
+
+__all__ = ["Batch", "ingest", "iter_batches", "read_jobs"]
