@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export JOBAWARE_HOME ?= $(CURDIR)/.jobaware
 
-.PHONY: run test venv bench clean
+.PHONY: run test test-fast venv bench clean
 
 $(BIN)/jobaware: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,9 @@ run: venv
 
 test: venv
 	$(BIN)/python -m pytest -q tests
+
+test-fast: venv  # the edit loop: everything but servers, pipelines and clusters
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 bench: venv
 	$(BIN)/python bench/ingest.py --jobs 1000000

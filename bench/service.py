@@ -37,6 +37,7 @@ def main() -> None:
     os.environ["JOBAWARE_HOME"] = home
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import tracking
+    from jobaware.failure.steps import log_trained
     from jobaware.failure.train import train
     from jobaware.failure.readers import read_jobs
     from jobaware.failure.readers.slurm import parse_request_jobs
@@ -46,9 +47,7 @@ def main() -> None:
     write(data, 100_000, "parquet", seed=2)
     jobs, _ = read_jobs(data)
     bundle, evaluation = train(jobs, {"max_iter": 100})
-    run_id = tracking.start_run("failure", {}, {"success": True})
-    tracking.log_model(run_id, "failure", bundle, jobs.tail(3))
-    tracking.log_evaluation(run_id, evaluation)
+    run_id = log_trained(bundle, evaluation, {}, Path(home))
     tracking.promote("failure", tracking.register("failure", run_id))
 
     # live jobs, as a scheduler sends them: submitted after everything the model has seen ended, not yet run

@@ -5,10 +5,9 @@ from components import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def ingest_failure(data: str, jobs: Output[Dataset]) -> str:
-    """Read an NREL (CSV/JSON/Parquet) or SWF job file into the canonical table; return its contract name."""
-    from jobaware.failure.steps import ingest_step
+def ingest(key: str, data: str, dataset: Output[Dataset]):
+    """Read the source files (paths or object-store URIs) into the capability's canonical dataset folder."""
+    from jobaware.steps import ingest
 
-    report = ingest_step(data, jobs.path)
-    jobs.metadata.update({k: report[k] for k in ("rows", "bad_rows")})
-    return report["contract"]
+    report = ingest(key, data, dataset.path)
+    dataset.metadata.update({"rows": report.rows, "bad_rows": report.bad_rows})

@@ -5,8 +5,8 @@ from components import IMAGE
 
 
 @dsl.component(base_image=IMAGE, install_kfp_package=False)
-def validate(jobs: Input[Dataset], contract: str, report: Output[Dataset]):
-    """Hold the table to its Great Expectations contract; a failure stops the pipeline here."""
-    from jobaware.failure.steps import validate_step
+def validate(dataset: Input[Dataset], bad_record_budget: float, report: Output[Dataset]):
+    """Hold every table to its contract and the bad records to the budget; a failure stops the pipeline here."""
+    from jobaware.steps import validate_step
 
-    validate_step(jobs.path, contract, report.path)
+    validate_step(dataset.path, report.path, bad_record_budget)

@@ -1,215 +1,226 @@
-"""The `jobaware` command: data, pipelines, models, predictions and services."""
+"""The `jobaware` command: data, pipelines, models, predictions and services, for every registered capability.
+
+Each capability may add commands of its own (`jobaware/<key>/commands.py`, named in its registration).
+"""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from jobaware import config
+from jobaware import capabilities, config
+from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
-data_app = typer.Typer(help="Read, validate and generate job data.", no_args_is_help=True)
+data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, promote, roll back.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
-out = Console()
-err = Console(stderr=True)
 
-Capability = Annotated[str, typer.Argument(help="capability key: failure")]
+Key = Annotated[str, typer.Argument(help=f"capability: {', '.join(capabilities.keys())}")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
-DEFAULT_SYNTH_JOBS = 150_000
+FIRST_PORT = 3000
 
 
-def _capability(key: str) -> str:
-    if key not in config.CAPABILITIES:
-        raise JobawareError(f"unknown capability '{key}'; available: {', '.join(config.CAPABILITIES)}")
-    return key
-
-
-def _progress(label: str, total: int | None = None) -> Progress:
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
-                    transient=True)
-
-
-def _table(rows: list[dict], title: str | None = None) -> Table:
-    table = Table(title=title)
-    for column in (rows[0] if rows else {}):
-        table.add_column(str(column))
-    for row in rows:
-        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row.values()])
-    return table
-
-
-def _print(data, as_json: bool, rows: list[dict] | None = None, title: str | None = None) -> None:
-    if as_json:
-        print(json.dumps(data, indent=2, default=str))
-    else:
-        out.print(_table(rows if rows is not None else [data], title))
-
-
-def _parse_params(items: list[str]) -> dict:
-    params = {}
+def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:
+    """`--param k=v` items (values read as JSON where they parse) checked by the capability's parameter model."""
+    raw = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise JobawareError(f"--param {item!r}: expected key=value")
         try:
-            params[key] = json.loads(value)
+            raw[key] = json.loads(value)
         except json.JSONDecodeError:
-            params[key] = value
-    from jobaware.failure.model import check_params
-
-    check_params(params)
-    return params
+            raw[key] = value
+    return capability.check_params(raw)
 
 
 # ---------------------------------------------------------------- data
 @data_app.command("validate")
 def data_validate(
-    key: Capability,
-    path: Annotated[Path, typer.Argument(help="job file: NREL CSV/JSON/Parquet or SWF trace")],
+    key: Key,
+    paths: Annotated[list[str], typer.Argument(help="source file(s), folder or object-store URI")],
     as_json: JsonFlag = False,
-    strict: Annotated[bool, typer.Option(help="a bad record is an error, not a skipped row")] = False,
+    strict: Annotated[bool, typer.Option(help="stop at the first bad record")] = False,
 ):
-    """Check a job file against its data contract: exit 0 when met, 1 with a report when not."""
-    import tempfile
+    """Check source data against its contracts: exit 0 when every record is good and every expectation met,
+    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
+    from jobaware import steps
 
-    from jobaware import contracts
-    from jobaware.failure.readers import ingest
-
-    _capability(key)
+    capabilities.get(key)
     with tempfile.TemporaryDirectory() as tmp:
-        canonical = Path(tmp) / "jobs.parquet"
-        with _progress("reading") as bar:
-            task = bar.add_task("jobs", total=None)
-            read = ingest(path, canonical, strict=strict, progress=lambda n: bar.advance(task, n))
-        with err.status(f"checking {read.rows:,} jobs against the {contracts.contract_for(path)} contract"):
-            report = contracts.validate_parquet(canonical, contracts.contract_for(path))
-    report["read"] = read.as_dict()
+        with progress("reading") as bar:
+            task = bar.add_task("records", total=None)
+            steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
+        with err.status("checking the data contracts"):
+            report = steps.validate(Path(tmp), budget=0.0)
+        text = steps.format_validation(report).replace(str(Path(tmp) / steps.QUARANTINE), "the quarantine")
     if as_json:
-        print(json.dumps(report, indent=2, default=str))
+        show(report, True)
     else:
-        if read.bad_rows:
-            err.print(f"[yellow]{read.bad_rows} bad record(s) skipped; first: {read.problems[0]}[/yellow]")
-        (out if report["success"] else err).print(contracts.format_report(report))
+        (out if report["success"] else err).print(text, highlight=False, soft_wrap=True)
     raise typer.Exit(0 if report["success"] else 1)
 
 
 @data_app.command("synth")
 def data_synth(
-    key: Capability,
-    jobs: Annotated[int, typer.Option(help="number of jobs, 1,000 to 11,000,000")],
-    out_path: Annotated[Path, typer.Option("--out", help="output file")],
-    fmt: Annotated[str, typer.Option("--format", help="csv, json or parquet (default: from the suffix)")] = "",
+    key: Key,
+    jobs: Annotated[int, typer.Option(help="how many jobs (or records) to generate")],
+    out_path: Annotated[Path, typer.Option("--out", help="output file or folder")],
+    fmt: Annotated[str, typer.Option("--format", help="output format where the capability has several")] = "",
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
 ):
-    """Write synthetic jobs in the exact NREL format, with each job's true outcome probabilities beside them."""
-    from jobaware.failure import synth
-
-    _capability(key)
-    with _progress("generating") as bar:
-        task = bar.add_task("jobs", total=jobs)
-        truth = synth.write(out_path, jobs, fmt or None, seed, progress=lambda n: bar.advance(task, n))
-    out.print(f"wrote {jobs:,} jobs to {out_path}; true outcome probabilities in {truth}")
-    out.print(f"mean true class probabilities: {synth.describe(truth)}")
+    """Generate data in the capability's real format, with its ground truth beside it."""
+    capability = capabilities.get(key)
+    with progress("generating") as bar:
+        task = bar.add_task("records", total=jobs)
+        truth = capability.synth(out_path, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
+    out.print(f"wrote {jobs:,} to {out_path}; ground truth in {truth}", highlight=False)
 
 
 # ---------------------------------------------------------------- pipelines
-def default_failure_data() -> Path:
-    """Synthetic NREL-format jobs under JOBAWARE_HOME, generated once (the embedded default)."""
-    from jobaware.failure import synth
+def _default_data(key: str) -> str:
+    data_dir = config.home() / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with progress(f"preparing the default data of {key}") as bar:
+        task = bar.add_task("records", total=None)
+        return capabilities.get(key).default_data(data_dir, progress=lambda n: bar.advance(task, n))
 
-    path = config.home() / "data" / f"synthetic_failure_{DEFAULT_SYNTH_JOBS}.parquet"
-    if not path.exists():
-        with _progress("generating default synthetic jobs") as bar:
-            task = bar.add_task("jobs", total=DEFAULT_SYNTH_JOBS)
-            synth.write(path, DEFAULT_SYNTH_JOBS, "parquet", 0, progress=lambda n: bar.advance(task, n))
-    return path
+
+def _arguments(name: str, data: list[str], params: list[str], budget: float, remote: bool) -> dict:
+    from jobaware import sources
+
+    keys = capabilities.keys() if name == "all" else [name]
+    if name == "all" and (data or params):
+        raise JobawareError("pipeline all runs every capability on its default data; run one capability for --data or --param")
+    tracking = "" if remote else config.tracking_uri()
+    if name != "all":
+        capability = capabilities.get(name)
+        for source in data:
+            if not (remote or sources.is_remote(source) or Path(source).exists()):
+                raise JobawareError(f"{source}: no such file or folder")
+        chosen = sources.encode([s if sources.is_remote(s) else str(Path(s).resolve()) for s in data]) if data \
+            else _default_data(name)
+        return {"data": chosen, "params": json.dumps(_parse_params(capability, params)),
+                "tracking_uri": tracking, "bad_record_budget": budget}
+    arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
+    for key in keys:
+        arguments[f"{key}_data"] = _default_data(key)
+    return arguments
 
 
 @pipeline_app.command("run")
 def pipeline_run(
-    key: Annotated[str, typer.Argument(help="failure or all")],
-    data: Annotated[Path | None, typer.Option(help="job file (default: synthetic jobs under JOBAWARE_HOME)")] = None,
-    param: Annotated[list[str], typer.Option(help="model parameter key=value, repeatable")] = [],  # noqa: B006
+    name: Annotated[str, typer.Argument(help="a capability, or all")],
+    data: Annotated[list[str], typer.Option(help="source file, folder or object-store URI (repeatable)")] = [],  # noqa: B006
+    param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
+    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
     host: Annotated[str, typer.Option(envvar="KFP_HOST", help="submit to this Kubeflow Pipelines host")] = "",
+    verbose: Annotated[bool, typer.Option(help="show the steps' own logs live")] = False,
     as_json: JsonFlag = False,
 ):
     """Run a pipeline with kfp.local (default) or submit it to a KFP host."""
-    if key != "all":
-        _capability(key)
-    params = json.dumps(_parse_params(param))
-    source = (data or default_failure_data()).resolve()
-    if not source.is_file():
-        raise JobawareError(f"{source}: no such file")
-    arguments = (
-        {"data": str(source), "params": params, "tracking_uri": "" if host else config.tracking_uri()}
-        if key == "failure"
-        else {"failure_data": str(source), "failure_params": params, "tracking_uri": "" if host else config.tracking_uri()}
-    )
+    from pipelines import runner
+
+    if name not in runner.names():
+        raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
+    arguments = _arguments(name, data, param, budget, remote=bool(host))
     if host:
-        from pipelines.runner import submit
-
-        run_id = submit(key, arguments, host, config.experiment_name(key))
-        _print({"submitted": key, "host": host, "run_id": run_id}, as_json)
+        run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
+        show({"submitted": name, "host": host, "run_id": run_id}, as_json)
         return
-    from pipelines.runner import run_local
-
-    try:
-        with _stdout_to_stderr():
-            run_local(key, arguments, config.home() / "kfp")
-    except RuntimeError as exc:
-        raise JobawareError(f"pipeline {key} failed: {_plain(exc)} (the task log above says why)") from None
-    _print_training_summary(as_json)
+    outputs = _run_with_progress(name, arguments, verbose)
+    keys = capabilities.keys() if name == "all" else [name]
+    versions = {key: outputs.get(key if name == "all" else "Output") for key in keys}
+    _training_summary(versions, as_json)
 
 
-@contextlib.contextmanager
-def _stdout_to_stderr():
-    """kfp.local logs its tasks (and their subprocesses) on stdout; keep stdout for our results."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
+def _run_with_progress(name: str, arguments: dict, verbose: bool) -> dict:
+    """One line per step with its status and seconds, a spinner for the running steps, logs to a file."""
+    from rich.live import Live
+    from rich.spinner import Spinner
+    from rich.table import Table
+
+    from pipelines import runner
+
+    log = config.logs_dir() / f"pipeline-{name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+    err.print(f"pipeline {name}: steps' logs in {log}", highlight=False, soft_wrap=True)
+    running: dict[str, float] = {}
+
+    def view():
+        grid = Table.grid(padding=(0, 1))
+        for step, since in running.items():
+            grid.add_row(Spinner("dots"), step, f"{time.monotonic() - since:.0f} s")
+        return grid
+
+    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live:
+        def on_event(kind: str, step: str, seconds: float) -> None:
+            if kind == "start":
+                running[step] = time.monotonic()
+                return
+            running.pop(step, None)
+            mark = "[green]✓[/green]" if kind == "SUCCESS" else "[red]✗[/red]"
+            live.console.print(f"{mark} {step:<28} {kind.lower():<8} {seconds:6.1f} s", highlight=False)
+
+        try:
+            return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose)
+        except RuntimeError as exc:
+            raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
 
 
-def _plain(exc: Exception) -> str:
-    import re
+def _failure_reason(log: Path) -> str:
+    """The message of the jobaware error that stopped a step, from the steps' log."""
+    lines = log.read_text(errors="replace").splitlines()
+    for i in range(len(lines) - 1, -1, -1):
+        text = lines[i].strip()
+        if text.startswith("jobaware.errors.") and ": " in text:
+            message = [text.split(": ", 1)[1]]
+            for follow in lines[i + 1:]:
+                if not follow.strip() or "finished with status" in follow or follow.strip().startswith("["):
+                    break
+                message.append(follow.strip())
+            return "\n" + "\n".join(message[:30])
+    return ""
 
-    return re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
 
-
-def _print_training_summary(as_json: bool) -> None:
+def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
+    """The metrics of the versions this run registered, and where to look at them."""
     from jobaware import tracking
 
-    _, client = tracking.mlflow_client()
-    newest = tracking.list_models()[-1]
-    run = client.get_run(newest["run_id"])
-    metrics = json.loads(Path(client.download_artifacts(run.info.run_id, "metrics/all.json")).read_text())
-    summary = {"version": newest["version"], "aliases": newest["aliases"], "run_id": newest["run_id"], "metrics": metrics}
-    rows = [{"model": k, **{m: v.get(m, float("nan")) for m in ("roc_auc", "pr_auc", "brier", "macro_f1")}}
-            for k, v in metrics.items()]
-    _print(summary, as_json, rows, title=f"version {newest['version']} ({newest['aliases'] or 'no alias'})")
-    if not as_json and "bayes_roc_auc" in metrics["model"]:
-        m = metrics["model"]
-        out.print(f"Bayes-optimal ROC-AUC {m['bayes_roc_auc']:.4f}; gap to the model {m['gap_to_bayes']:.4f}")
+    summary = {}
+    for key, version in versions.items():
+        capability = capabilities.get(key)
+        metrics = tracking.version_metrics(key, version) if version else {}
+        champion = tracking.champion_version(key)
+        summary[key] = {"version": version, "champion": champion, "metrics": metrics}
+        if as_json:
+            continue
+        columns = capability.metrics_table or (capability.primary_metric,)
+        rows = [{"model": name, **{m: values.get(m, float("nan")) for m in columns}} for name, values in metrics.items()]
+        state = "champion" if champion == version else f"not promoted; champion is {champion or 'none'}"
+        show(summary[key], False, rows, title=f"{capability.model_name} version {version} ({state})")
+        if "gap_to_bayes" in metrics.get("model", {}):
+            m = metrics["model"]
+            out.print(f"Bayes-optimal {capability.primary_metric} {m['bayes_roc_auc']:.4f}; "
+                      f"gap to the model {m['gap_to_bayes']:.4f}", highlight=False)
+    if as_json:
+        show(summary, True)
+    else:
+        out.print(f"MLflow: {config.tracking_uri()}  (browse: mlflow ui --backend-store-uri {config.tracking_uri()})",
+                  highlight=False, soft_wrap=True)
 
 
 @pipeline_app.command("compile")
@@ -218,7 +229,7 @@ def pipeline_compile(out_dir: Annotated[Path, typer.Option("--out", help="direct
     from pipelines.runner import compile_all
 
     for path in compile_all(out_dir):
-        out.print(f"wrote {path}")
+        out.print(f"wrote {path}", highlight=False)
 
 
 # ---------------------------------------------------------------- models
@@ -229,100 +240,128 @@ def models_list(as_json: JsonFlag = False):
 
     rows = tracking.list_models()
     if not rows and not as_json:
-        out.print("no registered models yet; run `jobaware pipeline run failure`")
+        out.print("no registered models yet; run `jobaware pipeline run <capability>`")
         return
-    _print(rows, as_json, rows)
+    show(rows, as_json, rows)
 
 
 @models_app.command("promote")
 def models_promote(
-    key: Capability,
+    key: Key,
     version: Annotated[str, typer.Argument(help="model version to promote")],
-    force: Annotated[bool, typer.Option(help="promote even if the gate says no")] = False,
+    force: Annotated[bool, typer.Option(help="promote even if the gate says no (logged as forced)")] = False,
     as_json: JsonFlag = False,
 ):
-    """Re-score champion and VERSION on VERSION's evaluation data; move champion if VERSION is not worse."""
+    """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused."""
     from jobaware import tracking
 
-    decision = tracking.promote(_capability(key), version, force)
-    _print(decision, as_json)
+    decision = tracking.promote(capabilities.get(key).key, version, force)
+    show(decision, as_json, [{k: v for k, v in decision.items() if k != "checks"}])
     raise typer.Exit(0 if decision["promoted"] else 1)
 
 
 @models_app.command("rollback")
-def models_rollback(key: Capability, as_json: JsonFlag = False):
+def models_rollback(key: Key, as_json: JsonFlag = False):
     """Point champion back at the previous champion."""
     from jobaware import tracking
 
-    _print(tracking.rollback(_capability(key)), as_json)
-
-
-@app.command("collect")
-def collect(
-    source: Annotated[str, typer.Argument(help="slurm")],
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV to append finished jobs to")],
-    polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
-):
-    """Poll `squeue --json` and append each newly finished job to an NREL-format CSV (once)."""
-    from jobaware.failure.collector import collect as run_collector
-
-    if source != "slurm":
-        raise JobawareError(f"unknown source '{source}'; available: slurm")
-    if polls < 1:
-        raise JobawareError("--polls must be at least 1")
-    added = run_collector(out_path, polls, interval, on_poll=lambda n: err.print(f"{n} new finished job(s) so far"))
-    out.print(f"appended {added} finished job(s) to {out_path}")
+    show(tracking.rollback(capabilities.get(key).key), as_json)
 
 
 # ---------------------------------------------------------------- predictions and services
 @app.command("predict")
 def predict(
-    key: Capability,
-    input_path: Annotated[Path, typer.Option("--input", help="job file (NREL, SWF or squeue --json output)")],
-    output: Annotated[Path, typer.Option("--output", help="JSON Lines file, one object per job")],
+    key: Key,
+    input_path: Annotated[str, typer.Option("--input", help="input file")],
+    output: Annotated[Path, typer.Option("--output", help="JSON Lines file, one object per record")],
     version: Annotated[str, typer.Option(help="model version (default: the champion)")] = "",
 ):
-    """Predict every job in a file with the champion model."""
-    from jobaware.failure.predict import predict_file
+    """Predict every record of a file with the champion (or a given version)."""
+    from jobaware import tracking
 
-    _capability(key)
-    count, used = predict_file(input_path, output, version or None)
-    out.print(f"wrote {count:,} predictions to {output} (model version {used})")
-
-
-@app.command("serve")
-def serve(
-    key: Capability,
-    port: Annotated[int, typer.Option(help="TCP port")] = 3000,
-    host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
-):
-    """Serve the champion model over HTTP with BentoML."""
-    _capability(key)
-    raise typer.Exit(subprocess.call(service_command(key, port, host), env=service_env()))
+    capability = capabilities.get(key)
+    if not Path(input_path).exists():
+        raise JobawareError(f"{input_path}: no such file")
+    bundle, used = tracking.load_bundle(key, version or None)
+    summary = capability.predict_file(input_path, output, bundle, used)
+    out.print(f"wrote {summary['predictions']:,} predictions to {output} (model version {used})", highlight=False)
+    if summary.get("bad_records"):
+        err.print(f"[yellow]{summary['bad_records']:,} bad record(s) not predicted, listed in "
+                  f"{summary['quarantine']}; first: {summary['problems'][0] if summary['problems'] else ''}[/yellow]",
+                  highlight=False, soft_wrap=True)
 
 
 def service_command(key: str, port: int, host: str) -> list[str]:
     bentoml = Path(sys.executable).with_name("bentoml")
-    return [str(bentoml), "serve", f"serving.{key}:{key.capitalize()}Service", "--port", str(port), "--host", host]
+    return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
 
 
 def service_env() -> dict:
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(), "JOBAWARE_HOME": str(config.home()),
-            "BENTOML_HOME": str(config.home() / "bentoml")}
+    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
+            "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
+
+
+@app.command("serve")
+def serve(
+    key: Key,
+    port: Annotated[int, typer.Option(help="TCP port")] = FIRST_PORT,
+    host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
+):
+    """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly)."""
+    command = service_command(key, port, host)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(command[0], command, service_env())
 
 
 @app.command("demo")
-def demo(port: Annotated[int, typer.Option(help="port of the failure service")] = 3000):
-    """What `make run` does: run every pipeline on bundled data, then serve the champions on localhost."""
-    pipeline_run("failure", None, [], "", False)
-    example = {"jobs": [{"job_id": 1, "user": "user0001", "account": "account0001", "partition": "partition002",
-                         "qos": "normal", "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72,
-                         "gpus_req": 0, "mem_req": 0.0, "submit_time": "2019-03-01 10:00:00"}]}
-    out.print(f"\nserving failure on http://127.0.0.1:{port} (OpenAPI: http://127.0.0.1:{port}/docs)")
-    out.print(f"try: curl -s -X POST http://127.0.0.1:{port}/predict -H 'content-type: application/json' "
-              f"-d '{json.dumps(example)}'", soft_wrap=True, highlight=False)
-    serve("failure", port, "127.0.0.1")
+def demo(first_port: Annotated[int, typer.Option(help="port of the first service; the others follow")] = FIRST_PORT):
+    """What `make run` does: every pipeline on its default data, then every champion served on localhost."""
+    started = []
+    keys = capabilities.keys()
+    for key in keys:
+        pipeline_run(key, [], [], 0.01, "", False, False)
+    examples = {}
+    for offset, key in enumerate(keys):
+        port = first_port + offset
+        log = open(config.logs_dir() / f"serve-{key}.log", "wb")
+        started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
+                                        stderr=subprocess.STDOUT, start_new_session=True))
+        examples[key] = port
+    try:
+        _print_examples(examples)
+        while all(p.poll() is None for p in started):
+            time.sleep(1)
+        raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
+    finally:
+        for process in started:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def _print_examples(ports: dict[str, int]) -> None:
+    for key, port in ports.items():
+        path, body = capabilities.get(key).example
+        out.print(f"\n{key}: http://127.0.0.1:{port} (OpenAPI: http://127.0.0.1:{port}/docs)", highlight=False)
+        out.print(f"  curl -s -X POST http://127.0.0.1:{port}{path} -H 'content-type: application/json' "
+                  f"-d '{json.dumps(body)}'", soft_wrap=True, highlight=False)
+    out.print("\nCtrl-C stops every service.")
+
+
+for _capability in capabilities.registry().values():
+    if _capability.commands is not None:
+        _capability.commands(app)
+
+
+def _error(message: str) -> None:
+    from rich.text import Text
+
+    err.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
 
 
 def main() -> None:
@@ -333,7 +372,7 @@ def main() -> None:
         code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
         sys.exit(code if isinstance(code, int) else 0)
     except JobawareError as exc:  # ContractError included: its message is the readable report
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        _error(str(exc))
         sys.exit(1)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
@@ -342,9 +381,10 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
         if os.environ.get("JOBAWARE_DEBUG"):
             raise
-        err.print(f"[red]error:[/red] {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)",
-                  highlight=False, soft_wrap=True)
+        _error(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)")
         sys.exit(1)

@@ -5,28 +5,30 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-CAPABILITIES = ("failure",)
 
-
-def home() -> Path:
-    """JOBAWARE_HOME, default `.jobaware/` in the working directory."""
+def home(create: bool = True) -> Path:
+    """JOBAWARE_HOME, default `.jobaware/` in the working directory; created only when asked to."""
     path = Path(os.environ.get("JOBAWARE_HOME", ".jobaware")).resolve()
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
-def tracking_uri() -> str:
+def tracking_uri(create: bool = True) -> str:
     """MLFLOW_TRACKING_URI, else a SQLite store under JOBAWARE_HOME."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{home() / 'mlflow.db'}"
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{home(create) / 'mlflow.db'}"
+
+
+def local_store(uri: str) -> Path | None:
+    """The database file of a `sqlite:///` tracking URI, else None."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
 def artifact_root() -> str:
     return (home() / "artifacts").as_uri()
 
 
-def experiment_name(key: str) -> str:
-    return f"jobaware-{key}"
-
-
-def model_name(key: str) -> str:
-    return f"jobaware-{key}"
+def logs_dir() -> Path:
+    path = home() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

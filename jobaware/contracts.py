@@ -22,11 +22,6 @@ def contracts_dir() -> Path:
     return Path(override) if override else Path(__file__).resolve().parents[1] / "data_contracts"
 
 
-def contract_for(path: str | Path) -> str:
-    """The contract a source file is held to, by its format."""
-    return "swf_jobs" if str(path).lower().endswith(".swf") else "nrel_jobs"
-
-
 def load_suite(name: str) -> dict:
     path = contracts_dir() / f"{name}.json"
     if not path.is_file():

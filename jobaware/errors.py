@@ -15,3 +15,7 @@ class ContractError(JobawareError):
     def __init__(self, message: str, report: dict):
         super().__init__(message)
         self.report = report
+
+
+class TooLargeError(InputError):
+    """Input over a stated size limit (a service answers 413)."""

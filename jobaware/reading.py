@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
 
 MAX_EXAMPLES = 20
 
@@ -42,3 +46,37 @@ class ReadReport:
             "bad_rows": self.bad_rows,
             "problems": [str(p) for p in self.problems],
         }
+
+
+def line_blocks(handle: BinaryIO, block_bytes: int, first_line: int,
+                record_end: Callable[[bytes], int] = lambda chunk: chunk.rfind(b"\n") + 1) -> Iterator[tuple[bytes, int]]:
+    """(block of whole records, file line number of its first line) from `handle`'s current position on.
+
+    `record_end(chunk)` is the offset just past the chunk's last complete record (0: none yet); the default cuts
+    after the last newline. The remainder is carried into the next block."""
+    line, rest = first_line, b""
+    while True:
+        chunk = handle.read(block_bytes)
+        if not chunk:
+            if rest.strip():
+                yield rest, line
+            return
+        chunk = rest + chunk
+        cut = record_end(chunk)
+        if cut == 0:
+            rest = chunk
+            continue
+        block, rest = chunk[:cut], chunk[cut:]
+        yield block, line
+        line += block.count(b"\n")
+
+
+def write_quarantine(output: Path, records: list[dict]) -> str | None:
+    """The bad records of a prediction as `<output>.quarantine.jsonl` beside it; its path (None when none)."""
+    if not records:
+        return None
+    quarantine = output.with_name(output.name + ".quarantine.jsonl")
+    with open(quarantine, "w") as handle:
+        for record in records:
+            handle.write(json.dumps(record, default=str) + "\n")
+    return str(quarantine)

@@ -1,40 +1,64 @@
 """MLflow conventions: experiment and registered model `jobaware-<key>`, aliases challenger and champion.
 
-Promotion re-scores champion and challenger on the challenger's evaluation data and moves `champion` only
-when the challenger is at least as good on the primary metric. Every promotion and rollback is logged as
-an MLflow run of its own, and the registered model keeps the list of earlier champions for rollback.
+The promotion gate (`promote`) moves `champion` to a candidate version only when all of these hold:
+- the registry answered every question (an error other than "no such alias" stops the gate; nothing moves);
+- both models can be scored by this jobaware: each bundle records the feature-code version it was trained
+  with, and a bundle from other feature code is never scored through this code;
+- each evaluation set the decision rests on holds at least the capability's `min_eval_rows` rows;
+- the candidate's score on the primary metric is defined and at least as good as the champion's on the
+  candidate's evaluation data and, when the champion was evaluated on other data (another source or another
+  split), on the champion's evaluation data too: a model is never promoted on its own test set alone;
+- or the person forced it (`--force`), which is logged as such.
+Every promotion and rollback is an MLflow run of its own; the registered model keeps the list of earlier
+champions (a tag) for `rollback`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import math
 import os
 import tempfile
 from pathlib import Path
 
 import joblib
 import mlflow.pyfunc
-from mlflow.types.type_hints import TypeFromExample
 import pandas as pd
+from mlflow.types.type_hints import TypeFromExample
 
-from jobaware import config
+from jobaware import capabilities, config
 from jobaware.errors import JobawareError
+from jobaware.jsonable import jsonable
 
-PRIMARY = {"failure": "roc_auc"}
 HISTORY_TAG = "jobaware.champion_history"
 MODEL_URI_TAG = "jobaware.model_uri"
-EVAL_FEATURES = "eval/features.parquet"
-EVAL_LABELS = "eval/labels.parquet"
+FEATURE_TAG = "jobaware.feature_version"
+EVAL_TAG = "jobaware.eval_sha256"
+EVAL_DIR = "eval"
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
 
 
-def mlflow_client():
+class RegistryError(JobawareError):
+    """The tracking server or registry could not be read or written; nothing was changed."""
+
+
+def mlflow_client(create: bool = False):
+    """The mlflow module and a client on the configured store.
+
+    Commands that only read pass `create=False`: a missing local store is an error naming its path,
+    never a new empty store.
+    """
     import mlflow
 
-    uri = config.tracking_uri()
+    uri = config.tracking_uri(create=create)
+    store = config.local_store(uri)
+    if store is not None and not create and not store.is_file():
+        raise JobawareError(f"no MLflow store at {store} (JOBAWARE_HOME={config.home(create=False)}); "
+                            "run a pipeline first, or set JOBAWARE_HOME or MLFLOW_TRACKING_URI to the store you use")
     saved = {k: os.environ.get(k) for k in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")}
     mlflow.set_tracking_uri(uri)
     mlflow.set_registry_uri(uri)
@@ -48,58 +72,17 @@ def mlflow_client():
 
 
 def experiment_id(key: str) -> str:
-    mlflow, client = mlflow_client()
-    name = config.experiment_name(key)
+    _, client = mlflow_client(create=True)
+    name = capabilities.get(key).experiment_name
     found = client.get_experiment_by_name(name)
     if found:
         return found.experiment_id
-    local = config.tracking_uri().startswith("sqlite:")
+    local = config.local_store(config.tracking_uri()) is not None
     return client.create_experiment(name, artifact_location=f"{config.artifact_root()}/{name}" if local else None)
 
 
-def input_schema():
-    """The pyfunc input: submit-time fields; only job_id and submit_time are required."""
-    from mlflow.types import ColSpec, Schema
-
-    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS, TIME_COLUMNS
-
-    def kind(field: str) -> str:
-        if field == "job_id":
-            return "long"
-        if field in TIME_COLUMNS:
-            return "datetime"
-        return "double" if field in NUMERIC or field in INTEGER else "string"
-
-    return Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
-
-
-def output_schema():
-    """The pyfunc output: per job its id, P(fail), the outcome probabilities and the most likely failure."""
-    from mlflow.types import ColSpec, Schema
-
-    from jobaware.failure.schema import OUTCOMES
-
-    probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
-    return Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure")])
-
-
-def signature_frame(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Canonical jobs as the plain NumPy types of the pyfunc signature."""
-    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
-
-    frame = jobs[list(SUBMIT_FIELDS)].copy()
-    for column in frame.columns:
-        if column == "job_id":
-            frame[column] = frame[column].astype("int64")
-        elif column in NUMERIC or column in INTEGER:
-            frame[column] = frame[column].astype("float64")
-        elif pd.api.types.is_string_dtype(frame[column]):
-            frame[column] = frame[column].astype(object)
-    return frame.reset_index(drop=True)
-
-
 class BundleModel(mlflow.pyfunc.PythonModel):
-    """MLflow pyfunc over a bundle stored with joblib (the explicit serialization format)."""
+    """MLflow pyfunc over a capability's bundle, stored with joblib (the explicit serialization format)."""
 
     def load_context(self, context):
         self.bundle = joblib.load(context.artifacts["bundle"])
@@ -108,22 +91,27 @@ class BundleModel(mlflow.pyfunc.PythonModel):
         return self.bundle.predict(pd.DataFrame(model_input))
 
 
-def start_run(key: str, params: dict, contract: dict) -> str:
-    """Open the training run: parameters and the data contract's result."""
-    mlflow, _ = mlflow_client()
+def start_run(key: str, params: dict, validation: dict | None = None, quarantine: str | Path | None = None) -> str:
+    """Open a training run: parameters, the validation report (contract and bad records), the quarantine."""
+    mlflow, _ = mlflow_client(create=True)
+    validation = validation or {}
     with mlflow.start_run(experiment_id=experiment_id(key)) as run:
-        mlflow.log_params(params)
-        mlflow.log_dict(contract, "contract/result.json")
-        mlflow.log_metric("contract_success", float(contract.get("success", False)))
+        mlflow.log_params({k: v if len(str(v)) < 500 else str(v)[:497] + "..." for k, v in params.items()})
+        mlflow.set_tag(FEATURE_TAG, capabilities.get(key).feature_version)
+        mlflow.log_dict(validation, "contract/result.json")
+        mlflow.log_metric("contract_success", float(bool(validation.get("success", False))))
+        read = validation.get("read") or {}
+        if "bad_rows" in read:
+            mlflow.log_metrics({"bad_records": float(read["bad_rows"]), "read_records": float(read.get("rows", 0))})
+        if quarantine and Path(quarantine).is_file() and Path(quarantine).stat().st_size:
+            mlflow.log_artifact(str(quarantine), "contract")
         return run.info.run_id
 
 
-def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
-    """Log the bundle as a pyfunc model with signature and input example; return its model URI."""
-    mlflow, _ = mlflow_client()
-    from mlflow.models import ModelSignature
-
-    example = signature_frame(example_jobs.head(3))
+def log_model(run_id: str, key: str, bundle) -> str:
+    """Log the bundle as a pyfunc model with the capability's signature and input example; return its URI."""
+    mlflow, _ = mlflow_client(create=True)
+    capability = capabilities.get(key)
     with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bundle.joblib"
         joblib.dump(bundle, path)
@@ -131,90 +119,150 @@ def log_model(run_id: str, key: str, bundle, example_jobs: pd.DataFrame) -> str:
             name="model",
             python_model=BundleModel(),
             artifacts={"bundle": str(path)},
-            signature=ModelSignature(inputs=input_schema(), outputs=output_schema()),
-            input_example=example,
-            metadata={"serialization_format": "joblib", "capability": key},
+            signature=capability.signature(),
+            input_example=capability.input_example(bundle),
+            metadata={"serialization_format": "joblib", "capability": key,
+                      "feature_version": capability.feature_version},
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],
         )
         mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
     return info.model_uri
 
 
-def log_evaluation(run_id: str, evaluation) -> None:
-    """Metrics of the model and its baselines, plots, importance, and the evaluation data for the gate."""
-    mlflow, _ = mlflow_client()
-    with mlflow.start_run(run_id=run_id), tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        for name, values in evaluation.metrics.items():
+def _folder_sha256(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode())
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def log_evaluation(run_id: str, metrics: dict[str, dict], plots: list[Path], eval_dir: Path,
+                   documents: dict[str, object] | None = None) -> None:
+    """Metrics of the model (`metrics["model"]`) and of each baseline, plots, JSON documents, and the
+    evaluation folder the promotion gate re-scores models on."""
+    mlflow, _ = mlflow_client(create=True)
+    with mlflow.start_run(run_id=run_id):
+        for name, values in metrics.items():
             prefix = "" if name == "model" else f"baseline_{name}_"
-            mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in values.items() if isinstance(v, int | float)})
-        mlflow.log_dict(evaluation.metrics, "metrics/all.json")
-        for path in evaluation.plots:
+            mlflow.log_metrics({f"{prefix}{k}": float(v) for k, v in values.items()
+                                if isinstance(v, int | float) and not isinstance(v, bool)})
+        mlflow.log_dict(jsonable(metrics), "metrics/all.json")
+        for name, document in (documents or {}).items():
+            mlflow.log_dict(jsonable(document), f"metrics/{name}.json")
+        for path in plots:
             mlflow.log_artifact(str(path), "plots")
-        if evaluation.importance is not None and len(evaluation.importance):
-            mlflow.log_dict(evaluation.importance.sort_values(ascending=False).to_dict(), "metrics/feature_importance.json")
-        evaluation.test_features.to_parquet(tmp / "features.parquet")
-        evaluation.test_labels.to_frame("label").to_parquet(tmp / "labels.parquet")
-        mlflow.log_artifact(str(tmp / "features.parquet"), "eval")
-        mlflow.log_artifact(str(tmp / "labels.parquet"), "eval")
+        mlflow.log_artifacts(str(eval_dir), EVAL_DIR)
+        mlflow.set_tag(EVAL_TAG, _folder_sha256(Path(eval_dir)))
 
 
 def model_uri(run_id: str) -> str:
     """The URI of the model logged in a run."""
     _, client = mlflow_client()
-    uri = client.get_run(run_id).data.tags.get(MODEL_URI_TAG)
+    uri = _registry_call(lambda: client.get_run(run_id), f"run {run_id}").data.tags.get(MODEL_URI_TAG)
     if not uri:
         raise JobawareError(f"run {run_id} logged no model")
     return uri
 
 
+def _registry_call(call, what: str):
+    """Run a registry call; any failure becomes a RegistryError that names what was being read."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return call()
+    except MlflowException as exc:
+        raise RegistryError(f"the registry could not answer for {what}: {exc.message.splitlines()[0][:300]}") from None
+    except Exception as exc:  # noqa: BLE001 - connection errors, locked stores, ...
+        raise RegistryError(f"the registry could not answer for {what}: {type(exc).__name__}: {str(exc)[:300]}") from None
+
+
 def register(key: str, run_id: str) -> str:
     """Register the run's model as a new version of `jobaware-<key>` and point `challenger` at it."""
-    mlflow, client = mlflow_client()
-    name = config.model_name(key)
+    mlflow, client = mlflow_client(create=True)
+    capability = capabilities.get(key)
+    name = capability.model_name
     version = mlflow.register_model(model_uri(run_id), name)
-    primary = client.get_run(run_id).data.metrics.get(PRIMARY[key], float("nan"))
-    client.set_model_version_tag(name, version.version, PRIMARY[key], f"{primary:.6f}")
+    metric = capability.primary_metric
+    primary = client.get_run(run_id).data.metrics.get(metric, float("nan"))
+    client.set_model_version_tag(name, version.version, metric, f"{primary:.6f}")
+    client.set_model_version_tag(name, version.version, FEATURE_TAG, capability.feature_version)
     client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
 
 
-def _alias(client, name: str, alias: str) -> str | None:
+def _is_missing(exc) -> bool:
+    """True only for the registry's answer "no such alias / model"."""
+    code = getattr(exc, "error_code", "")
+    message = str(getattr(exc, "message", exc)).lower()
+    return code == "RESOURCE_DOES_NOT_EXIST" or (code == "INVALID_PARAMETER_VALUE" and "alias" in message
+                                                 and "not found" in message)
+
+
+def alias_version(client, name: str, alias: str) -> str | None:
+    """The version an alias points to; None only when the alias (or the model) does not exist."""
+    from mlflow.exceptions import MlflowException
+
     try:
         return str(client.get_model_version_by_alias(name, alias).version)
-    except Exception:  # noqa: BLE001
-        return None
+    except MlflowException as exc:
+        if _is_missing(exc):
+            return None
+        raise RegistryError(f"could not read alias '{alias}' of {name}: {exc.message.splitlines()[0][:300]}") from None
+    except Exception as exc:  # noqa: BLE001
+        raise RegistryError(f"could not read alias '{alias}' of {name}: {type(exc).__name__}: {str(exc)[:300]}") from None
+
+
+def _model_version(client, name: str, version: str):
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return client.get_model_version(name, version)
+    except MlflowException as exc:
+        if _is_missing(exc):
+            raise JobawareError(f"{name} has no version {version}") from None
+        raise RegistryError(f"could not read version {version} of {name}: {exc.message.splitlines()[0][:300]}") from None
 
 
 def load_bundle(key: str, version: str | None = None, alias: str = "champion"):
-    """The bundle of a registered version (or of the version an alias points to) and that version."""
+    """The bundle of a registered version (or of the version an alias points to), and that version.
+
+    A bundle trained with other feature code than this jobaware's is refused: it would be fed features
+    it was not trained on.
+    """
     mlflow, client = mlflow_client()
-    name = config.model_name(key)
-    version = version or _alias(client, name, alias)
+    capability = capabilities.get(key)
+    name = capability.model_name
+    version = version or alias_version(client, name, alias)
     if version is None:
-        raise JobawareError(f"no model version of {name} has alias '{alias}'; run the pipeline first")
-    model = mlflow.pyfunc.load_model(f"models:/{name}/{version}")
-    return model.unwrap_python_model().bundle, str(version)
+        raise JobawareError(f"no model version of {name} has alias '{alias}'; run `jobaware pipeline run {key}` first")
+    _model_version(client, name, version)
+    model = _registry_call(lambda: mlflow.pyfunc.load_model(f"models:/{name}/{version}"), f"{name} version {version}")
+    bundle = model.unwrap_python_model().bundle
+    trained_with = getattr(bundle, "feature_version", None)
+    if trained_with != capability.feature_version:
+        raise JobawareError(f"{name} version {version} was trained with feature code {trained_with}; this jobaware "
+                            f"computes features with version {capability.feature_version}: retrain it")
+    return bundle, str(version)
 
 
-def _eval_data(key: str, version: str) -> tuple[pd.DataFrame, pd.Series]:
-    mlflow, client = mlflow_client()
-    run_id = client.get_model_version(config.model_name(key), version).run_id
-    with tempfile.TemporaryDirectory() as tmp:
-        features = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=EVAL_FEATURES, dst_path=tmp))
-        y = pd.read_parquet(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=EVAL_LABELS, dst_path=tmp))["label"]
-    keep = y.notna().to_numpy()
-    return features.loc[keep].reset_index(drop=True), y.loc[keep].reset_index(drop=True)
+def _eval_folder(client, name: str, version: str, into: Path) -> Path:
+    mlflow, _ = mlflow_client()
+    run_id = _model_version(client, name, version).run_id
+    path = _registry_call(lambda: mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=EVAL_DIR,
+                                                                      dst_path=str(into)), f"the evaluation data of version {version}")
+    return Path(path)
 
 
-def _score(key: str, bundle, features: pd.DataFrame, y: pd.Series) -> float:
-    from jobaware.failure.evaluate import metrics
-
-    return metrics(y, bundle.model.predict_proba(features))[PRIMARY[key]]
+def _eval_sha(client, name: str, version: str) -> str | None:
+    run_id = _model_version(client, name, version).run_id
+    return _registry_call(lambda: client.get_run(run_id), f"the run of version {version}").data.tags.get(EVAL_TAG)
 
 
 def _history(client, name: str) -> list[str]:
-    tags = client.get_registered_model(name).tags
+    tags = _registry_call(lambda: client.get_registered_model(name), name).tags
     return json.loads(tags.get(HISTORY_TAG, "[]"))
 
 
@@ -222,83 +270,135 @@ def _log_action(key: str, action: str, params: dict, metrics: dict) -> None:
     mlflow, _ = mlflow_client()
     with mlflow.start_run(experiment_id=experiment_id(key), run_name=action, tags={"jobaware.action": action}):
         mlflow.log_params(params)
-        mlflow.log_metrics({k: v for k, v in metrics.items() if v == v})
+        mlflow.log_metrics({k: v for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
+
+
+def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[dict], list[str]]:
+    """Score candidate and champion on every evaluation set the decision needs; return the checks and
+    the reasons (if any) not to promote."""
+    capability = capabilities.get(key)
+    name = capability.model_name
+    reasons: list[str] = []
+    try:
+        bundles = {candidate: load_bundle(key, candidate)[0]}
+        if champion is not None:
+            bundles[champion] = load_bundle(key, champion)[0]
+    except RegistryError:
+        raise
+    except JobawareError as exc:
+        return [], [str(exc)]
+    sets = [candidate]
+    if champion is not None and _eval_sha(client, name, champion) != _eval_sha(client, name, candidate):
+        sets.append(champion)  # evaluated on other data: the candidate must be as good on the champion's too
+    checks = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for owner in sets:
+            folder = _eval_folder(client, name, owner, Path(tmp) / owner)
+            check = {"eval_data_of": owner, "rows": 0, "candidate": float("nan"), "champion": float("nan")}
+            check["candidate"], check["rows"] = capability.score(bundles[candidate], folder)
+            if champion is not None:
+                check["champion"], _ = capability.score(bundles[champion], folder)
+            checks.append(check)
+            where = f"the evaluation data of version {owner}"
+            if check["rows"] < capability.min_eval_rows:
+                reasons.append(f"{where} has {check['rows']:,} rows; the gate needs at least "
+                               f"{capability.min_eval_rows:,} to decide")
+            elif not math.isfinite(check["candidate"]):
+                reasons.append(f"{capability.primary_metric} of version {candidate} is undefined on {where}")
+            elif champion is not None and math.isfinite(check["champion"]) and not capability.better(
+                    check["candidate"], check["champion"]):
+                reasons.append(f"version {candidate} scores {check['candidate']:.4f} against the champion's "
+                               f"{check['champion']:.4f} ({capability.primary_metric}) on {where}")
+    return checks, reasons
 
 
 def promote(key: str, version: str | None = None, force: bool = False) -> dict:
-    """Gate: re-score champion and candidate on the candidate's evaluation data; move champion if not worse."""
+    """The promotion gate (see the module docstring); returns the decision, logged as an MLflow run."""
     _, client = mlflow_client()
-    name = config.model_name(key)
-    candidate = str(version) if version else _alias(client, name, "challenger")
+    capability = capabilities.get(key)
+    name = capability.model_name
+    candidate = str(version) if version else alias_version(client, name, "challenger")
     if candidate is None:
         raise JobawareError(f"{name} has no challenger to promote")
-    try:
-        client.get_model_version(name, candidate)
-    except Exception:  # noqa: BLE001
-        raise JobawareError(f"{name} has no version {candidate}") from None
-    champion = _alias(client, name, "champion")
-    features, y = _eval_data(key, candidate)
-    metric = PRIMARY[key]
-    candidate_score = _score(key, load_bundle(key, candidate)[0], features, y)
-    champion_score = float("nan")
-    if champion is not None and champion != candidate:
-        champion_score = _score(key, load_bundle(key, champion)[0], features, y)
-    better = champion is None or champion == candidate or not champion_score > candidate_score
-    if candidate_score != candidate_score and champion is not None:
-        better = False  # an undefined score (one class in the evaluation data) never replaces a champion
-    promoted = better or force
+    _model_version(client, name, candidate)
+    champion = alias_version(client, name, "champion")
+    if champion == candidate:
+        checks, reasons = [], []
+    else:
+        checks, reasons = _gate(key, client, candidate, champion)
+    promoted = not reasons or force
     if promoted and champion != candidate:
-        history = _history(client, name) + ([champion] if champion else [])
-        client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
-        client.set_registered_model_alias(name, "champion", candidate)
+        history = _history(client, name)
+        if champion:
+            _registry_call(lambda: client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history + [champion])),
+                           f"the champion history of {name}")
+        try:
+            _registry_call(lambda: client.set_registered_model_alias(name, "champion", candidate), f"{name}@champion")
+        except RegistryError:
+            if champion:  # put the history back as it was; the champion did not move
+                client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
+            raise
+    first = checks[0] if checks else {}
     decision = {
-        "model": name, "candidate": candidate, "champion_before": champion, "metric": metric,
-        "candidate_score": candidate_score, "champion_score": champion_score, "promoted": promoted,
-        "forced": bool(force and not better), "champion": candidate if promoted else champion,
+        "model": name, "candidate": candidate, "champion_before": champion, "metric": capability.primary_metric,
+        "candidate_score": first.get("candidate", float("nan")), "champion_score": first.get("champion", float("nan")),
+        "promoted": promoted, "forced": bool(force and reasons), "champion": candidate if promoted else champion,
+        "reason": "; ".join(reasons) if reasons else ("already the champion" if champion == candidate else "passed the gate"),
+        "checks": checks,
     }
-    _log_action(key, "promote", {"candidate": candidate, "champion_before": champion or "none", "forced": force},
-                {"candidate_score": candidate_score, "champion_score": champion_score, "promoted": float(promoted)})
+    _log_action(key, "promote", {"candidate": candidate, "champion_before": champion or "none", "forced": force,
+                                 "reason": decision["reason"][:490]},
+                {"candidate_score": decision["candidate_score"], "champion_score": decision["champion_score"],
+                 "promoted": float(promoted)})
     return decision
 
 
 def rollback(key: str) -> dict:
     """Point champion back at the previous champion; logged like a promotion."""
     _, client = mlflow_client()
-    name = config.model_name(key)
+    name = capabilities.get(key).model_name
     history = _history(client, name)
     if not history:
         raise JobawareError(f"{name} has no earlier champion to roll back to")
-    current = _alias(client, name, "champion")
+    current = alias_version(client, name, "champion")
     previous = history.pop()
-    client.set_registered_model_alias(name, "champion", previous)
+    _registry_call(lambda: client.set_registered_model_alias(name, "champion", previous), f"{name}@champion")
     client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
     _log_action(key, "rollback", {"from_version": current or "none", "to_version": previous}, {})
     return {"model": name, "from": current, "champion": previous}
 
 
 def list_models() -> list[dict]:
+    """Every registered version of every capability, with aliases and the primary metric."""
     _, client = mlflow_client()
     rows = []
-    for key in config.CAPABILITIES:
-        name = config.model_name(key)
-        try:
-            aliases = client.get_registered_model(name).aliases
-        except Exception:  # noqa: BLE001 - not registered yet
+    for key, capability in capabilities.registry().items():
+        name = capability.model_name
+        versions = _registry_call(lambda: client.search_model_versions(f"name='{name}'"), name)  # noqa: B023
+        if not versions:
             continue
-        for version in client.search_model_versions(f"name='{name}'"):
-            rows.append(
-                {
-                    "model": name,
-                    "version": str(version.version),
-                    "aliases": ",".join(sorted(a for a, v in aliases.items() if str(v) == str(version.version))),
-                    PRIMARY[key]: version.tags.get(PRIMARY[key], ""),
-                    "run_id": version.run_id,
-                    "created": pd.Timestamp(version.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
-                }
-            )
+        aliases = _registry_call(lambda: client.get_registered_model(name), name).aliases  # noqa: B023
+        for version in versions:
+            rows.append({
+                "model": name,
+                "version": str(version.version),
+                "aliases": ",".join(sorted(a for a, v in aliases.items() if str(v) == str(version.version))),
+                "metric": capability.primary_metric,
+                "score": version.tags.get(capability.primary_metric, ""),
+                "run_id": version.run_id,
+                "created": pd.Timestamp(version.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
+            })
     return sorted(rows, key=lambda r: (r["model"], int(r["version"])))
+
+
+def version_metrics(key: str, version: str) -> dict:
+    """The metrics document (`metrics/all.json`) of the run behind a registered version."""
+    _, client = mlflow_client()
+    run_id = _model_version(client, capabilities.get(key).model_name, version).run_id
+    path = _registry_call(lambda: client.download_artifacts(run_id, "metrics/all.json"), f"the metrics of version {version}")
+    return json.loads(Path(path).read_text())
 
 
 def champion_version(key: str) -> str | None:
     _, client = mlflow_client()
-    return _alias(client, config.model_name(key), "champion")
+    return alias_version(client, capabilities.get(key).model_name, "champion")

@@ -1,38 +1,120 @@
-"""Run a pipeline locally with kfp.local (SubprocessRunner, no venv), submit it to a KFP host, or compile it."""
+"""Run a pipeline locally with kfp.local (SubprocessRunner, no venv), submit it to a KFP host, or compile it.
+
+`run_watched` runs a pipeline in a child process whose whole output (kfp.local's executor logs and the
+steps' own) goes to a log file, and reports each step's start and end as events, for a short display.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from kfp import compiler
+from jobaware import capabilities
 
-from pipelines.all import all_pipeline
-from pipelines.failure import failure_pipeline
+ALL = "pipelines.all:all_pipeline"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_STARTED = re.compile(r"Executing task '([^']+)'")
+_FINISHED = re.compile(r"Task '([^']+)' finished with status (\w+)")
 
-PIPELINES = {"failure": failure_pipeline, "all": all_pipeline}
+
+def names() -> list[str]:
+    return [*capabilities.keys(), "all"]
+
+
+def pipeline(name: str):
+    """The KFP pipeline function of a capability (or of `all`)."""
+    target = ALL if name == "all" else capabilities.get(name).pipeline
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def compile_all(out_dir: str | Path) -> list[Path]:
+    from kfp import compiler
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, pipeline in PIPELINES.items():
+    for name in names():
         path = out_dir / f"{name}.yaml"
-        compiler.Compiler().compile(pipeline, str(path))
+        compiler.Compiler().compile(pipeline(name), str(path))
         written.append(path)
     return written
 
 
-def run_local(name: str, arguments: dict, pipeline_root: str | Path):
+def run_local(name: str, arguments: dict, pipeline_root: str | Path) -> dict:
+    """Run in this process; return the pipeline's outputs (`{"Output": version}` for one capability)."""
     from kfp import local
 
     local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(pipeline_root), raise_on_error=True)
-    return PIPELINES[name](**arguments)
+    task = pipeline(name)(**arguments)
+    return {key: value for key, value in task.outputs.items()}
+
+
+def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
+                on_event: Callable[[str, str, float], None], echo: bool = False) -> dict:
+    """Run in a child process logging to `log`; call `on_event(kind, step, seconds)` for each step's
+    "start" and "SUCCESS"/"FAILURE"; return the outputs, or raise RuntimeError naming the failed step."""
+    result = log.with_suffix(".result.json")
+    spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result)})
+    started: dict[str, float] = {}
+    failed: list[str] = []
+    with open(log, "wb") as sink:
+        child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
+                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1])
+    try:
+        with open(log, "rb") as source:
+            pending = b""
+            while True:
+                chunk = source.read()
+                if not chunk:
+                    if child.poll() is not None:
+                        break
+                    time.sleep(0.2)
+                    continue
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    line = _ANSI.sub("", raw.decode("utf-8", "replace"))
+                    if echo:
+                        print(line, file=sys.stderr)
+                    if match := _STARTED.search(line):
+                        started[match.group(1)] = time.monotonic()
+                        on_event("start", match.group(1), 0.0)
+                    elif match := _FINISHED.search(line):
+                        step, status = match.groups()
+                        if status != "SUCCESS":
+                            failed.append(step)
+                        on_event(status, step, time.monotonic() - started.get(step, time.monotonic()))
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+    if child.returncode != 0 or not result.is_file():
+        where = f"step {failed[0]}" if failed else "the pipeline"
+        raise RuntimeError(f"{where} failed; its log: {log}")
+    return json.loads(result.read_text())
 
 
 def submit(name: str, arguments: dict, host: str, experiment: str) -> str:
     import kfp
 
     client = kfp.Client(host=host)
-    run = client.create_run_from_pipeline_func(PIPELINES[name], arguments=arguments, experiment_name=experiment)
+    run = client.create_run_from_pipeline_func(pipeline(name), arguments=arguments, experiment_name=experiment)
     return run.run_id
+
+
+def _child(spec: str) -> None:
+    """Entry of the child process started by `run_watched`."""
+    spec = json.loads(spec)
+    outputs = run_local(spec["name"], spec["arguments"], spec["root"])
+    Path(spec["result"]).write_text(json.dumps(outputs, default=str))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])

@@ -1,25 +1,18 @@
-"""BentoML service for `failure`: loads models:/jobaware-failure@champion and follows its promotions."""
+"""BentoML service for `failure`: will this Slurm job fail, and how?"""
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
-import time
 from typing import Any
 
 import bentoml
-from bentoml.exceptions import InvalidArgument, ServiceUnavailable
 from pydantic import BaseModel, Field
 
-from jobaware import tracking
 from jobaware.errors import InputError
 from jobaware.failure.predict import records
 from jobaware.failure.readers.slurm import parse_request_jobs
+from serving.base import ChampionFollower, answering, harden
 
-KEY = "failure"
-logger = logging.getLogger("jobaware.serving")
-RELOAD_SECONDS = float(os.environ.get("JOBAWARE_RELOAD_SECONDS", "5"))
 MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "10000"))
 
 
@@ -45,39 +38,19 @@ class FailureService:
     """Will this Slurm job fail, and how? Jobs in the canonical schema or as squeue --json records."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.bundle, self.version, self.checked = None, None, 0.0
-        self._refresh(force=True)
-
-    def _refresh(self, force: bool = False) -> None:
-        """Load the champion if it moved; checks the registry at most every RELOAD_SECONDS."""
-        if not force and time.monotonic() - self.checked < RELOAD_SECONDS:
-            return
-        with self.lock:
-            self.checked = time.monotonic()
-            try:
-                version = tracking.champion_version(KEY)
-                if version is not None and version != self.version:
-                    self.bundle, self.version = tracking.load_bundle(KEY, version)
-            except Exception as exc:  # noqa: BLE001 - a registry hiccup must not take the service down
-                logger.warning("could not refresh the champion of jobaware-%s (serving version %s): %s",
-                               KEY, self.version, exc)
+        self.champion = ChampionFollower("failure")
 
     def __is_ready__(self) -> bool:
-        self._refresh()
-        return self.bundle is not None
+        return self.champion.ready
 
     @bentoml.api(route="/predict")
     def predict(self, jobs: list[dict[str, Any]] = Field(description="job records, canonical or squeue --json")) -> Predictions:
-        self._refresh()
-        if self.bundle is None:
-            raise ServiceUnavailable("no champion model of jobaware-failure yet; run `jobaware pipeline run failure`")
-        if len(jobs) > MAX_JOBS:
-            raise InvalidArgument(f"jobs: at most {MAX_JOBS} jobs per request, got {len(jobs)}")
-        try:
-            frame = parse_request_jobs(jobs)
-        except InputError as exc:
-            raise InvalidArgument(str(exc)) from None
-        bundle, version = self.bundle, self.version
-        rows = records(bundle.predict(frame), version)
+        bundle, version = self.champion.get()
+        with answering():
+            if len(jobs) > MAX_JOBS:
+                raise InputError(f"jobs: at most {MAX_JOBS} jobs per request, got {len(jobs)}")
+            rows = records(bundle.predict(parse_request_jobs(jobs)), version)
         return Predictions(model_version=version, predictions=[JobPrediction(**row) for row in rows])
+
+
+harden(FailureService)

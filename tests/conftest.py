@@ -33,17 +33,16 @@ def synthetic(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.fixture(scope="session")
-def champion(synthetic) -> str:
+def champion(synthetic, tmp_path_factory) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import tracking
+    from jobaware.failure.steps import log_trained
     from jobaware.failure.train import train
     from jobaware.failure.readers import read_jobs
 
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train(jobs, {"max_iter": 80})
-    run_id = tracking.start_run("failure", {"max_iter": 80}, {"success": True})
-    tracking.log_model(run_id, "failure", bundle, jobs.tail(3))
-    tracking.log_evaluation(run_id, evaluation)
+    run_id = log_trained(bundle, evaluation, {"max_iter": 80}, tmp_path_factory.mktemp("champion"))
     version = tracking.register("failure", run_id)
     assert tracking.promote("failure", version)["promoted"]
     return version

@@ -1,17 +1,23 @@
 """The `jobaware` console script, run as a user runs it."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from tests.conftest import KTH, NREL_CSV, ROOT
+import pytest
+
+from tests.conftest import KTH, NREL_CSV, ROOT, free_port, wait_for
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 
 
-def run(*args):
-    return subprocess.run([JOBAWARE, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=600)
+def run(*args, env=None, timeout=600):
+    return subprocess.run([JOBAWARE, *map(str, args)], capture_output=True, text=True, cwd=ROOT, timeout=timeout,
+                          env=env)
 
 
 def test_validate_exit_codes_and_reports(tmp_path):
@@ -25,7 +31,27 @@ def test_validate_exit_codes_and_reports(tmp_path):
     failed = run("data", "validate", "failure", bad, "--json")
     assert failed.returncode == 1
     report = json.loads(failed.stdout)
-    assert report["failed"][0]["column"] == "state" and report["failed"][0]["examples"] == ["RUNNING"]
+    (contract,) = report["contracts"]
+    assert contract["failed"][0]["column"] == "state" and contract["failed"][0]["examples"] == ["RUNNING"]
+
+
+def test_validate_fails_on_any_bad_record_and_lists_each(tmp_path):
+    lines = NREL_CSV.read_text().splitlines()[:301]  # header + 300 jobs
+    header = lines[0].split(",")
+    fields = lines[10].split(",")
+    fields[header.index("nodes_req")] = "-10"
+    lines[10] = ",".join(fields)
+    fields = lines[20].split(",")
+    fields[header.index("state")] = "EXPLODED"
+    lines[20] = ",".join(fields)
+    corrupt = tmp_path / "corrupt.csv"
+    corrupt.write_text("\n".join(lines) + "\n")
+    result = run("data", "validate", "failure", corrupt)
+    assert result.returncode == 1, result.stdout
+    assert "2 bad record(s) of 300 read" in result.stderr
+    assert f"{corrupt}:11: field 'nodes_req': negative (got '-10')" in result.stderr
+    assert f"{corrupt}:21: field 'state': unknown state" in result.stderr and "EXPLODED" in result.stderr
+    assert "expectations met on 298 rows" in result.stderr  # the contract's own verdict, beside the bad records
 
 
 def test_errors_are_one_line_without_traceback(tmp_path):
@@ -33,10 +59,13 @@ def test_errors_are_one_line_without_traceback(tmp_path):
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("error:") and "no such file" in missing.stderr
     assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
-    unknown = run("data", "validate", "hold", NREL_CSV)
-    assert unknown.returncode == 1 and "unknown capability 'hold'; available: failure" in unknown.stderr
-    bad_param = run("pipeline", "run", "failure", "--data", NREL_CSV, "--param", "depth=3")
-    assert bad_param.returncode == 1 and "unknown parameter(s) depth" in bad_param.stderr
+    unknown = run("data", "validate", "nonesuch", NREL_CSV)
+    assert unknown.returncode == 1 and "unknown capability 'nonesuch'; available: failure" in unknown.stderr
+    bad_param = run("pipeline", "run", "failure", "--data", NREL_CSV, "--param", "max_iter=2.7")
+    assert bad_param.returncode == 1
+    assert "parameters of failure: max_iter: input should be a valid integer, got 2.7" in bad_param.stderr
+    negative = run("pipeline", "run", "failure", "--data", NREL_CSV, "--param", "learning_rate=-1")
+    assert "learning_rate: input should be greater than 0, got -1" in negative.stderr
 
 
 def test_synth_writes_jobs_and_truth(tmp_path):
@@ -45,7 +74,7 @@ def test_synth_writes_jobs_and_truth(tmp_path):
     assert (tmp_path / "s.json").exists() and (tmp_path / "s.truth.parquet").exists()
 
 
-def test_predict_swf_and_models_list(champion, tmp_path):
+def test_predict_swf_and_models_list_whole_when_piped(champion, tmp_path):
     out = tmp_path / "preds.jsonl"
     result = run("predict", "failure", "--input", KTH, "--output", out)
     assert result.returncode == 0, result.stderr
@@ -53,8 +82,83 @@ def test_predict_swf_and_models_list(champion, tmp_path):
     assert len(rows) == 28_476 and rows[0]["job_id"] == 15 and 0 <= rows[0]["p_fail"] <= 1
     listed = json.loads(run("models", "list", "--json").stdout)
     assert any(r["aliases"] and "champion" in r["aliases"] for r in listed)
+    table = run("models", "list", env={**os.environ, "COLUMNS": "40"}).stdout  # piped, a narrow terminal set
+    assert "jobaware-failure" in table and "challenger,champion" in table and "…" not in table
+    assert listed[0]["run_id"] in table
 
 
 def test_promote_refuses_an_unknown_version(champion):
     result = run("models", "promote", "failure", "999")
     assert result.returncode == 1 and "jobaware-failure has no version 999" in result.stderr
+
+
+def test_reading_commands_never_create_a_store(tmp_path):
+    moved = tmp_path / "moved-away"
+    env = {**os.environ, "JOBAWARE_HOME": str(moved)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    for command in (("models", "list"), ("models", "promote", "failure", "1"), ("models", "rollback", "failure")):
+        result = run(*command, env=env)
+        assert result.returncode == 1 and f"no MLflow store at {moved / 'mlflow.db'}" in result.stderr
+    assert not moved.exists()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_pipeline_run_shows_a_line_per_step_and_the_metrics_of_its_version(tmp_path):
+    from jobaware.failure.synth import write
+
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    data = tmp_path / "jobs.csv"
+    write(data, 6_000, "csv", seed=3)
+    result = run("pipeline", "run", "failure", "--data", data, "--param", "max_iter=40", env=env, timeout=900)
+    assert result.returncode == 0, result.stderr
+    steps = [line.split()[1] for line in result.stderr.splitlines() if line.startswith("✓")]
+    assert steps == ["ingest", "validate", "featurize-failure", "train-failure", "evaluate-failure", "register", "promote"]
+    assert "KFP Executor" not in result.stderr + result.stdout and "RuntimeWarning" not in result.stderr
+    assert len(result.stderr.splitlines()) < 15 and len(result.stdout.splitlines()) < 20
+    assert "jobaware-failure version 1 (champion)" in result.stdout and "Bayes-optimal roc_auc" in result.stdout
+    log = next((tmp_path / "home" / "logs").glob("pipeline-failure-*.log"))
+    assert str(log) in result.stderr and "KFP Executor" in log.read_text()
+    as_json = run("models", "list", "--json", env=env)
+    assert [r["version"] for r in json.loads(as_json.stdout)] == ["1"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_stopping_serve_with_sigterm_leaves_no_server_behind(tmp_path):
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
+    port = free_port()
+    process = subprocess.Popen([JOBAWARE, "serve", "failure", "--port", str(port)], env=env,
+                               stdout=open(tmp_path / "serve.log", "wb"), stderr=subprocess.STDOUT)
+    try:
+        wait_for(f"http://127.0.0.1:{port}/livez", 180, process)
+        process.send_signal(signal.SIGTERM)  # as kill, systemd or a harness stops it: the process itself
+        process.wait(60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _listening(port):
+            time.sleep(0.5)
+        assert not _listening(port), "a server still holds the port"
+        assert _started_with_home(tmp_path / "home") == [], "processes left behind"
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
+def _started_with_home(home: Path) -> list[int]:
+    """Processes whose environment names this JOBAWARE_HOME (the server and any worker it started)."""
+    found = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"JOBAWARE_HOME={home}".encode() in environ.read_bytes().split(b"\0"):
+                found.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from jobaware.failure.capability import FEATURE_VERSION
 from jobaware.failure.features import build_features, history_states, latest_states
 from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel
@@ -18,6 +19,7 @@ HISTORY_JOBS = 200_000
 class FailureBundle:
     model: FailureModel
     history: pd.DataFrame
+    feature_version: str = FEATURE_VERSION
 
     @staticmethod
     def history_tail(jobs: pd.DataFrame, limit: int = HISTORY_JOBS) -> pd.DataFrame:

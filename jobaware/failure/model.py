@@ -18,38 +18,10 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
+from jobaware.failure.params import check_params
 from jobaware.failure.schema import OUTCOMES
 
-DEFAULTS = {
-    "learning_rate": 0.06,
-    "max_iter": 300,
-    "max_leaf_nodes": 31,
-    "min_samples_leaf": 40,
-    "l2_regularization": 1.0,
-    "calibration": "isotonic",
-    "calibration_fraction": 0.2,
-    "test_fraction": 0.3,
-    "seed": 0,
-}
 MIN_CALIBRATION_ROWS = 100
-
-
-def check_params(params: dict) -> dict:
-    """Defaults filled in, unknown keys and bad values refused with what was expected."""
-    unknown = sorted(set(params) - set(DEFAULTS))
-    if unknown:
-        raise JobawareError(f"unknown parameter(s) {', '.join(unknown)}; expected some of {', '.join(DEFAULTS)}")
-    merged = {**DEFAULTS, **params}
-    for key, default in DEFAULTS.items():
-        try:
-            merged[key] = type(default)(merged[key])
-        except (TypeError, ValueError):
-            raise JobawareError(f"parameter {key}: expected {type(default).__name__}, got {merged[key]!r}") from None
-    if not 0 < merged["test_fraction"] < 1 or not 0 <= merged["calibration_fraction"] < 1:
-        raise JobawareError("parameters test_fraction and calibration_fraction must lie in (0, 1) and [0, 1)")
-    if merged["calibration"] not in ("isotonic", "sigmoid", "none"):
-        raise JobawareError(f"parameter calibration: expected isotonic, sigmoid or none, got {merged['calibration']!r}")
-    return merged
 
 
 @dataclass
@@ -96,7 +68,7 @@ def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd
 class FailureModel:
     """Multi-class outcome probabilities, P(fail) = 1 - P(COMPLETED)."""
 
-    params: dict = field(default_factory=lambda: dict(DEFAULTS))
+    params: dict = field(default_factory=lambda: check_params({}))
     classes_: list[str] = field(default_factory=list)
     numeric_: list[str] = field(default_factory=list)
     estimator: object = None

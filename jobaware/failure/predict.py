@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from jobaware import tracking
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers import iter_batches
+from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.readers.slurm import read_squeue_json
-
-KEY = "failure"
+from jobaware.jsonable import jsonable
+from jobaware.reading import write_quarantine
 
 
 def _is_squeue(path: Path) -> bool:
@@ -21,13 +21,18 @@ def _is_squeue(path: Path) -> bool:
         return handle.read(256).lstrip().startswith(b"{")
 
 
-def read_any(path: str | Path) -> pd.DataFrame:
-    """NREL (CSV/JSON/Parquet), SWF, or a file of squeue --json output."""
+def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[str]]:
+    """Jobs of an NREL (CSV/JSON/Parquet), SWF or squeue --json file; the quarantined records and problems."""
     path = Path(path)
     if path.is_file() and _is_squeue(path):
-        return read_squeue_json(path)
-    jobs, _ = read_jobs(path)
-    return jobs
+        return read_squeue_json(path), [], []
+    frames, quarantined, problems = [], [], []
+    for batch in iter_batches(path):
+        frames.append(batch.frame)
+        quarantined += batch.quarantined
+        problems += [str(p) for p in batch.problems]
+    jobs = pd.concat(frames, ignore_index=True) if frames else to_canonical_dtypes(pd.DataFrame())
+    return jobs, quarantined, problems
 
 
 def records(predictions: pd.DataFrame, version: str) -> list[dict]:
@@ -38,12 +43,17 @@ def records(predictions: pd.DataFrame, version: str) -> list[dict]:
     return rows
 
 
-def predict_file(input_path: str | Path, output: str | Path, version: str | None = None) -> tuple[int, str]:
-    jobs = read_any(input_path)
-    bundle, used = tracking.load_bundle(KEY, version)
-    predictions = bundle.predict(jobs)
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
+def predict_file(input_path: str, output: Path, bundle, version: str) -> dict:
+    """Predict every readable job; bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    jobs, quarantined, problems = read_for_prediction(input_path)
+    predictions = bundle.predict(jobs) if len(jobs) else pd.DataFrame()
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
     with open(output, "w") as handle:
-        for row in records(predictions, used):
-            handle.write(json.dumps(row) + "\n")
-    return len(predictions), used
+        for row in records(predictions, version):
+            handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
+    summary = {"predictions": len(predictions), "bad_records": len(quarantined), "model_version": version,
+               "output": str(output), "problems": problems[:20]}
+    if quarantine := write_quarantine(output, quarantined):
+        summary["quarantine"] = quarantine
+    return summary

@@ -1,74 +1,137 @@
-"""The `failure` pipeline's steps as plain functions over files: what each KFP component calls."""
+"""The `failure` pipeline's own steps and registry functions, as plain functions over files."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import joblib
 import pandas as pd
 
-from jobaware import contracts, tracking
-from jobaware.failure.model import check_params
+from jobaware import steps, tracking
+from jobaware.errors import JobawareError
+from jobaware.failure import synth
+from jobaware.failure.params import check_params
 from jobaware.failure.train import evaluate, featurize, fit
-from jobaware.failure.readers import ingest
-from jobaware.failure.synth import truth_path
 
 KEY = "failure"
+DEFAULT_SYNTH_JOBS = 150_000
 
 
-def use_tracking(uri: str) -> None:
-    if uri:
-        os.environ["MLFLOW_TRACKING_URI"] = uri
+def jobs_table(dataset: str | Path) -> Path:
+    """The one canonical job table of a dataset folder (NREL- or SWF-sourced)."""
+    tables = sorted(Path(dataset).glob("*_jobs.parquet"))
+    if len(tables) != 1:
+        raise JobawareError(f"{dataset}: expected one canonical job table, found {len(tables)}")
+    return tables[0]
 
 
-def ingest_step(data: str, out: str) -> dict:
-    """Source file -> canonical Parquet; returns the read report and the contract the source is held to."""
-    report = ingest(data, out)
-    return {**report.as_dict(), "contract": contracts.contract_for(data)}
-
-
-def validate_step(jobs: str, contract: str, report_out: str) -> dict:
-    """Run the contract; write its report; stop (ContractError) when it fails."""
-    report = contracts.validate_parquet(jobs, contract)
-    Path(report_out).write_text(json.dumps(report, indent=2, default=str))
-    print(contracts.format_report(report))
-    contracts.require(report)
-    return report
-
-
-def featurize_step(jobs: str, out: str, params: str) -> int:
-    table = featurize(pd.read_parquet(jobs), check_params(json.loads(params or "{}"))["test_fraction"])
+def featurize_step(dataset: str, out: str, params: str) -> int:
+    """Features, labels and the time split of every job; returns the number of training rows."""
+    p = check_params(json.loads(params or "{}"))
+    table = featurize(pd.read_parquet(jobs_table(dataset)), p["test_fraction"])
     table.to_parquet(out)
     return int((table["split"] == "train").sum())
 
 
-def train_step(features: str, jobs: str, params: str, contract_report: str, data: str, model_out: str) -> str:
-    """Fit on the train side, log parameters, contract result and model to MLflow; return the run id."""
+def train_step(features: str, dataset: str, params: str, validation: str, data: str, model_out: str) -> str:
+    """Fit on the train side; log parameters, validation result, quarantine and model; return the run id."""
     p = check_params(json.loads(params or "{}"))
-    table, job_table = pd.read_parquet(features), pd.read_parquet(jobs)
-    bundle = fit(table, job_table, p)
+    table, jobs = pd.read_parquet(features), pd.read_parquet(jobs_table(dataset))
+    bundle = fit(table, jobs, p)
     joblib.dump(bundle, model_out)
-    contract = json.loads(Path(contract_report).read_text()) if contract_report else {}
-    run_id = tracking.start_run(KEY, {**p, "data": data, "rows": len(job_table)}, contract)
-    tracking.log_model(run_id, KEY, bundle, job_table.sort_values("submit_time").tail(3))
+    report = json.loads(Path(validation).read_text()) if validation else {}
+    run_id = tracking.start_run(KEY, {**p, "data": data, "rows": len(jobs)}, report,
+                                Path(dataset) / steps.QUARANTINE)
+    tracking.log_model(run_id, KEY, bundle)
     return run_id
 
 
-def evaluate_step(run_id: str, model: str, features: str, params: str, data: str, truth: str, plots: str) -> dict:
-    """Score model and baselines on the test side; log metrics and plots into the training run."""
-    truth_file = truth or str(truth_path(data))
+def evaluate_step(run_id: str, model: str, features: str, params: str, data: str, truth: str, workdir: str) -> dict:
+    """Score model and baselines on the test side; log metrics, plots and the gate's evaluation data."""
+    truth_file = truth or (str(synth.truth_path(data)) if not data.startswith("[") else "")
     truth_table = pd.read_parquet(truth_file) if truth_file and Path(truth_file).is_file() else None
     evaluation = evaluate(joblib.load(model), pd.read_parquet(features), json.loads(params or "{}"), truth_table,
-                          Path(plots))
-    tracking.log_evaluation(run_id, evaluation)
+                          Path(workdir) / "plots")
+    log_evaluation(run_id, evaluation, Path(workdir))
     return evaluation.metrics
 
 
-def register_step(run_id: str) -> str:
-    return tracking.register(KEY, run_id)
+def log_evaluation(run_id: str, evaluation, workdir: Path) -> None:
+    """Metrics, plots, feature importance and the test side's features and labels (the gate's data)."""
+    eval_dir = workdir / "eval"
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    evaluation.test_features.to_parquet(eval_dir / "features.parquet")
+    evaluation.test_labels.to_frame("label").to_parquet(eval_dir / "labels.parquet")
+    importance = evaluation.importance
+    documents = {"feature_importance": importance.sort_values(ascending=False).to_dict()} if importance is not None else {}
+    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, eval_dir, documents)
 
 
-def promote_step(version: str) -> dict:
-    return tracking.promote(KEY, version)
+def log_trained(bundle, evaluation, params: dict, workdir: Path) -> str:
+    """Log an in-memory training result as the pipeline would (run, model, evaluation); the run id."""
+    run_id = tracking.start_run(KEY, params, {"success": True})
+    tracking.log_model(run_id, KEY, bundle)
+    log_evaluation(run_id, evaluation, Path(workdir))
+    return run_id
+
+
+def score(bundle, eval_dir: Path) -> tuple[float, int]:
+    """ROC-AUC of P(fail) of a bundle on a stored evaluation folder, and the number of labelled jobs in it."""
+    from jobaware.failure.evaluate import metrics
+
+    features = pd.read_parquet(Path(eval_dir) / "features.parquet")
+    labels = pd.read_parquet(Path(eval_dir) / "labels.parquet")["label"]
+    keep = labels.notna().to_numpy()
+    features, labels = features.loc[keep].reset_index(drop=True), labels.loc[keep].reset_index(drop=True)
+    if len(labels) == 0:
+        return float("nan"), 0
+    return metrics(labels, bundle.model.predict_proba(features))["roc_auc"], len(labels)
+
+
+def default_data(data_dir: Path, progress=None) -> str:
+    """Synthetic NREL-format jobs, generated once under `data_dir` (the embedded default of `make run`)."""
+    path = data_dir / f"synthetic_failure_{DEFAULT_SYNTH_JOBS}.parquet"
+    if not path.exists():
+        synth.write(path, DEFAULT_SYNTH_JOBS, "parquet", 0, progress=progress)
+    return str(path)
+
+
+def signature():
+    """The pyfunc signature: submit-time fields in (only job_id and submit_time required), probabilities out."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    from jobaware.failure.schema import INTEGER, NUMERIC, OUTCOMES, SUBMIT_FIELDS, TIME_COLUMNS
+
+    def kind(field: str) -> str:
+        if field == "job_id":
+            return "long"
+        if field in TIME_COLUMNS:
+            return "datetime"
+        return "double" if field in NUMERIC or field in INTEGER else "string"
+
+    inputs = Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
+    probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
+    outputs = Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure")])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+def input_example(bundle) -> pd.DataFrame:
+    """The three most recent jobs of the bundled history, as submit-time records of the signature's types."""
+    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
+
+    frame = bundle.history.sort_values("submit_time").tail(3)[list(SUBMIT_FIELDS)].copy()
+    for column in frame.columns:
+        if column == "job_id":
+            frame[column] = frame[column].astype("int64")
+        elif column in NUMERIC or column in INTEGER:
+            frame[column] = frame[column].astype("float64")
+        elif pd.api.types.is_string_dtype(frame[column]):
+            frame[column] = frame[column].astype(object)
+    return frame.reset_index(drop=True)
+
+
+def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
+    """`jobaware data synth failure`: jobs in the NREL format; returns the truth file beside them."""
+    return synth.write(out, n, fmt, seed, progress=progress)

@@ -240,7 +240,7 @@ def truth_path(out: str | Path) -> Path:
 def write(out: str | Path, n_jobs: int, fmt: str | None = None, seed: int = 0, progress=None) -> Path:
     """Write `n_jobs` synthetic jobs to `out` in the NREL format; return the truth file's path."""
     out = Path(out)
-    fmt = fmt or out.suffix.lstrip(".").lower()
+    fmt = fmt or out.suffix.lstrip(".").lower() or "csv"
     if fmt not in FORMATS:
         raise InputError(f"unknown format '{fmt}'; expected one of {', '.join(FORMATS)}")
     out.parent.mkdir(parents=True, exist_ok=True)

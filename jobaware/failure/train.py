@@ -17,7 +17,8 @@ from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import metrics, plots
 from jobaware.failure.features import FEATURES, build_features, labels
-from jobaware.failure.model import FailureModel, baselines, check_params, time_split
+from jobaware.failure.model import FailureModel, baselines, time_split
+from jobaware.failure.params import check_params
 from jobaware.failure.synth import bayes_scores
 
 IMPORTANCE_ROWS = 4000

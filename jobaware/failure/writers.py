@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -22,6 +23,14 @@ def _float_text(values: pd.Series) -> pd.Series:
     other = numbers.notna() & ~whole
     text[other] = numbers[other].map(repr).astype("string")
     return text
+
+
+def _quoting(table: pa.Table) -> str:
+    """"none" (NREL's own bytes) unless a value holds a comma, quote or line break; then quote the strings."""
+    for column in table.columns:
+        if (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)) and pc.any(pc.match_substring_regex(column, r'[,"\r\n]')).as_py():
+            return "needed"
+    return "none"
 
 
 class NrelWriter:
@@ -50,7 +59,7 @@ class NrelWriter:
             table = pa.Table.from_pandas(text.astype("string"), preserve_index=False)
             if self.first:
                 self.handle.write((",".join(COLUMNS) + "\n").encode())
-            options = pacsv.WriteOptions(include_header=False, quoting_style="none")
+            options = pacsv.WriteOptions(include_header=False, quoting_style=_quoting(table))
             pacsv.write_csv(table, self.handle, write_options=options)
         else:
             records = jobs.to_json(orient="records", date_unit="ms")[1:-1]

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobaware import tracking
+from jobaware.failure.steps import log_trained
 from jobaware.failure.train import train
 from jobaware.failure.readers import read_jobs
 from tests.conftest import free_port, wait_for
@@ -34,9 +35,7 @@ def _log(jobs, params):
     import tempfile
 
     bundle, evaluation = train(jobs, params, plot_dir=Path(tempfile.mkdtemp()))
-    run_id = tracking.start_run("failure", params, {"success": True})
-    tracking.log_model(run_id, "failure", bundle, jobs.tail(3))
-    tracking.log_evaluation(run_id, evaluation)
+    run_id = log_trained(bundle, evaluation, params, Path(tempfile.mkdtemp()))
     return tracking.register("failure", run_id), evaluation
 
 
@@ -52,7 +51,7 @@ def test_registry_flow_against_a_real_mlflow_server(mlflow_server, synthetic):
     assert tracking.rollback("failure")["champion"] == good
     rows = {r["version"]: r for r in tracking.list_models()}
     assert rows[good]["aliases"] == "champion" and rows[weak]["aliases"] == "challenger"
-    assert float(rows[good]["roc_auc"]) == pytest.approx(evaluation.primary["roc_auc"], abs=1e-6)
+    assert float(rows[good]["score"]) == pytest.approx(evaluation.primary["roc_auc"], abs=1e-6)
     # artifacts went through the server: plots, contract result and the evaluation data
     _, client = tracking.mlflow_client()
     names = {a.path for a in client.list_artifacts(rows[good]["run_id"], "plots")}

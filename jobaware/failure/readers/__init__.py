@@ -5,6 +5,6 @@ with file and line, never fatal unless the caller asks for strict mode.
 """
 
 from jobaware.failure.readers.common import Batch
-from jobaware.failure.readers.dispatch import ingest, iter_batches, read_jobs
+from jobaware.failure.readers.dispatch import contract_for, ingest, iter_batches, read_jobs
 
-__all__ = ["Batch", "ingest", "iter_batches", "read_jobs"]
+__all__ = ["Batch", "contract_for", "ingest", "iter_batches", "read_jobs"]

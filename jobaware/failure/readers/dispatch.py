@@ -32,10 +32,23 @@ def iter_batches(path: str | Path, *, require_state: bool = False) -> Iterator[B
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    reader = READERS.get(path.suffix.lower())
+    reader = READERS.get(path.suffix.lower() or _sniff(path))
     if reader is None:
         raise InputError(f"{path}: unknown format '{path.suffix}'; expected one of {', '.join(sorted(READERS))}")
     return reader(path, require_state=require_state)
+
+
+def _sniff(path: Path) -> str:
+    """The format of a file without a suffix, from its first bytes (as the generator writes them)."""
+    with open(path, "rb") as handle:
+        head = handle.read(64).lstrip()
+    if head.startswith(b"PAR1"):
+        return ".parquet"
+    if head.startswith((b"[", b"{")):
+        return ".json"
+    if head.startswith(b";"):
+        return ".swf"
+    return ".csv" if head.startswith(b"job_id,") else ""
 
 
 def _account(report: ReadReport, batch: Batch, strict: bool) -> None:
@@ -57,27 +70,37 @@ def read_jobs(path: str | Path, *, strict: bool = False, require_state: bool = F
     return frame, report
 
 
+def contract_for(path: str | Path) -> str:
+    """The contract (and canonical table name) a source file is held to, by its format."""
+    swf = str(path).lower().endswith(".swf") or (not Path(path).suffix and Path(path).is_file() and _sniff(Path(path)) == ".swf")
+    return "swf_jobs" if swf else "nrel_jobs"
+
+
 def ingest(
-    path: str | Path,
-    out: str | Path,
+    sources: list[str],
+    out_dir: str | Path,
     *,
     strict: bool = False,
     require_state: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> ReadReport:
-    """Stream a job file into canonical Parquet at `out`, bad records into `out`.quarantine.jsonl."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    quarantine = out.with_suffix(".quarantine.jsonl")
-    report = ReadReport(str(path))
-    with pq.ParquetWriter(out, CANONICAL) as writer, open(quarantine, "w") as bad:
-        for batch in iter_batches(path, require_state=require_state):
-            _account(report, batch, strict)
-            writer.write_table(pa.Table.from_pandas(batch.frame, schema=CANONICAL, preserve_index=False))
-            for record in batch.quarantined:
-                bad.write(json.dumps(record, default=str) + "\n")
-            if progress:
-                progress(len(batch.frame))
+    """Stream job files of one format into `out_dir/<contract>.parquet`; bad records into quarantine.jsonl."""
+    contracts = {contract_for(s) for s in sources}
+    if len(contracts) > 1:
+        raise InputError(f"{', '.join(sources)}: one format per run (NREL or SWF), got a mix")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = ReadReport(", ".join(str(s) for s in sources))
+    with pq.ParquetWriter(out_dir / f"{contracts.pop()}.parquet", CANONICAL) as writer, \
+            open(out_dir / "quarantine.jsonl", "w") as bad:
+        for source in sources:
+            for batch in iter_batches(source, require_state=require_state):
+                _account(report, batch, strict)
+                writer.write_table(pa.Table.from_pandas(batch.frame, schema=CANONICAL, preserve_index=False))
+                for record in batch.quarantined:
+                    bad.write(json.dumps(record, default=str) + "\n")
+                if progress:
+                    progress(len(batch.frame) + len(batch.quarantined))
     if report.rows == 0:
-        raise InputError(f"{path}: no readable job records ({report.bad_rows} bad)")
+        raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
     return report

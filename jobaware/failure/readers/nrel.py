@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.failure.readers.common import CSV_TIME_FORMAT, Batch, canonicalize
-from jobaware.reading import Problem
+from jobaware.reading import Problem, line_blocks
 
 BLOCK_BYTES = 32 << 20
 # what a clean CSV column parses to; a block that does not parse so is read as text and checked row by row
@@ -27,29 +28,35 @@ _ARROW_TYPES = {
 
 
 def _csv_blocks(path: Path) -> Iterator[tuple[bytes, int]]:
-    """Yield (block of whole lines, number of the block's first line), the header excluded."""
+    """Yield (block of whole records, number of the block's first line), the header excluded."""
     with open(path, "rb") as handle:
         handle.readline()
-        line = 2
-        rest = b""
-        while True:
-            chunk = handle.read(BLOCK_BYTES)
-            if not chunk:
-                if rest:
-                    yield rest, line
-                return
-            chunk = rest + chunk
-            cut = chunk.rfind(b"\n") + 1
-            if cut == 0:
-                rest = chunk
-                continue
-            block, rest = chunk[:cut], chunk[cut:]
-            yield block, line
-            line += block.count(b"\n")
+        yield from line_blocks(handle, BLOCK_BYTES, 2, _last_record_end)
+
+
+def _last_record_end(chunk: bytes) -> int:
+    """Offset just past the last newline that ends a record (one outside a quoted field); 0 if none."""
+    cut = chunk.rfind(b"\n") + 1
+    if b'"' not in chunk:
+        return cut
+    data = np.frombuffer(chunk, dtype=np.uint8)
+    newlines = np.flatnonzero(data == ord("\n"))
+    quotes_before = np.cumsum(data == ord('"'))[newlines]
+    outside = newlines[quotes_before % 2 == 0]  # CSV escapes a quote as "", so parity tells inside from outside
+    return int(outside[-1]) + 1 if len(outside) else 0
 
 
 def _line_numbers(block: bytes, first_line: int, columns: int, parsed: int) -> tuple[np.ndarray, list[int]]:
-    """Map parsed rows back to file lines; also return the lines with the wrong field count."""
+    """Map parsed rows to the file line each record starts on; also return the records with the wrong field count."""
+    if b'"' in block:  # quoted fields may hold commas and newlines: let the csv module find the records
+        good, wrong = [], []
+        reader = csv.reader(io.StringIO(block.decode("utf-8", "replace"), newline=""))
+        start = 0
+        for record in reader:
+            if record and any(field.strip() for field in record):
+                (good if len(record) == columns else wrong).append(first_line + start)
+            start = reader.line_num
+        return np.asarray(good if len(good) == parsed else [None] * parsed), wrong
     count = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
     if parsed == count:
         return np.arange(first_line, first_line + parsed), []
@@ -70,13 +77,16 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         raise InputError(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
     for block, first_line in _csv_blocks(path):
         wrong_texts: list[str] = []
+        quoted = b'"' in block
 
         def read(column_types: dict) -> pa.Table:
             wrong_texts.clear()
             return pacsv.read_csv(
                 io.BytesIO(block),
                 read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
-                parse_options=pacsv.ParseOptions(invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"),
+                parse_options=pacsv.ParseOptions(
+                    newlines_in_values=quoted, invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"
+                ),
                 convert_options=pacsv.ConvertOptions(
                     column_types=column_types, timestamp_parsers=[CSV_TIME_FORMAT], strings_can_be_null=True
                 ),

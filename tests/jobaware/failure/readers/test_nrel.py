@@ -19,8 +19,8 @@ def test_real_csv_and_json_encodings_give_the_same_table():
 
 
 def test_parquet_round_trip_through_ingest(tmp_path):
-    ingest(NREL_CSV, tmp_path / "jobs.parquet")
-    again, _ = read_jobs(tmp_path / "jobs.parquet")
+    ingest([str(NREL_CSV)], tmp_path)
+    again, _ = read_jobs(tmp_path / "nrel_jobs.parquet")
     original, _ = read_jobs(NREL_CSV)
     pd.testing.assert_frame_equal(original, again)
 
@@ -43,8 +43,8 @@ def test_bad_rows_are_skipped_counted_and_located(tmp_path):
 def test_bad_rows_are_quarantined_not_lost(tmp_path):
     path = tmp_path / "jobs.csv"
     path.write_text("\n".join([HEADER, ROW, ROW.replace(",10,10,", ",-4,10,")]) + "\n")
-    report = ingest(path, tmp_path / "out.parquet")
-    quarantine = (tmp_path / "out.quarantine.jsonl").read_text()
+    report = ingest([str(path)], tmp_path / "out")
+    quarantine = (tmp_path / "out" / "quarantine.jsonl").read_text()
     assert report.rows == 1 and report.bad_rows == 1
     assert '"line": 3' in quarantine and '"nodes_req": "-4"' in quarantine
 

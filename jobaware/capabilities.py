@@ -1,0 +1,151 @@
+"""The capability registry: one `Capability` record per key, found in `jobaware/<key>/capability.py`.
+
+The CLI, the MLflow conventions, the pipeline runner, the generic components and the conformance tests
+read this registry; a capability joins by adding its own slice with a `capability.py` that defines
+`CAPABILITY`, and touches no shared module. The record's functions are given as `"module:function"`
+references and imported on first use, so that listing the capabilities imports no model code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from jobaware.errors import JobawareError
+
+
+class Ref:
+    """A function named as `"package.module:function"`, imported when first called."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    def resolve(self):
+        module, _, name = self.target.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def __call__(self, *args, **kwargs):
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Ref({self.target!r})"
+
+
+@dataclass(frozen=True)
+class Capability:
+    """Everything the shared platform needs to know about one capability.
+
+    Functions (each a `Ref`):
+      ingest(sources: list[str], out_dir: Path, strict: bool, progress) -> ReadReport
+          source files -> `out_dir/<contract>.parquet` tables + `out_dir/quarantine.jsonl`
+      synth(out: Path, n: int, seed: int, fmt: str | None, progress) -> Path
+          generated data in the real format; returns the ground-truth file beside it
+      default_data(data_dir: Path, progress) -> str
+          the embedded default data of `make run` (bundled or generated once under `data_dir`)
+      signature() -> mlflow.models.ModelSignature;  input_example(bundle) -> DataFrame
+      score(bundle, eval_dir: Path) -> tuple[float, int]
+          the primary metric of a bundle on a stored evaluation folder, and its number of rows
+      predict_file(input: str, output: Path, bundle, version: str) -> dict
+          predictions for a whole file, written as JSON Lines; returns counts for the summary line
+      commands(app: typer.Typer) -> None  (optional)
+          adds the capability's own CLI commands
+      train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
+          fit and evaluate in one step (evaluation: `.metrics` with a "model" entry, `.plots`, `.eval_dir`);
+          capabilities that have it use the generic `train` component, the others their own components
+    Data: `service` and `pipeline` as "module:attribute"; `example` = (route, request body) for people;
+    `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests.
+    """
+
+    key: str
+    question: str
+    params: type[BaseModel]
+    primary_metric: str
+    higher_is_better: bool
+    min_eval_rows: int
+    feature_version: str
+    ingest: Ref
+    synth: Ref
+    default_data: Ref
+    signature: Ref
+    input_example: Ref
+    score: Ref
+    predict_file: Ref
+    service: str
+    pipeline: str
+    example: tuple[str, dict]
+    smoke: tuple[int, dict]
+    commands: Ref | None = None
+    train: Ref | None = None
+    metrics_table: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def model_name(self) -> str:
+        return f"jobaware-{self.key}"
+
+    @property
+    def experiment_name(self) -> str:
+        return f"jobaware-{self.key}"
+
+    def check_params(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """Validated parameters with defaults filled in; unknown keys and bad values refused."""
+        return validate_params(self.params, raw, self.key)
+
+    def better(self, challenger: float, champion: float) -> bool:
+        """True when the challenger is at least as good as the champion on the primary metric."""
+        return challenger >= champion if self.higher_is_better else challenger <= champion
+
+
+def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """`raw` checked against a pydantic parameter model, as a plain dict; errors are one JobawareError line."""
+    if raw is not None and not isinstance(raw, dict):
+        raise JobawareError(f"parameters of {key}: expected an object of key=value pairs, got {raw!r}")
+    try:
+        return model.model_validate(raw or {}).model_dump()
+    except ValidationError as exc:
+        raise JobawareError(f"parameters of {key}: {describe(exc)}") from None
+
+
+def describe(exc: ValidationError, limit: int = 3) -> str:
+    """A pydantic error as one line: `max_iter: expected a whole number, got 2.7; ...`."""
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in error["loc"]) or "value"
+        if error["type"] == "extra_forbidden":
+            parts.append(f"{where}: unknown parameter")
+            continue
+        message = error["msg"][0].lower() + error["msg"][1:]
+        parts.append(f"{where}: {message}, got {error.get('input')!r}")
+    more = len(exc.errors()) - limit
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+
+
+@cache
+def registry() -> dict[str, Capability]:
+    """Every capability found as `jobaware/<key>/capability.py`, by key."""
+    found = {}
+    package = Path(__file__).parent
+    for module in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
+        if module.ispkg and (package / module.name / "capability.py").is_file():
+            capability = importlib.import_module(f"jobaware.{module.name}.capability").CAPABILITY
+            if capability.key != module.name:
+                raise JobawareError(f"jobaware/{module.name}/capability.py registers key '{capability.key}'")
+            found[capability.key] = capability
+    return found
+
+
+def keys() -> list[str]:
+    return list(registry())
+
+
+def get(key: str) -> Capability:
+    """The capability registered under `key`, or a clear error naming the known ones."""
+    try:
+        return registry()[key]
+    except KeyError:
+        raise JobawareError(f"unknown capability '{key}'; available: {', '.join(keys())}") from None

@@ -1,0 +1,34 @@
+"""Registration of `failure`: will this Slurm job fail, and how?"""
+
+from jobaware.capabilities import Capability, Ref
+from jobaware.failure.params import FailureParams
+
+# Bump whenever the features a model is fed change: a bundle trained with other feature code is never
+# scored or served through this code.
+FEATURE_VERSION = "2"
+
+CAPABILITY = Capability(
+    key="failure",
+    question="will this Slurm job fail, and how (FAILED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL)?",
+    params=FailureParams,
+    primary_metric="roc_auc",
+    higher_is_better=True,
+    min_eval_rows=1000,
+    feature_version=FEATURE_VERSION,
+    ingest=Ref("jobaware.failure.readers:ingest"),
+    synth=Ref("jobaware.failure.steps:write_synthetic"),
+    default_data=Ref("jobaware.failure.steps:default_data"),
+    signature=Ref("jobaware.failure.steps:signature"),
+    input_example=Ref("jobaware.failure.steps:input_example"),
+    score=Ref("jobaware.failure.steps:score"),
+    predict_file=Ref("jobaware.failure.predict:predict_file"),
+    service="serving.failure:FailureService",
+    pipeline="pipelines.failure:failure_pipeline",
+    example=("/predict", {"jobs": [{
+        "job_id": 1, "user": "user0001", "account": "account0001", "partition": "partition002", "qos": "normal",
+        "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72, "gpus_req": 0, "mem_req": 0.0,
+        "submit_time": "2019-03-01 10:00:00"}]}),
+    smoke=(6000, {"max_iter": 40}),
+    commands=Ref("jobaware.failure.commands:register"),
+    metrics_table=("roc_auc", "pr_auc", "brier", "macro_f1"),
+)

@@ -1,0 +1,33 @@
+"""Parameters of a `failure` training run: types, ranges and defaults, checked before anything trains."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobaware.capabilities import validate_params
+
+Count = Annotated[int, Field(strict=True)]
+Fraction = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class FailureParams(BaseModel):
+    """Gradient-boosted trees, their calibration, and the time-ordered split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: Annotated[Fraction, Field(gt=0, le=1)] = 0.06
+    max_iter: Annotated[Count, Field(ge=1, le=5000)] = 300
+    max_leaf_nodes: Annotated[Count, Field(ge=2, le=4096)] = 31
+    min_samples_leaf: Annotated[Count, Field(ge=1, le=1_000_000)] = 40
+    l2_regularization: Annotated[Fraction, Field(ge=0, le=1e6)] = 1.0
+    calibration: Literal["isotonic", "sigmoid", "none"] = "isotonic"
+    calibration_fraction: Annotated[Fraction, Field(ge=0, lt=1)] = 0.2
+    test_fraction: Annotated[Fraction, Field(gt=0, lt=1)] = 0.3
+    seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
+
+
+def check_params(raw: dict[str, Any] | None) -> dict[str, Any]:
+    """Parameters with defaults filled in; unknown keys and bad values refused with what was expected."""
+    return validate_params(FailureParams, raw, "failure")

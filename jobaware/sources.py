@@ -1,0 +1,60 @@
+"""Where a pipeline's data comes from: local paths, or object-store URIs read through pyarrow's filesystems."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jobaware.errors import InputError
+
+SCHEMES = ("s3://", "gs://", "gcs://", "hdfs://", "abfs://", "abfss://", "file://")
+
+
+def parse(data: str | list[str]) -> list[str]:
+    """A pipeline's `data` argument as a list: one path or URI, or a JSON list of them."""
+    if isinstance(data, list):
+        sources = data
+    elif data.strip().startswith("["):
+        try:
+            sources = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"data: not a JSON list of paths ({exc.msg})") from None
+    else:
+        sources = [data]
+    if not sources or not all(isinstance(s, str) and s.strip() for s in sources):
+        raise InputError(f"data: expected one or more paths or URIs, got {data!r}")
+    return sources
+
+
+def encode(sources: list[str]) -> str:
+    """The inverse of `parse`: one source as itself, several as a JSON list."""
+    return sources[0] if len(sources) == 1 else json.dumps(sources)
+
+
+def is_remote(source: str) -> bool:
+    return source.startswith(SCHEMES)
+
+
+def localize(sources: list[str], workdir: Path) -> list[str]:
+    """Local paths for `sources`: object-store URIs are copied into `workdir` first (files or folders)."""
+    import pyarrow.fs as pafs
+
+    local = []
+    for i, source in enumerate(sources):
+        if not is_remote(source):
+            local.append(source)
+            continue
+        try:
+            filesystem, path = pafs.FileSystem.from_uri(source)
+            info = filesystem.get_file_info(path)
+            if info.type == pafs.FileType.NotFound:
+                raise InputError(f"{source}: no such object")
+            target = workdir / f"source{i}" / Path(path).name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            pafs.copy_files(path, str(target), source_filesystem=filesystem, destination_filesystem=pafs.LocalFileSystem())
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any filesystem failure is the user's URI or access
+            raise InputError(f"{source}: could not read ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from None
+        local.append(str(target))
+    return local

@@ -1,0 +1,287 @@
+"""The conformance suite: every registered capability passes it by registering, nothing else.
+
+Per capability: the compiled pipeline equals its golden YAML; bad parameters are refused; a small real
+kfp.local run logs, registers and promotes; promote, rollback and the gate behave (registry outage,
+undefined metric, too little evaluation data); a failed contract stops validation; the service answers
+400, 413 and 503 as the shared base promises.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import typing
+from pathlib import Path
+
+import httpx
+import pandas as pd
+import pytest
+import yaml
+
+from jobaware import capabilities, config, steps, tracking
+from jobaware.errors import ContractError, JobawareError
+from tests.conftest import ROOT, free_port, wait_for
+
+KEYS = capabilities.keys()
+
+
+def _normalised(text: str) -> list:
+    """Parsed IR YAML (pipeline and platform spec) with the image replaced: a developer's JOBAWARE_IMAGE changes nothing."""
+    from components import IMAGE
+
+    return list(yaml.safe_load_all(text.replace(IMAGE, "<image>")))
+
+
+@pytest.mark.parametrize("name", [*KEYS, "all"])
+def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
+    from kfp import compiler
+
+    from pipelines.runner import pipeline
+
+    compiled = tmp_path / f"{name}.yaml"
+    compiler.Compiler().compile(pipeline(name), str(compiled))
+    golden = ROOT / "pipelines" / "golden" / f"{name}.yaml"
+    assert _normalised(compiled.read_text()) == _normalised(golden.read_text()), (
+        f"{name} changed: recompile with `jobaware pipeline compile --out pipelines/golden` and review the diff")
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_mlflow_step_reads_the_tracking_uri_from_the_secret(key):
+    golden = yaml.safe_load_all((ROOT / "pipelines" / "golden" / f"{key}.yaml").read_text())
+    spec, platform = list(golden)
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    commands = {name: " ".join(e["container"]["command"]) for name, e in spec["deploymentSpec"]["executors"].items()}
+    tracked = {name for name, args in commands.items() if "use_tracking(" in args}
+    assert tracked, "no step of the pipeline talks to MLflow?"
+    for name in tracked:
+        (secret,) = executors[name]["secretAsEnv"]
+        assert secret["secretName"] == "jobaware-mlflow"
+        assert secret["keyToEnv"] == [{"envVar": "MLFLOW_TRACKING_URI", "secretKey": "tracking_uri"}]
+
+
+def _bad_values(capability) -> list[tuple[str, object]]:
+    """For each parameter: a value of the wrong kind (a fraction for a count, NaN for a number)."""
+    bad = []
+    for name, field in capability.params.model_fields.items():
+        if field.annotation is int:
+            bad.append((name, 2.7))
+        elif field.annotation is float:
+            bad.append((name, float("nan")))
+        elif typing.get_origin(field.annotation) is typing.Literal:
+            bad.append((name, "no-such-choice"))
+    return bad
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_bad_parameters_are_refused_naming_the_parameter(key):
+    capability = capabilities.get(key)
+    assert capability.check_params({}) == capability.params().model_dump()
+    with pytest.raises(JobawareError, match=f"parameters of {key}: no_such_parameter: unknown parameter"):
+        capability.check_params({"no_such_parameter": 1})
+    cases = _bad_values(capability)
+    assert cases, "the parameter model declares no typed parameter"
+    for name, value in cases:
+        with pytest.raises(JobawareError, match=rf"parameters of {key}: {name}: .*got {value!r}"):
+            capability.check_params({name: value})
+
+
+# ---------------------------------------------------------------- a small real run per capability
+@pytest.fixture(scope="session")
+def conformance_home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("conformance-home")
+
+
+@pytest.fixture
+def in_home(conformance_home, monkeypatch) -> Path:
+    monkeypatch.setenv("JOBAWARE_HOME", str(conformance_home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return conformance_home
+
+
+_RUNS: dict[str, str] = {}
+
+
+def smoke_version(key: str, home: Path, tmp: Path) -> str:
+    """Run the capability's pipeline once (kfp.local) on small generated data; the version it registered."""
+    if key not in _RUNS:
+        from pipelines.runner import run_local
+
+        capability = capabilities.get(key)
+        records, params = capability.smoke
+        data = tmp / f"{key}-smoke"
+        capability.synth(data, records, seed=5, fmt=None, progress=None)
+        outputs = run_local(key, {"data": str(data), "params": json.dumps(params),
+                                  "tracking_uri": config.tracking_uri()}, home / "kfp")
+        _RUNS[key] = outputs["Output"]
+    return _RUNS[key]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("key", KEYS)
+def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_path_factory):
+    capability = capabilities.get(key)
+    version = smoke_version(key, in_home, tmp_path_factory.mktemp(key))
+    rows = {r["version"]: r for r in tracking.list_models() if r["model"] == capability.model_name}
+    assert rows[version]["aliases"] == "challenger,champion"
+    assert rows[version]["metric"] == capability.primary_metric and rows[version]["score"]
+    _, client = tracking.mlflow_client()
+    run = client.get_run(rows[version]["run_id"])
+    assert run.data.metrics["contract_success"] == 1.0 and capability.primary_metric in run.data.metrics
+    assert run.data.tags[tracking.FEATURE_TAG] == capability.feature_version
+    assert {a.path for a in client.list_artifacts(run.info.run_id, tracking.EVAL_DIR)}, "no evaluation data for the gate"
+    assert tracking.version_metrics(key, version)["model"][capability.primary_metric] == pytest.approx(
+        float(rows[version]["score"]), abs=1e-6, nan_ok=True)
+
+    # a second version from the same run: the gate compares the two on the same data and passes a tie
+    second = tracking.register(key, rows[version]["run_id"])
+    decision = tracking.promote(key, second)
+    assert decision["promoted"] and decision["champion"] == second, decision["reason"]
+    assert decision["candidate_score"] == pytest.approx(decision["champion_score"], nan_ok=True)
+    assert tracking.rollback(key)["champion"] == version
+    assert tracking.champion_version(key) == version
+    with pytest.raises(JobawareError, match="no earlier champion"):
+        tracking.rollback(key)
+    actions = client.search_runs([tracking.experiment_id(key)], "tags.`jobaware.action` = 'rollback'")
+    assert len(actions) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("key", KEYS)
+def test_the_gate_moves_nothing_under_a_registry_outage(key, in_home, tmp_path_factory):
+    from mlflow import MlflowClient
+    from mlflow.exceptions import MlflowException
+
+    version = smoke_version(key, in_home, tmp_path_factory.mktemp(key))
+    _, client = tracking.mlflow_client()
+    candidate = tracking.register(key, client.get_model_version(capabilities.get(key).model_name, version).run_id)
+    before = tracking.champion_version(key)
+
+    def outage(*args, **kwargs):
+        raise MlflowException("connection reset by peer", error_code="INTERNAL_ERROR")
+
+    with pytest.MonkeyPatch.context() as patch:  # its own patch: undoing it keeps the fixture's JOBAWARE_HOME
+        patch.setattr(MlflowClient, "get_model_version_by_alias", outage)
+        with pytest.raises(tracking.RegistryError, match="could not read alias 'champion'.*connection reset"):
+            tracking.promote(key, candidate)
+    assert tracking.champion_version(key) == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("key", KEYS)
+def test_the_gate_refuses_an_undefined_metric_and_too_little_evaluation_data(key, in_home, tmp_path_factory):
+    capability = capabilities.get(key)
+    version = smoke_version(key, in_home, tmp_path_factory.mktemp(key))
+    _, client = tracking.mlflow_client()
+    run_id = client.get_model_version(capability.model_name, version).run_id
+    champion = tracking.champion_version(key)
+
+    candidate = tracking.register(key, run_id)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(capability.score, "resolve", lambda: lambda bundle, folder: (float("nan"), 10**6))
+        decision = tracking.promote(key, candidate)
+        assert not decision["promoted"] and "is undefined" in decision["reason"]
+        assert tracking.champion_version(key) == champion
+
+        patch.setattr(capability.score, "resolve", lambda: lambda bundle, folder: (1.0, 3))
+        decision = tracking.promote(key, candidate)
+        assert not decision["promoted"] and f"has 3 rows; the gate needs at least {capability.min_eval_rows:,}" in decision["reason"]
+        forced = tracking.promote(key, candidate, force=True)
+        assert forced["promoted"] and forced["forced"]
+    tracking.rollback(key)
+    assert tracking.champion_version(key) == champion
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("key", KEYS)
+def test_a_failed_contract_stops_validation(key, tmp_path):
+    capability = capabilities.get(key)
+    records, _ = capability.smoke
+    data = tmp_path / f"{key}-data"
+    capability.synth(data, min(records, 2000), seed=6, fmt=None, progress=None)
+    dataset = tmp_path / "dataset"
+    steps.ingest(key, str(data), dataset)
+    assert steps.validate(dataset)["success"]
+    broken = 0
+    for table in dataset.glob("*.parquet"):
+        suite = json.loads((ROOT / "data_contracts" / f"{table.stem}.json").read_text())
+        required = [e["kwargs"]["column"] for e in suite["expectations"] if e["type"] == "expect_column_values_to_not_be_null"]
+        if required:
+            frame = pd.read_parquet(table)
+            frame[required[0]] = frame[required[0]].astype("object")
+            frame.loc[0, required[0]] = None
+            frame.to_parquet(table)
+            broken += 1
+    assert broken, "no table has a required column"
+    with pytest.raises(ContractError, match="expect_column_values_to_not_be_null"):
+        steps.validate_step(str(dataset), str(tmp_path / "report.json"))
+    assert not json.loads((tmp_path / "report.json").read_text())["success"]
+
+
+# ---------------------------------------------------------------- the services
+def _serve(key: str, home: Path, log: Path) -> tuple[str, subprocess.Popen]:
+    port = free_port()
+    env = {**os.environ, "JOBAWARE_HOME": str(home), "JOBAWARE_MAX_BODY_BYTES": "100000"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    process = subprocess.Popen([str(Path(sys.executable).with_name("jobaware")), "serve", key, "--port", str(port)],
+                               stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return f"http://127.0.0.1:{port}", process
+
+
+def _stop(process: subprocess.Popen) -> None:
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("key", KEYS)
+def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_home, tmp_path_factory, tmp_path):
+    capability = capabilities.get(key)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("JOBAWARE_HOME", str(conformance_home))
+        version = smoke_version(key, conformance_home, tmp_path_factory.mktemp(key))
+        assert tracking.champion_version(key) == version
+    url, process = _serve(key, conformance_home, tmp_path / "serve.log")
+    try:
+        wait_for(f"{url}/readyz", 180, process)
+        route, example = capability.example
+        good = httpx.post(f"{url}{route}", json=example, timeout=60)
+        assert good.status_code == 200, good.text
+        assert version in good.text
+        broken = httpx.post(f"{url}{route}", content=b"{nope", headers={"content-type": "application/json"}, timeout=30)
+        assert broken.status_code == 400
+        wrong = httpx.post(f"{url}{route}", json={"no_such_field": 1}, timeout=30)
+        assert wrong.status_code == 400 and len(wrong.content) < 5000
+        huge = httpx.post(f"{url}{route}", content=b" " * 200_000, headers={"content-type": "application/json"}, timeout=30)
+        assert huge.status_code == 413 and "limit is 100,000 bytes" in huge.text
+    finally:
+        _stop(process)
+    assert process.poll() is not None
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("key", KEYS)
+def test_the_service_answers_503_while_no_champion_exists(key, tmp_path):
+    empty = tmp_path / "empty-home"
+    url, process = _serve(key, empty, tmp_path / "serve.log")
+    try:
+        wait_for(f"{url}/livez", 180, process)
+        assert httpx.get(f"{url}/readyz", timeout=5).status_code == 503
+        route, example = capabilities.get(key).example
+        answer = httpx.post(f"{url}{route}", json=example, timeout=30)
+        assert answer.status_code == 503 and f"no champion model of jobaware-{key}" in answer.text
+    finally:
+        _stop(process)
+    assert not empty.exists() or not (empty / "mlflow.db").exists(), "a reading service created a store"
