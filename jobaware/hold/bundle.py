@@ -1,0 +1,164 @@
+"""What a registered `hold` model carries, and how it decides holds from event-log rows.
+
+The bundle holds the network's weights and shape, the tensor parameters (j, m, timeframe_len, seed), the
+static encoder's vocabulary and the decision threshold; `predict` builds the same tensors from the events it
+is given as training did (jobaware.hold.features), so a service never re-implements a feature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from jobaware.errors import InputError
+from jobaware.hold import features as F
+from jobaware.hold.labels import decisions, describe_hold
+from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
+
+# Bump whenever the features a model is fed change: a bundle built with other feature code is refused.
+FEATURE_VERSION = "1"
+INPUT_COLUMNS = ("seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode", "reason",
+                 "terminated_normally", "return_value", "decide")
+REQUIRED = ("cluster", "proc", "event_code", "time")
+OUTPUT_COLUMNS = ("cluster", "proc", "subproc", "hold_seq", "hold_time", "hold_code", "hold_subcode", "hold_reason",
+                  "p_release", "decision")
+CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: after these a hold is no longer current
+
+
+def as_events(frame: pd.DataFrame) -> pd.DataFrame:
+    """Event rows as the canonical columns the features need (seq from row order when absent)."""
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(f"events: missing column(s) {', '.join(missing)}; expected {', '.join(INPUT_COLUMNS)}")
+    out = pd.DataFrame({
+        "seq": frame["seq"].astype("int64") if "seq" in frame.columns else np.arange(len(frame), dtype=np.int64),
+        "cluster": frame["cluster"].astype("int64"),
+        "proc": frame["proc"].astype("int64"),
+        "subproc": frame["subproc"].fillna(0).astype("int64") if "subproc" in frame.columns else 0,
+        "event_code": frame["event_code"].astype("int64"),
+        "time": pd.to_datetime(frame["time"]).astype("datetime64[ms]"),
+    })
+    for column, dtype in (("code", "Int64"), ("subcode", "Int64"), ("return_value", "Int64"),
+                          ("terminated_normally", "boolean"), ("reason", "string")):
+        out[column] = frame[column].astype(dtype) if column in frame.columns else pd.array([pd.NA] * len(frame), dtype)
+    if out["seq"].duplicated().any():
+        raise InputError("events: seq must be unique (the order of the events in the log)")
+    return out.reset_index(drop=True)
+
+
+def current_holds(events: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
+    """Mask over `table`: holds that still stand at the end of the events (nothing after them cleared them)."""
+    order = events.sort_values("seq", kind="stable")
+    clearing = order[order["event_code"].isin(CLEARS_HOLD)]
+    last_clear = clearing.groupby(["cluster", "proc", "subproc"])["seq"].max()
+    last_hold = table.groupby(["cluster", "proc", "subproc"])["hold_seq"].transform("max")
+    keyed = pd.MultiIndex.from_frame(table[["cluster", "proc", "subproc"]])
+    cleared_after = last_clear.reindex(keyed).to_numpy(dtype=float)
+    return ((table["hold_seq"] == last_hold).to_numpy()
+            & ~(cleared_after > table["hold_seq"].to_numpy(dtype=float)))
+
+
+@dataclass
+class HoldBundle:
+    params: dict
+    network_state: dict
+    static_pairs: list
+    threshold: float
+    example: pd.DataFrame = field(default_factory=pd.DataFrame)
+    feature_version: str = FEATURE_VERSION
+
+    def network(self) -> HoldNetwork:
+        if getattr(self, "_network", None) is None:
+            p = self.params
+            network = HoldNetwork(p["network"], p["j"], StaticEncoder(self.static_pairs).width, p["embedding_dim"],
+                                  p["hidden_size"], p["layers"], p["dropout"])
+            network.load_state_dict(self.network_state)
+            network.eval()
+            self._network = network
+        return self._network
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_network", None)
+        return state
+
+    def score_decisions(self, index: F.EventIndex, table: pd.DataFrame) -> np.ndarray:
+        """P(release) of the decisions in `table` (rows of jobaware.hold.labels.decisions) over `index`."""
+        if self.feature_version != FEATURE_VERSION:
+            raise InputError(f"model built with feature version {self.feature_version}, this code has "
+                             f"{FEATURE_VERSION}: retrain it")
+        if len(table) == 0:
+            return np.zeros(0)
+        p = self.params
+        states = F.build_tensors(index, table, p["m"], p["j"], p["timeframe_len"], p["seed"])
+        static = StaticEncoder(self.static_pairs).transform(F.static_features(table).to_numpy())
+        with threads(p.get("threads", 1)):
+            return predict_proba(self.network(), states, static)
+
+    def predict(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """One row per decided hold: the job, the hold, P(release) and the decision.
+
+        Decides the holds whose row has `decide` true when the column is given, else every hold that still
+        stands at the end of the rows. Only events before each hold enter its features."""
+        events = as_events(frame)
+        table = decisions(events)
+        if "decide" in frame.columns and len(table):
+            marked = events.loc[frame["decide"].fillna(False).astype(bool).to_numpy(), "seq"]
+            chosen = table["hold_seq"].isin(marked).to_numpy()
+        else:
+            chosen = current_holds(events, table) if len(table) else np.zeros(0, bool)
+        table = table[chosen].reset_index(drop=True)
+        p_release = self.score_decisions(F.build_index(events), table) if len(table) else np.zeros(0)
+        return pd.DataFrame({
+            "cluster": table["cluster"].astype("int64"),
+            "proc": table["proc"].astype("int64"),
+            "subproc": table["subproc"].astype("int64"),
+            "hold_seq": table["hold_seq"].astype("int64"),
+            "hold_time": table["hold_time"].astype("datetime64[ms]"),
+            "hold_code": table["hold_code"].astype("float64"),
+            "hold_subcode": table["hold_subcode"].astype("float64"),
+            "hold_reason": [describe_hold(c, s) for c, s in zip(table["hold_code"], table["hold_subcode"])],
+            "p_release": p_release.astype("float64"),
+            "decision": np.where(p_release < self.threshold, "remove", "release"),
+        })
+
+
+def signature():
+    """The pyfunc signature: event rows in (cluster, proc, event_code, time required), decisions out."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    kinds = {"seq": "long", "cluster": "long", "proc": "long", "subproc": "long", "event_code": "long",
+             "time": "datetime", "code": "double", "subcode": "double", "reason": "string",
+             "terminated_normally": "boolean", "return_value": "double", "decide": "boolean"}
+    inputs = Schema([ColSpec(kinds[c], c, required=c in REQUIRED) for c in INPUT_COLUMNS])
+    outputs = Schema([ColSpec("long", "cluster"), ColSpec("long", "proc"), ColSpec("long", "subproc"),
+                      ColSpec("long", "hold_seq"), ColSpec("datetime", "hold_time"), ColSpec("double", "hold_code"),
+                      ColSpec("double", "hold_subcode"), ColSpec("string", "hold_reason"),
+                      ColSpec("double", "p_release"), ColSpec("string", "decision")])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+def input_example(bundle: HoldBundle) -> pd.DataFrame:
+    """The events of one held job from the training data, in the signature's plain types."""
+    return bundle.example.copy()
+
+
+def example_rows(events: pd.DataFrame, table: pd.DataFrame, limit: int = 12) -> pd.DataFrame:
+    """A few event rows that end in a hold (the last rows of one held job), typed for the signature."""
+    if len(table) == 0:
+        return pd.DataFrame(columns=list(INPUT_COLUMNS))
+    hold = table.iloc[-1]
+    mine = events[(events["cluster"] == hold["cluster"]) & (events["proc"] == hold["proc"])
+                  & (events["seq"] <= hold["hold_seq"])].sort_values("seq").tail(limit)
+    out = pd.DataFrame({
+        "seq": mine["seq"].astype("int64"), "cluster": mine["cluster"].astype("int64"),
+        "proc": mine["proc"].astype("int64"), "subproc": mine["subproc"].astype("int64"),
+        "event_code": mine["event_code"].astype("int64"), "time": mine["time"].astype("datetime64[ns]"),
+        "code": mine["code"].astype("float64"), "subcode": mine["subcode"].astype("float64"),
+        "reason": mine["reason"].astype(object), "terminated_normally": mine["terminated_normally"].astype(object),
+        "return_value": mine["return_value"].astype("float64"), "decide": mine["seq"] == hold["hold_seq"],
+    })
+    return out.reset_index(drop=True)

@@ -1,0 +1,39 @@
+"""Registration of `hold`: an HTCondor job went on hold — release it or remove it?"""
+
+from jobaware.capabilities import Capability, Ref
+from jobaware.hold.bundle import FEATURE_VERSION
+from jobaware.hold.params import Params
+from jobaware.hold.train import MIN_EVAL_ROWS, PRIMARY_METRIC
+
+EXAMPLE_LOG = (
+    "000 (4242.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>\n...\n"
+    "001 (4242.000.000) 2026-01-05 10:01:00 Job executing on host: <10.0.0.2:9618?addrs=10.0.0.2-9618>\n...\n"
+    "012 (4242.000.000) 2026-01-05 10:30:00 Job was held.\n"
+    "\tTransfer input files failure at execution point slot1@node2 using protocol osdf.\n"
+    "\tCode 13 Subcode 256\n...\n"
+)
+
+CAPABILITY = Capability(
+    key="hold",
+    question="an HTCondor job went on hold: release it or remove it?",
+    params=Params,
+    primary_metric=PRIMARY_METRIC[0],
+    higher_is_better=PRIMARY_METRIC[1],
+    min_eval_rows=MIN_EVAL_ROWS,
+    feature_version=FEATURE_VERSION,
+    ingest=Ref("jobaware.hold.reader:ingest"),
+    synth=Ref("jobaware.hold.steps:write_synthetic"),
+    default_data=Ref("jobaware.hold.steps:default_data"),
+    signature=Ref("jobaware.hold.bundle:signature"),
+    input_example=Ref("jobaware.hold.bundle:input_example"),
+    score=Ref("jobaware.hold.train:score"),
+    predict_file=Ref("jobaware.hold.steps:predict_file"),
+    service="serving.hold:HoldService",
+    pipeline="pipelines.hold:hold_pipeline",
+    example=("/hold-decision", {"cluster": 4242, "proc": 0, "log": EXAMPLE_LOG}),
+    smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "patience": 2,
+                    "batch_size": 256, "gbt_max_iter": 30}),
+    commands=Ref("jobaware.hold.commands:register"),
+    train=Ref("jobaware.hold.train:train"),
+    metrics_table=("f1_remove", "precision_remove", "recall_remove", "roc_auc", "balanced_accuracy"),
+)

@@ -1,0 +1,72 @@
+"""The logic of `hold`'s own commands, as plain functions (the CLI only parses arguments and prints):
+
+  jobaware events parse LOG... --out events.parquet   ->  parse_events(logs, out)
+  jobaware hold label LOG... --json                    ->  label_holds(logs)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jobaware.console import err, progress, show
+from jobaware.hold.labels import decisions, label_records
+from jobaware.hold.reader import ReadOptions, read_events, write_events
+
+
+def parse_events(logs: list[str], out: str | Path, *, strict: bool = False, year: int | None = None,
+                 progress=None) -> dict:
+    """Read event logs (files, globs, folders) into one canonical Parquet file; bad records go to
+    `<out stem>.quarantine.jsonl` beside it. Returns the summary the command prints."""
+    out = Path(out)
+    quarantine = out.with_name(out.stem + ".quarantine.jsonl")
+    report, stats = write_events(logs, out, quarantine, strict=strict, progress=progress,
+                                 options=ReadOptions(year=year))
+    return {"out": str(out), "events": report.rows, "bad_records": report.bad_rows, "duplicates": stats.duplicates,
+            "files": stats.files, "quarantine": str(quarantine), "problems": [str(p) for p in report.problems]}
+
+
+def label_holds(logs: list[str], *, strict: bool = False, include_unresolved: bool = False, year: int | None = None,
+                nonzero_exit_is_failure: bool = False) -> list[dict]:
+    """One record per hold: {"cluster", "proc", "hold_time", "hold_code", "hold_subcode", "label"}, in log order
+    (holds still unresolved at the end of the logs only with `include_unresolved`, their label null)."""
+    events, _ = read_events(logs, ReadOptions(year=year), strict=strict)
+    return label_records(decisions(events, nonzero_exit_is_failure), include_unresolved)
+
+
+Logs = Annotated[list[str], typer.Argument(help="event log files, globs or folders")]
+Strict = Annotated[bool, typer.Option(help="stop at the first bad record")]
+Year = Annotated[int | None, typer.Option(help="year of the first event of year-less (MM/DD) logs")]
+AsJson = Annotated[bool, typer.Option("--json", help="print JSON")]
+
+
+def parse_command(logs: Logs, out: Annotated[Path, typer.Option(help="canonical events table (Parquet)")],
+                  strict: Strict = False, year: Year = None, as_json: AsJson = False):
+    """Read event logs (rotated files, overlaps and duplicates sorted out) into one canonical table."""
+    with progress("reading event logs") as bar:
+        task = bar.add_task("read", total=None)
+        summary = parse_events(logs, out, strict=strict, year=year, progress=lambda n: bar.advance(task, n))
+    problems = summary.pop("problems")
+    show(summary, as_json)
+    for problem in problems if not as_json else []:
+        err.print(f"  - {problem}", highlight=False, soft_wrap=True)
+
+
+def label_command(logs: Logs, strict: Strict = False, year: Year = None,
+                  unresolved: Annotated[bool, typer.Option(help="also list holds still standing at the end")] = False,
+                  as_json: AsJson = False):
+    """One line per hold: when, its code, and what happened next (release or remove)."""
+    rows = label_holds(logs, strict=strict, include_unresolved=unresolved, year=year)
+    show(rows, as_json, rows=rows)
+
+
+def register(app: typer.Typer) -> None:
+    """`jobaware events parse` and `jobaware hold label`."""
+    events_app = typer.Typer(help="HTCondor job event logs.", no_args_is_help=True)
+    events_app.command("parse")(parse_command)
+    hold_app = typer.Typer(help="Holds of HTCondor jobs.", no_args_is_help=True)
+    hold_app.command("label")(label_command)
+    app.add_typer(events_app, name="events")
+    app.add_typer(hold_app, name="hold")

@@ -1,0 +1,153 @@
+"""Request handling of `POST /hold-decision` as plain functions (the BentoML service only wires them).
+
+A request names the held job and gives the event log around it, either as text or as the path of a log the
+service may read (only under its configured folder):
+  {"cluster": 14736943, "proc": 0, "subproc": 0, "log": "000 (14736943.000.000) ...\\n...\\n"}
+  {"cluster": 14736943, "proc": 0, "path": "ap40/EventLog"}
+Every number and string is bounded before anything is built from it; errors are `InputError`s whose message
+starts with the JSON path of the bad field. A log with a bad record, a job the log does not know, and a job
+that is not on hold at the end of the log are refused, each saying which. The answer: P(release), the
+decision, the hold reason in words (and as the log wrote it), and the model version.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from jobaware.errors import InputError
+from jobaware.hold.bundle import HoldBundle, current_holds
+from jobaware.hold.labels import decisions
+from jobaware.hold.reader import ReadOptions, Source, read_events
+
+MAX_ID = 2**31 - 1
+FIELDS = ("cluster", "proc", "subproc", "log", "path")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the service accepts: the log size, the path length, and the folder paths must lie in."""
+
+    log_dir: Path | None = None
+    max_log_bytes: int = 32 << 20
+    max_path_chars: int = 4096
+
+    @classmethod
+    def from_env(cls) -> Limits:
+        """JOBAWARE_HOLD_LOG_DIR (no path requests without it) and JOBAWARE_HOLD_MAX_LOG_BYTES."""
+        folder = os.environ.get("JOBAWARE_HOLD_LOG_DIR")
+        size = os.environ.get("JOBAWARE_HOLD_MAX_LOG_BYTES")
+        return cls(Path(folder) if folder else None, int(size) if size and size.isdigit() else 32 << 20)
+
+
+@dataclass(frozen=True)
+class HoldRequest:
+    cluster: int
+    proc: int
+    subproc: int
+    log: bytes | None
+    path: Path | None
+
+
+def _job_number(payload: dict, name: str, default: int | None = None) -> int:
+    value = payload.get(name, default)
+    if value is None:
+        raise InputError(f"{name}: required, an integer in [0, {MAX_ID}]")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
+        raise InputError(f"{name}: expected an integer in [0, {MAX_ID}], got {value!r:.80}")
+    return value
+
+
+def parse_request(payload: object, limits: Limits) -> HoldRequest:
+    """Check a request body (already parsed JSON) against the limits; raise InputError naming the field."""
+    if not isinstance(payload, dict):
+        raise InputError(f"$: expected an object with {', '.join(FIELDS)}, got {type(payload).__name__}")
+    unknown = sorted(str(k)[:40] for k in payload if k not in FIELDS)
+    if unknown:
+        raise InputError(f"{unknown[0]}: unknown field; expected some of {', '.join(FIELDS)}")
+    cluster, proc = _job_number(payload, "cluster"), _job_number(payload, "proc")
+    subproc = _job_number(payload, "subproc", 0)
+    log, path = payload.get("log"), payload.get("path")
+    if (log is None) == (path is None):
+        raise InputError("log: give exactly one of log (the event-log text) and path (a log the service may read)")
+    if log is not None:
+        if not isinstance(log, str):
+            raise InputError(f"log: expected the event-log text as a string, got {type(log).__name__}")
+        if len(log) > limits.max_log_bytes:
+            raise InputError(f"log: {len(log):,} characters, more than the limit of {limits.max_log_bytes:,}")
+        data = log.encode("utf-8", "replace")
+        if len(data) > limits.max_log_bytes:
+            raise InputError(f"log: {len(data):,} bytes, more than the limit of {limits.max_log_bytes:,}")
+        return HoldRequest(cluster, proc, subproc, data, None)
+    if not isinstance(path, str) or not path:
+        raise InputError(f"path: expected a non-empty string, got {path!r:.80}")
+    if len(path) > limits.max_path_chars:
+        raise InputError(f"path: {len(path):,} characters, more than the limit of {limits.max_path_chars:,}")
+    if limits.log_dir is None:
+        raise InputError("path: this service reads no log files (no log folder configured); send the log text")
+    if "\x00" in path:
+        raise InputError("path: contains a NUL character")
+    root = limits.log_dir.resolve()
+    target = (root / path).resolve()
+    if not target.is_relative_to(root):
+        raise InputError(f"path: {path!r:.200} lies outside the service's log folder")
+    if not target.is_file():
+        raise InputError(f"path: {path!r:.200} is not a file in the service's log folder")
+    size = target.stat().st_size
+    if size > limits.max_log_bytes:
+        raise InputError(f"path: {size:,} bytes, more than the limit of {limits.max_log_bytes:,}")
+    return HoldRequest(cluster, proc, subproc, None, target)
+
+
+def read_request_log(request: HoldRequest, options: ReadOptions | None = None) -> pd.DataFrame:
+    """The request's log as events; a log with any bad record, or with no event, is refused."""
+    where = "log" if request.log is not None else "path"
+    source = Source.text(request.log, "log") if request.log is not None else Source.file(request.path)
+    events, report = read_events([source], options)
+    if report.bad_rows:
+        first = report.problems[0]
+        raise InputError(f"{where}: {report.bad_rows} bad record(s); the first at line {first.line}: {first.reason}")
+    if events.empty:
+        raise InputError(f"{where}: no event in the log")
+    return events
+
+
+def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: ReadOptions | None = None) -> dict:
+    """The decision for the request's held job, as a plain JSON-ready dict (no NaN)."""
+    events = read_request_log(request, options)
+    job_id = f"{request.cluster}.{request.proc}.{request.subproc}"
+    is_mine = ((events["cluster"] == request.cluster) & (events["proc"] == request.proc)
+               & (events["subproc"] == request.subproc)).to_numpy()
+    if not is_mine.any():
+        raise InputError(f"cluster: job {job_id} has no event in the log")
+    table = decisions(events)
+    standing = current_holds(events, table) if len(table) else np.zeros(0, bool)
+    standing &= ((table["cluster"] == request.cluster) & (table["proc"] == request.proc)
+                 & (table["subproc"] == request.subproc)).to_numpy()
+    if not standing.any():
+        last = events[is_mine].sort_values("seq").iloc[-1]
+        raise InputError(f"cluster: job {job_id} is not on hold: its last event is {int(last['event_code']):03d} "
+                         f"{last['event_name']} at {pd.Timestamp(last['time']).isoformat(sep=' ')}")
+    hold_seq = int(table.loc[standing, "hold_seq"].iloc[-1])
+    row = bundle.predict(events.assign(decide=events["seq"] == hold_seq)).iloc[0]
+    reason = events.loc[events["seq"] == hold_seq, "reason"].iloc[0]
+    p_release = float(row["p_release"])
+    return {
+        "cluster": request.cluster,
+        "proc": request.proc,
+        "subproc": request.subproc,
+        "hold_time": pd.Timestamp(row["hold_time"]).isoformat(sep=" "),
+        "hold_code": None if math.isnan(row["hold_code"]) else int(row["hold_code"]),
+        "hold_subcode": None if math.isnan(row["hold_subcode"]) else int(row["hold_subcode"]),
+        "hold_reason": row["hold_reason"],
+        "hold_reason_text": None if pd.isna(reason) else str(reason),
+        "p_release": p_release if math.isfinite(p_release) else None,
+        "decision": str(row["decision"]),
+        "threshold": float(bundle.threshold),
+        "model_version": str(version),
+    }

@@ -1,0 +1,87 @@
+"""`hold`'s functions for the shared platform's registry, as plain functions over files.
+
+  ingest(sources, out_dir, strict, progress)        jobaware.hold.reader.ingest
+  synth(out, n, seed, fmt, progress) -> truth file  write_synthetic
+  default_data(data_dir, progress) -> str           default_data
+  signature(), input_example(bundle)                jobaware.hold.bundle
+  score(bundle, eval_dir) -> (metric, rows)         jobaware.hold.train.score
+  predict_file(input, output, bundle, version)      predict_file
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jobaware.errors import InputError
+from jobaware.hold import synth
+from jobaware.hold.bundle import HoldBundle
+from jobaware.hold import sweep
+from jobaware.hold.params import check_params
+from jobaware.hold.reader import read_events
+from jobaware.hold.train import best_trial, run_trial
+
+DEFAULT_SYNTH_JOBS = 40_000
+FORMATS = {"iso": False, "old": True}
+
+
+def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
+    """`jobaware data synth hold`: a global event log (`fmt` iso, the default, or old year-less dates);
+    returns the truth file beside it."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return synth.write(out, n, seed, year_less=FORMATS[fmt or "iso"], progress=progress)
+
+
+def default_data(data_dir: Path, progress=None) -> str:
+    """A synthetic global event log, generated once under `data_dir` (the embedded default of `make run`);
+    its truth lies beside it (jobaware.hold.synth.truth_path)."""
+    path = Path(data_dir) / f"synthetic_hold_{DEFAULT_SYNTH_JOBS}.log"
+    if not path.exists() or not synth.truth_path(path).exists():
+        synth.write(path, DEFAULT_SYNTH_JOBS, 0, progress=progress)
+    return str(path)
+
+
+def predict_file(input_path: str, output: Path, bundle: HoldBundle, version: str) -> dict:
+    """Decide every hold still standing at the end of an event log; one JSON object per line in `output`."""
+    events, report = read_events([input_path])
+    decided = bundle.predict(events)
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w") as handle:
+        for row in decided.itertuples(index=False):
+            record = row._asdict()
+            record["hold_time"] = record["hold_time"].isoformat(sep=" ")
+            for key in ("hold_code", "hold_subcode"):
+                record[key] = None if record[key] != record[key] else int(record[key])
+            record["model_version"] = version
+            handle.write(json.dumps(record) + "\n")
+    return {"events": report.rows, "bad_records": report.bad_rows, "holds_decided": len(decided),
+            "remove": int((decided["decision"] == "remove").sum())}
+
+
+def sweep_trials(params: str, space: str = "") -> list[str]:
+    """The sweep's trial parameter sets as JSON, each with the run's explicit `params` pinned over the space
+    (`space`: YAML text or a file; empty for the bundled jobaware/hold/sweep.yaml)."""
+    given = json.loads(params or "{}")
+    check_params(given)
+    return [json.dumps(check_params({**trial, **given})) for trial in sweep.trials(space or None)]
+
+
+def trial_step(dataset: str, trial: str, truth: str = "") -> str:
+    """Run one sweep trial; its parameters and flat validation/test metrics as JSON."""
+    p = json.loads(trial)
+    results = run_trial(dataset, p, None, truth or None)
+    print(json.dumps({k: round(v, 4) for k, v in results.items()}))
+    return json.dumps({"params": p, "results": results})
+
+
+def best_step(outcomes: list[str]) -> str:
+    """The parameters (JSON) of the trial with the best validation metric; the ranking is printed."""
+    trials = [json.loads(o) for o in outcomes]
+    best = best_trial([t["results"] for t in trials])
+    for number, t in enumerate(trials):
+        mark = "*" if number == best else " "
+        print(f"{mark} trial {number}: validation {t['params']['primary_metric']} "
+              f"{t['results']['validation_primary']:.4f}  {json.dumps(t['params'], sort_keys=True)}")
+    return json.dumps(trials[best]["params"])

@@ -1,0 +1,45 @@
+"""`jobaware events parse` and the registry's file functions, as plain functions."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from jobaware.errors import InputError
+from jobaware.hold.commands import parse_events
+from jobaware.hold.steps import default_data, predict_file, write_synthetic
+from jobaware.hold.synth import truth_path
+from tests.jobaware.hold.conftest import CONDOR, STANDALONE
+
+
+def test_events_parse_writes_one_table_and_reports_what_it_read(tmp_path):
+    summary = parse_events([str(STANDALONE / "*.log"), str(CONDOR / "mldag_metl_aws.log")], tmp_path / "events.parquet")
+    assert summary["events"] == pq.read_metadata(tmp_path / "events.parquet").num_rows == 1187 + 6043
+    assert summary["bad_records"] == 0 and summary["duplicates"] == 0 and len(summary["files"]) == 7
+    assert (tmp_path / "events.quarantine.jsonl").read_text() == ""
+
+
+def test_synth_formats_and_the_default_data(tmp_path, monkeypatch):
+    import re
+
+    from jobaware.hold import steps
+
+    truth = write_synthetic(tmp_path / "old.log", 50, seed=1, fmt="old")
+    assert truth == truth_path(tmp_path / "old.log") and truth.is_file()
+    assert re.match(r"000 \(\d+\.000\.000\) \d\d/\d\d \d\d:\d\d:\d\d ", (tmp_path / "old.log").read_text())
+    with pytest.raises(InputError, match="--format: expected one of iso, old"):
+        write_synthetic(tmp_path / "x.log", 50, fmt="json")
+    monkeypatch.setattr(steps, "DEFAULT_SYNTH_JOBS", 60)
+    made = default_data(tmp_path)
+    assert made.endswith("synthetic_hold_60.log") and truth_path(made).is_file()
+    written = truth_path(made).stat().st_mtime_ns
+    assert default_data(tmp_path) == made and truth_path(made).stat().st_mtime_ns == written  # generated once
+
+
+def test_predict_file_writes_one_decision_per_standing_hold(trained, synthetic, tmp_path):
+    counts = predict_file(str(synthetic[0]), tmp_path / "out.jsonl", trained[0], "4")
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert counts["holds_decided"] == len(rows) > 0 and counts["remove"] == sum(r["decision"] == "remove" for r in rows)
+    assert all(r["model_version"] == "4" and 0 <= r["p_release"] <= 1 for r in rows)

@@ -1,0 +1,33 @@
+"""Training parameters are checked before anything trains."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobaware.errors import JobawareError
+from jobaware.hold.params import Params, check_params
+
+
+def test_defaults_are_complete_and_valid():
+    p = check_params({})
+    assert p == Params().model_dump()
+    assert (p["network"], p["primary_metric"]) == ("lstm", "f1_remove")
+
+
+@pytest.mark.parametrize("raw, words", [
+    ({"epochs": 2.7}, "epochs: input should be a valid integer"),
+    ({"learning_rate": -1}, "learning_rate: input should be greater than 0"),
+    ({"j": 101}, "j: input should be less than or equal to 100"),
+    ({"network": "transformer"}, "network: input should be 'lstm', 'gru' or 'conv'"),
+    ({"bogus": 1}, "bogus: unknown parameter"),
+    ({"test_fraction": 0.5, "validation_fraction": 0.45}, "must stay below 0.9"),
+    ({"epochs": "3"}, "epochs: input should be a valid integer"),
+])
+def test_bad_values_are_refused_with_what_was_expected(raw, words):
+    with pytest.raises(JobawareError, match=words):
+        check_params(raw)
+
+
+def test_parameters_must_be_an_object():
+    with pytest.raises(JobawareError, match="expected an object"):
+        check_params([1, 2])

@@ -1,0 +1,82 @@
+"""`POST /hold-decision` logic: bounded, checked requests; decisions as plain JSON; bad input named."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from jobaware.errors import InputError
+from jobaware.hold.service import Limits, decide, parse_request
+from tests.jobaware.hold.conftest import STANDALONE
+
+LOG = (STANDALONE / "metl_12634462.log").read_text()
+HELD = LOG[:LOG.index("013 (12634462.000.000) 2025-04-22")]  # the log up to its second hold
+
+
+def test_a_held_job_gets_its_decision_as_plain_json(trained):
+    request = parse_request({"cluster": 12634462, "proc": 0, "log": HELD}, Limits())
+    answer = decide(trained[0], request, "7")
+    json.dumps(answer, allow_nan=False)
+    assert answer["hold_time"] == "2025-04-22 04:40:47" and (answer["hold_code"], answer["hold_subcode"]) == (47, 0)
+    assert answer["hold_reason"].startswith("47 JobExecuteExceeded")
+    assert answer["hold_reason_text"] == "The job exceeded allowed execute duration of 20:00:00"
+    assert 0 <= answer["p_release"] <= 1 and answer["model_version"] == "7"
+    assert answer["decision"] == ("remove" if answer["p_release"] < answer["threshold"] else "release")
+
+
+def test_a_path_is_read_only_inside_the_log_folder(trained, tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "EventLog").write_text(HELD)
+    (tmp_path / "secret.log").write_text(HELD)
+    os.symlink(tmp_path / "secret.log", tmp_path / "logs" / "escape.log")
+    limits = Limits(log_dir=tmp_path / "logs")
+    answer = decide(trained[0], parse_request({"cluster": 12634462, "proc": 0, "path": "EventLog"}, limits), "1")
+    assert answer["hold_code"] == 47
+    for path in ("../secret.log", "escape.log", str(tmp_path / "secret.log")):
+        with pytest.raises(InputError, match="^path: .*outside the service's log folder"):
+            parse_request({"cluster": 1, "proc": 0, "path": path}, limits)
+    with pytest.raises(InputError, match="^path: .*not a file"):
+        parse_request({"cluster": 1, "proc": 0, "path": "nothing"}, limits)
+    with pytest.raises(InputError, match="^path: this service reads no log files"):
+        parse_request({"cluster": 1, "proc": 0, "path": "EventLog"}, Limits())
+
+
+@pytest.mark.parametrize("payload, words", [
+    ([1], r"^\$: expected an object"),
+    ({"cluster": 1, "proc": 0, "log": "x", "user": "me"}, "^user: unknown field"),
+    ({"proc": 0, "log": "x"}, "^cluster: required"),
+    ({"cluster": -1, "proc": 0, "log": "x"}, r"^cluster: expected an integer in \[0, 2147483647\], got -1"),
+    ({"cluster": 1, "proc": True, "log": "x"}, "^proc: expected an integer"),
+    ({"cluster": 1, "proc": 2**40, "log": "x"}, "^proc: expected an integer"),
+    ({"cluster": 1, "proc": 0}, "^log: give exactly one of log"),
+    ({"cluster": 1, "proc": 0, "log": "x", "path": "y"}, "^log: give exactly one of log"),
+    ({"cluster": 1, "proc": 0, "log": 5}, "^log: expected the event-log text"),
+    ({"cluster": 1, "proc": 0, "log": "x" * 2000}, "^log: 2,000 characters, more than the limit of 1,000"),
+    ({"cluster": 1, "proc": 0, "path": "p" * 5000}, "^path: 5,000 characters"),
+])
+def test_bad_requests_are_refused_naming_the_field(payload, words):
+    with pytest.raises(InputError, match=words):
+        parse_request(payload, Limits(log_dir=None, max_log_bytes=1000))
+
+
+@pytest.mark.parametrize("cluster, log, words", [
+    (99, HELD, "^cluster: job 99.0.0 has no event in the log"),
+    (12634462, LOG, "^cluster: job 12634462.0.0 is not on hold: its last event is 005 JOB_TERMINATED"),
+    (12634462, HELD + "012 (12634462.000.000) 2025-04-22 99:00:00 Job was held.\n...\n",
+     rf"^log: 1 bad record\(s\); the first at line {HELD.count(chr(10)) + 1}: header: no such date"),
+    (12634462, "not a log\n", "^log: 1 bad record"),
+])
+def test_unknown_jobs_jobs_not_held_and_bad_logs_are_refused(trained, cluster, log, words):
+    request = parse_request({"cluster": cluster, "proc": 0, "log": log}, Limits())
+    with pytest.raises(InputError, match=words):
+        decide(trained[0], request, "1")
+
+
+def test_limits_come_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("JOBAWARE_HOLD_LOG_DIR", str(tmp_path))
+    monkeypatch.setenv("JOBAWARE_HOLD_MAX_LOG_BYTES", "1234")
+    assert Limits.from_env() == Limits(log_dir=tmp_path, max_log_bytes=1234)
+    monkeypatch.delenv("JOBAWARE_HOLD_LOG_DIR")
+    assert Limits.from_env().log_dir is None
