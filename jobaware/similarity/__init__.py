@@ -1,0 +1,15 @@
+"""`similarity`: rank every job by I/O similarity to a reference job (Betke & Kunkel's six algorithms).
+
+Modules (the lead's wiring calls these):
+  schema      formats of the Mistral tables, canonical tables and their contracts' names
+  readers     `ingest(sources, out_dir, strict=, progress=)`, `read_tables(path)`
+  synth       `write(out, n, seed, fmt, progress, tables=, family_share=)`: generated pools, all tables
+  algorithms  the six definitions (with sources) and their vectorised kernels
+  index       `SimilarityIndex.build/from_tables/save/load`, `.scores/.query/.consensus/.job/.reference`
+  params      `Params`, `check_params`
+  bundle      `SimilarityBundle` (the registered model), `signature()`, `input_example(bundle)`
+  evaluate    `PRIMARY_METRIC`, `MIN_EVAL_ROWS`, `make_eval`, `evaluate`, `score(bundle, eval_dir)`, `timings`
+  train       `build`, `train(dataset_dir, params, workdir) -> (bundle, Evaluation)`, `default_data`
+  report      `report(index, reference, out, ...) -> (html, pngs)`, `evaluation_plots`
+  service     `similar_request`, `job_request`, `similar` (CLI), `open_index`, `predict_file`
+"""

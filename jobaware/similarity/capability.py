@@ -1,0 +1,29 @@
+"""Registration of `similarity`: which past jobs had I/O behaviour like this one?"""
+
+from jobaware.capabilities import Capability, Ref
+from jobaware.similarity.index import FEATURE_VERSION
+from jobaware.similarity.params import Params
+
+CAPABILITY = Capability(
+    key="similarity",
+    question="which past jobs had I/O behaviour like this one?",
+    params=Params,
+    primary_metric="precision_at_k",
+    higher_is_better=True,
+    min_eval_rows=50,
+    feature_version=FEATURE_VERSION,
+    ingest=Ref("jobaware.similarity.readers:ingest"),
+    synth=Ref("jobaware.similarity.synth:write"),
+    default_data=Ref("jobaware.similarity.train:default_data"),
+    signature=Ref("jobaware.similarity.bundle:signature"),
+    input_example=Ref("jobaware.similarity.bundle:input_example"),
+    score=Ref("jobaware.similarity.evaluate:score"),
+    predict_file=Ref("jobaware.similarity.service:predict_file"),
+    service="serving.similarity:SimilarityService",
+    pipeline="pipelines.similarity:similarity_pipeline",
+    example=("/similar", {"coding": "0:256:272:0", "top_k": 5}),
+    smoke=(6000, {"eval_references": 60, "eval_pool_jobs": 5000, "timing": False}),
+    commands=Ref("jobaware.similarity.commands:register"),
+    train=Ref("jobaware.similarity.train:train"),
+    metrics_table=("precision_at_k", "self_match_rate", "references", "pool_jobs"),
+)

@@ -1,0 +1,45 @@
+"""`similarity`'s own command: `jobaware similar JOBID` (a ranked table, optionally the HTML report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jobaware.console import err, out, show
+
+
+def similar(
+    jobid: Annotated[int, typer.Argument(help="the reference job")],
+    data: Annotated[list[str], typer.Option(help="a pool to index on the fly (coding files); default: the champion's")] = [],  # noqa: B006
+    index: Annotated[Path | None, typer.Option(help="a saved index folder")] = None,
+    algorithm: Annotated[str, typer.Option(help="b-all, b-aggz, q-lev, q-native, q-phases or ks")] = "b-aggz",
+    top: Annotated[int, typer.Option(help="how many jobs to list")] = 10,
+    consensus: Annotated[list[str], typer.Option(help="combine several algorithms (repeatable)")] = [],  # noqa: B006
+    report: Annotated[Path | None, typer.Option(help="also write the paper's views as an HTML page here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+):
+    """Rank every job of the pool by I/O similarity to JOBID, most similar first."""
+    from jobaware.similarity.service import open_index
+    from jobaware.similarity.service import similar as rank
+
+    if data or index:
+        pool = open_index(data or None, index)
+    else:
+        from jobaware import tracking
+
+        bundle, version = tracking.load_bundle("similarity")
+        pool = bundle.index
+        err.print(f"pool: the index of jobaware-similarity version {version} ({pool.size:,} jobs)", highlight=False)
+    rows = rank(jobid, index=pool, algorithm=algorithm, top=top, consensus=consensus or None)
+    show(rows, as_json, rows=rows)
+    if report:
+        from jobaware.similarity.report import report as write_report
+
+        page, _ = write_report(pool, jobid, report)
+        out.print(f"report: {page}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("similar")(similar)

@@ -1,0 +1,231 @@
+"""Request handling for the `similarity` service and the CLI's logic, as plain functions.
+
+`POST /similar` takes {"jobid": J} or an inline reference ({"coding": "0:256:..."} and/or {"levels": {metric:
+"0:3:..."}} and/or {"values": {metric: [..]}}), with "algorithm" (default: the bundle's), "top_k" (default:
+the bundle's) and optionally "consensus": [algorithms]; it answers the ranked jobs, the histogram, the
+counts and the index version. `GET /jobs/{jobid}` answers a job's codings and metadata. A bad request
+raises `InputError` whose message starts with the JSON path of the bad field; every size is bounded before
+anything is built from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from jobaware.errors import InputError
+from jobaware.jsonable import jsonable
+from jobaware.reading import write_quarantine
+from jobaware.similarity.algorithms import ALGORITHMS, check_algorithm
+from jobaware.similarity.index import FEATURE_VERSION, Reference, SimilarityIndex
+from jobaware.similarity.schema import LEVEL_MAX, MAX_SEGMENTS, METRICS, SCORE_MAX, SYMBOL_MAX
+
+MAX_TOP_K = 1000
+MAX_VALUES = 200_000
+MAX_TEXT = 8 * MAX_SEGMENTS
+MAX_JOBID = 2**62
+FIELDS = ("jobid", "coding", "levels", "values", "algorithm", "top_k", "consensus")
+
+
+@dataclass
+class SimilarRequest:
+    reference: Reference
+    algorithm: str
+    top_k: int
+    consensus: list[str] | None = None
+
+
+def _integer(value, where: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
+            value = int(value)
+        else:
+            raise InputError(f"{where}: expected an integer {low}..{high}, got {_show(value)}")
+    if not low <= value <= high:
+        raise InputError(f"{where}: expected an integer {low}..{high}, got {value}")
+    return value
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _sequence(value, where: str, high: float, *, integer: bool, limit: int) -> np.ndarray:
+    """A ':'-separated string or a list of numbers, bounded in length and range."""
+    if isinstance(value, str):
+        if len(value) > limit * 8:
+            raise InputError(f"{where}: longer than {limit * 8:,} characters")
+        items, path = value.split(":"), lambda i: f"{where} (segment {i + 1})"
+    elif isinstance(value, list):
+        items, path = value, lambda i: f"{where}[{i}]"
+    else:
+        raise InputError(f"{where}: expected a ':'-separated string or a list of numbers, got {_show(value)}")
+    if not items or items == [""]:
+        raise InputError(f"{where}: empty")
+    if len(items) > limit:
+        raise InputError(f"{where}: {len(items):,} values, at most {limit:,}")
+    out = np.empty(len(items), np.int64 if integer else np.float64)
+    kind = f"an integer 0..{int(high)}" if integer else f"a number 0..{high:g}"
+    for i, item in enumerate(items):
+        if isinstance(item, bool):
+            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}")
+        try:
+            number = float(item)
+        except (TypeError, ValueError):
+            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}") from None
+        if not math.isfinite(number) or not 0 <= number <= high or (integer and not number.is_integer()):
+            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}")
+        out[i] = number
+    return out
+
+
+def _per_metric(value, where: str, high: float, *, integer: bool, limit: int) -> list[np.ndarray]:
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected an object with the nine metrics {', '.join(METRICS)}")
+    unknown = sorted(set(value) - set(METRICS))
+    if unknown:
+        raise InputError(f"{where}.{unknown[0]}: unknown metric; expected {', '.join(METRICS)}")
+    missing = [m for m in METRICS if m not in value]
+    if missing:
+        raise InputError(f"{where}.{missing[0]}: missing; all nine metrics are needed")
+    out = [_sequence(value[m], f"{where}.{m}", high, integer=integer, limit=limit) for m in METRICS]
+    for m, seq in zip(METRICS, out, strict=True):
+        if len(seq) != len(out[0]):
+            raise InputError(f"{where}.{m}: {len(seq)} values, {METRICS[0]} has {len(out[0])}")
+    return out
+
+
+def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -> SimilarRequest:
+    """Validate a `POST /similar` body; `algorithm` and `top_k` are the defaults."""
+    if not isinstance(payload, dict):
+        raise InputError(f"body: expected a JSON object, got {type(payload).__name__}")
+    unknown = sorted(set(payload) - set(FIELDS))
+    if unknown:
+        raise InputError(f"{unknown[0]}: unknown field; expected some of {', '.join(FIELDS)}")
+    inline = [k for k in ("coding", "levels", "values") if payload.get(k) is not None]
+    if payload.get("jobid") is not None and inline:
+        raise InputError(f"jobid: give either a jobid or an inline reference ({', '.join(inline)}), not both")
+    if payload.get("jobid") is not None:
+        ref = index.reference(_integer(payload["jobid"], "jobid", 1, MAX_JOBID))
+    elif inline:
+        ref = Reference()
+        if payload.get("coding") is not None:
+            ref.coding = _sequence(payload["coding"], "coding", SYMBOL_MAX, integer=True, limit=MAX_SEGMENTS)
+        if payload.get("levels") is not None:
+            ref.levels = _per_metric(payload["levels"], "levels", LEVEL_MAX, integer=True, limit=MAX_SEGMENTS)
+            if ref.coding is not None and len(ref.coding) != len(ref.levels[0]):
+                raise InputError(f"levels: {len(ref.levels[0])} segments, coding has {len(ref.coding)}")
+        if payload.get("values") is not None:
+            ref.values = _per_metric(payload["values"], "values", SCORE_MAX, integer=False, limit=MAX_VALUES)
+    else:
+        raise InputError("jobid: give a jobid or an inline reference (coding, levels or values)")
+    name = payload.get("algorithm", algorithm)
+    if not isinstance(name, str):
+        raise InputError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {_show(name)}")
+    check_algorithm(name)
+    k = _integer(payload.get("top_k", top_k), "top_k", 1, MAX_TOP_K)
+    consensus = payload.get("consensus")
+    if consensus is not None:
+        if not isinstance(consensus, list) or not 1 <= len(consensus) <= len(ALGORITHMS):
+            raise InputError(f"consensus: expected a list of 1..{len(ALGORITHMS)} algorithms, got {_show(consensus)}")
+        for i, item in enumerate(consensus):
+            if not isinstance(item, str) or item not in ALGORITHMS:
+                raise InputError(f"consensus[{i}]: expected one of {', '.join(ALGORITHMS)}, got {_show(item)}")
+    return SimilarRequest(ref, name, k, consensus)
+
+
+def similar_request(bundle, payload) -> dict:
+    """`POST /similar`: ranked jobs with scores, the histogram and the index version (JSON-ready)."""
+    request = parse_request(payload, bundle.index, bundle.algorithm, bundle.top_k)
+    reference = ({"jobid": request.reference.jobid} if request.reference.jobid is not None
+                 else {"inline": [k for k in ("coding", "levels", "values") if getattr(request.reference, k) is not None]})
+    if request.consensus:
+        ranking = bundle.index.consensus(request.reference, request.consensus, request.top_k, bundle.workers)
+        return jsonable({"consensus": request.consensus, "top_k": request.top_k, "reference": reference,
+                         "results": [{"rank": i + 1, **r} for i, r in enumerate(ranking)],
+                         "index_version": bundle.index.version, "feature_version": bundle.feature_version})
+    answer = bundle.index.query(request.reference, request.algorithm, request.top_k, bundle.workers)
+    return jsonable({"algorithm": request.algorithm, "top_k": request.top_k, "reference": reference,
+                     "results": [{"rank": i + 1, **r} for i, r in enumerate(answer["ranking"])],
+                     "histogram": answer["histogram"], "comparable": answer["comparable"],
+                     "not_comparable": answer["not_comparable"], "index_version": answer["index_version"],
+                     "feature_version": bundle.feature_version})
+
+
+def job_request(bundle, jobid) -> dict:
+    """`GET /jobs/{jobid}`: the job's codings and metadata (JSON-ready)."""
+    return jsonable(bundle.index.job(_integer(jobid, "jobid", 1, MAX_JOBID)))
+
+
+def open_index(data: list[str] | str | None = None, index: str | Path | None = None, *, progress=None) -> SimilarityIndex:
+    """An index from a saved index folder, or built from source files / a canonical dataset folder."""
+    if (data is None) == (index is None):
+        raise InputError("data: give either --data (coding files or a dataset folder) or --index (an index folder)")
+    if index is not None:
+        return SimilarityIndex.load(index)
+    sources = [data] if isinstance(data, str | Path) else list(data)
+    if len(sources) == 1 and Path(sources[0]).is_dir() and any(Path(sources[0]).glob("*.parquet")):
+        return SimilarityIndex.build(sources[0], progress=progress)
+    from jobaware.similarity.readers import ingest
+
+    with tempfile.TemporaryDirectory(prefix="jobaware-similar-") as tmp:
+        ingest([str(s) for s in sources], Path(tmp), progress=progress)
+        return SimilarityIndex.build(tmp, progress=progress)
+
+
+def similar(jobid: int, *, data=None, index=None, algorithm: str = "b-aggz", top: int = 10,
+            consensus: list[str] | None = None, workers: int = 0) -> list[dict]:
+    """`jobaware similar JOBID`: `[{"jobid": ..., "similarity": ...}]`, similarity descending, ties by jobid.
+    With `consensus`, the jobs every named algorithm ranks in its top `top`, by mean similarity."""
+    pool = index if isinstance(index, SimilarityIndex) else open_index(data, index)
+    top = _integer(top, "top", 1, MAX_TOP_K)
+    ref = pool.reference(_integer(jobid, "jobid", 1, MAX_JOBID))
+    if consensus:
+        for name in consensus:
+            check_algorithm(name)
+        return pool.consensus(ref, list(consensus), top, workers)
+    check_algorithm(algorithm)
+    return pool.query(ref, algorithm, top, workers)["ranking"]
+
+
+def predict_file(input_path: str, output: Path, bundle, version: str) -> dict:
+    """Rank the bundle's pool against every job of a Mistral coding file (binary or quantised), by the
+    bundle's algorithm; one JSON line per query job. Bad records are counted and written to
+    `<output>.quarantine.jsonl`."""
+    from jobaware.similarity.readers import iter_blocks
+    from jobaware.similarity.schema import CODINGS, LEVELS
+
+    algorithm = bundle.algorithm
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    predictions, quarantined, problems = 0, [], []
+    with open(output, "w") as handle:
+        for block in iter_blocks(input_path, set()):
+            quarantined += block.quarantined
+            problems += [str(p) for p in block.problems]
+            if block.table not in (CODINGS, LEVELS):
+                raise InputError(f"{input_path}: holds {block.table}; queries come from a coding file")
+            if block.table == CODINGS and algorithm not in ("b-all", "b-aggz"):
+                raise InputError(f"{input_path}: binary codings only; the bundle's algorithm {algorithm} needs the "
+                                 f"quantised codings (job_codings.csv) of the queries")
+            for row in block.rows.to_pylist():
+                coding = row.get("coding") or row["coding_abs"]
+                ref = Reference(jobid=None, coding=np.array(coding.split(":"), np.int64))
+                if block.table == LEVELS:
+                    ref.levels = [np.array(row[m].split(":"), np.int64) for m in METRICS]
+                answer = bundle.index.query(ref, algorithm, bundle.top_k, bundle.workers)
+                record = {"query_jobid": row["jobid"], "algorithm": algorithm, "ranking": answer["ranking"],
+                          "model_version": version, "index_version": answer["index_version"]}
+                handle.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
+                predictions += 1
+    summary = {"predictions": predictions, "bad_records": len(quarantined), "model_version": version,
+               "output": str(output), "problems": problems[:20], "feature_version": FEATURE_VERSION}
+    if quarantine := write_quarantine(output, quarantined):
+        summary["quarantine"] = quarantine
+    return summary

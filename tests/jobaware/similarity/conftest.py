@@ -1,0 +1,61 @@
+"""Fixtures of the similarity tests: the real Mistral sample and a small generated pool, ingested and indexed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+REAL = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+
+
+@pytest.fixture(scope="session")
+def real_dataset(tmp_path_factory) -> Path:
+    from jobaware.similarity.readers import ingest
+
+    out = tmp_path_factory.mktemp("real")
+    ingest([str(REAL)], out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def real_index(real_dataset):
+    from jobaware.similarity.index import SimilarityIndex
+
+    return SimilarityIndex.build(real_dataset)
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> Path:
+    """4,000 generated jobs with every table (source files)."""
+    from jobaware.similarity import synth
+
+    out = tmp_path_factory.mktemp("generated")
+    synth.write(out, 4000, seed=3)
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated_dataset(generated, tmp_path_factory) -> Path:
+    from jobaware.similarity.readers import ingest
+
+    out = tmp_path_factory.mktemp("generated_dataset")
+    ingest([str(generated)], out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def generated_index(generated_dataset):
+    from jobaware.similarity.index import SimilarityIndex
+
+    return SimilarityIndex.build(generated_dataset)
+
+
+@pytest.fixture(scope="session")
+def trained(generated_dataset, tmp_path_factory):
+    """The pipeline's build + evaluation on the generated pool (small evaluation)."""
+    from jobaware.similarity.train import train
+
+    params = {"eval_references": 60, "eval_pool_jobs": 4000, "timing": True}
+    return train(generated_dataset, params, tmp_path_factory.mktemp("train"))

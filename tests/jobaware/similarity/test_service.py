@@ -1,0 +1,170 @@
+"""Request handling of the service, the CLI's logic, the bundle's predict and its MLflow signature."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from jobaware.errors import InputError
+from jobaware.similarity import service
+from jobaware.similarity.bundle import SimilarityBundle, input_example, signature
+from jobaware.similarity.schema import METRICS
+
+from .conftest import REAL
+
+
+@pytest.fixture(scope="module")
+def bundle(generated_index):
+    return SimilarityBundle(generated_index, "b-aggz", top_k=5, workers=1)
+
+
+def _busy_jobid(index) -> int:
+    return next(j for j in index.jobids.tolist() if len(index.reference(j).coding) > 3 and index.reference(j).coding.any())
+
+
+def test_similar_by_jobid(bundle):
+    jobid = _busy_jobid(bundle.index)
+    answer = service.similar_request(bundle, {"jobid": jobid, "algorithm": "q-phases", "top_k": 7})
+    assert answer["algorithm"] == "q-phases" and len(answer["results"]) == 7
+    assert answer["results"][0] == {"rank": 1, "jobid": jobid, "similarity": 1.0}
+    similarities = [r["similarity"] for r in answer["results"]]
+    assert similarities == sorted(similarities, reverse=True)
+    assert sum(answer["histogram"]["counts"]) == answer["comparable"] == bundle.index.size
+    assert len(answer["histogram"]["bin_edges"]) == 41
+    assert answer["index_version"] == bundle.index.version
+    json.dumps(answer, allow_nan=False)
+
+
+def test_similar_inline_matches_by_jobid(bundle):
+    jobid = _busy_jobid(bundle.index)
+    job = bundle.index.job(jobid)
+    by_id = service.similar_request(bundle, {"jobid": jobid, "algorithm": "q-lev"})
+    inline = service.similar_request(bundle, {"coding": job["coding"], "levels": job["levels"], "algorithm": "q-lev"})
+    assert inline["results"] == by_id["results"] and inline["reference"] == {"inline": ["coding", "levels"]}
+    as_list = service.similar_request(bundle, {"coding": [int(x) for x in job["coding"].split(":")]})
+    assert as_list["algorithm"] == "b-aggz" and as_list["results"][0]["similarity"] == 1.0
+
+
+def test_consensus_request(bundle):
+    jobid = _busy_jobid(bundle.index)
+    answer = service.similar_request(bundle, {"jobid": jobid, "consensus": ["b-all", "q-lev"], "top_k": 20})
+    assert answer["results"][0]["jobid"] == jobid
+    assert answer["consensus"] == ["b-all", "q-lev"]
+
+
+@pytest.mark.parametrize("payload, message", [
+    ([1, 2], "body: expected a JSON object"),
+    ({"jobid": 1}, "jobid: unknown job 1"),
+    ({"jobid": "abc"}, "jobid: expected an integer"),
+    ({"jobid": True}, "jobid: expected an integer"),
+    ({}, "jobid: give a jobid or an inline reference"),
+    ({"jobid": 5, "coding": "1"}, "jobid: give either a jobid or an inline reference"),
+    ({"coding": "1:x:3"}, r"coding \(segment 2\): expected an integer 0..511, got 'x'"),
+    ({"coding": [1, 600]}, r"coding\[1\]: expected an integer 0..511, got 600"),
+    ({"coding": ""}, "coding: empty"),
+    ({"coding": ":".join(["1"] * 10_001)}, "coding: 10,001 values, at most 10,000"),
+    ({"coding": "1" * 90_000}, "coding: longer than 80,000 characters"),
+    ({"coding": "1", "algorithm": "fast"}, "algorithm: expected one of b-all, b-aggz"),
+    ({"coding": "1", "top_k": 0}, "top_k: expected an integer 1..1000, got 0"),
+    ({"coding": "1", "top_k": 10**6}, "top_k: expected an integer 1..1000"),
+    ({"coding": "1", "colour": "red"}, "colour: unknown field"),
+    ({"coding": "1", "algorithm": "q-lev"}, "levels: q-lev needs the reference's per-metric levels"),
+    ({"levels": {"md_read": "1"}}, "levels.md_file_create: missing"),
+    ({"levels": {**{m: "1:2" for m in METRICS}, "disk": "1"}}, "levels.disk: unknown metric"),
+    ({"levels": {**{m: "1:2" for m in METRICS}, "md_read": "1"}}, "levels.md_read: 1 values, md_file_create has 2"),
+    ({"levels": {m: "17" for m in METRICS}}, r"levels.md_file_create \(segment 1\): expected an integer 0..16"),
+    ({"values": {m: [0.5, float("nan")] for m in METRICS}}, r"values.md_file_create\[1\]: expected a number 0..4"),
+    ({"values": {m: [1.0] * 3 for m in METRICS}, "algorithm": "ks"}, "values: the inline reference has 3 node value"),
+    ({"coding": "1", "consensus": ["b-all", "x"]}, r"consensus\[1\]: expected one of"),
+])
+def test_bad_requests_name_the_field(bundle, payload, message):
+    with pytest.raises(InputError, match=f"^{message}"):
+        service.similar_request(bundle, payload)
+
+
+def test_job_request(bundle):
+    jobid = int(bundle.index.jobids[0])
+    assert service.job_request(bundle, str(jobid))["jobid"] == jobid
+    with pytest.raises(InputError, match="^jobid: expected an integer"):
+        service.job_request(bundle, "12a")
+    with pytest.raises(InputError, match="^jobid: unknown job 7"):
+        service.job_request(bundle, 7)
+
+
+def test_cli_similar_on_the_real_file_and_on_a_saved_index(tmp_path, real_index):
+    jobid = int(real_index.jobids[100])
+    ranking = service.similar(jobid, data=[str(REAL)], algorithm="b-all", top=15)
+    assert len(ranking) == 15 and set(ranking[0]) == {"jobid", "similarity"}
+    keys = [(-r["similarity"], r["jobid"]) for r in ranking]
+    assert keys == sorted(keys)
+    saved = real_index.save(tmp_path / "index")
+    assert service.similar(jobid, index=saved, algorithm="b-all", top=15) == ranking
+    both = service.similar(jobid, index=saved, consensus=["b-all", "b-aggz"], top=15)
+    assert {r["jobid"] for r in both} <= {r["jobid"] for r in ranking}
+    with pytest.raises(InputError, match="either --data"):
+        service.similar(jobid, top=3)
+    with pytest.raises(InputError, match="q-native needs the quantised"):
+        service.similar(jobid, index=saved, algorithm="q-native")
+
+
+def test_predict_rows_signature_and_input_example(bundle):
+    example = input_example(bundle)
+    out = bundle.predict(example)
+    assert list(out.columns) == ["query", "algorithm", "rank", "jobid", "similarity"]
+    assert out.groupby("query").size().tolist() == [5] * len(example)
+    assert (out.groupby("query")["rank"].apply(list) == [[1, 2, 3, 4, 5]] * len(example)).all()
+    sig = signature()
+    assert sig.inputs.input_names() == ["jobid", "coding", "levels", "algorithm", "top_k"]
+    assert sig.outputs.input_names() == list(out.columns)
+    with pytest.raises(InputError, match="row 0: jobid: unknown job 3"):
+        bundle.predict(pd.DataFrame({"jobid": [3]}))
+    jobid = int(example["jobid"][0])
+    job = bundle.index.job(jobid)
+    inline = bundle.predict(pd.DataFrame({"coding": [job["coding"]], "levels": [json.dumps(job["levels"])],
+                                          "algorithm": ["q-native"]}))
+    by_id = bundle.predict(pd.DataFrame({"jobid": [jobid], "algorithm": ["q-native"]}))
+    pd.testing.assert_frame_equal(inline, by_id)
+
+
+def test_mlflow_pyfunc_round_trip(bundle, tmp_path):
+    """Saved as an MLflow pyfunc with signature and input example, loaded back, it predicts the same."""
+    import joblib
+    import mlflow.pyfunc
+
+    class Model(mlflow.pyfunc.PythonModel):
+        def load_context(self, context):
+            self.bundle = joblib.load(context.artifacts["bundle"], mmap_mode="r")
+
+        def predict(self, context, model_input, params=None):
+            return self.bundle.predict(model_input)
+
+    path = tmp_path / "bundle.joblib"
+    joblib.dump(bundle, path)
+    example = input_example(bundle)
+    mlflow.pyfunc.save_model(tmp_path / "model", python_model=Model(), artifacts={"bundle": str(path)},
+                             signature=signature(), input_example=example)
+    loaded = mlflow.pyfunc.load_model(str(tmp_path / "model"))
+    pd.testing.assert_frame_equal(loaded.predict(example), bundle.predict(example))
+
+
+def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
+    from jobaware.similarity import synth
+
+    source = tmp_path / "queries.csv"
+    lines = (generated / synth.FILES[synth.CODINGS]).read_text().splitlines()
+    source.write_text("\n".join(lines[:4] + ["1:999,5"]) + "\n")
+    summary = service.predict_file(str(source), tmp_path / "out.jsonl", bundle, "3")
+    assert summary["predictions"] == 3 and summary["bad_records"] == 1
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["query_jobid"] for r in records] == [int(line.split(",")[1]) for line in lines[1:4]]
+    assert all(len(r["ranking"]) == 5 and r["model_version"] == "3" for r in records)
+    assert records[0]["ranking"][0]["similarity"] == 1.0
+    q_bundle = SimilarityBundle(bundle.index, "q-lev", 5, 1)
+    with pytest.raises(InputError, match="needs the quantised codings"):
+        service.predict_file(str(source), tmp_path / "q.jsonl", q_bundle, "3")
+    quantised = tmp_path / "job_codings.csv"
+    quantised.write_text("\n".join((generated / synth.FILES[synth.LEVELS]).read_text().splitlines()[:101]) + "\n")
+    levels = service.predict_file(str(quantised), tmp_path / "q.jsonl", q_bundle, "3")
+    assert levels["predictions"] == 100
