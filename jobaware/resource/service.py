@@ -1,0 +1,292 @@
+"""Request handling for the `resource` service and CLI, as plain functions over dicts and files.
+
+`POST /classify` body: one script `{"name": ..., "text": ...}` (or `"base64"` for bytes), or a batch
+`{"scripts": [{...}, ...]}`; optional `"top"` (features to report, 0-20). Answer:
+`{"model_version", "feature_version", "results": [{"name", "class", "probabilities", "top_features",
+"parse_status", "parse_detail", "kind", "not_a_job", "not_a_job_reason", "n_bytes", "decode_errors"}]}`.
+
+`POST /pairing` body: `{"jobs": [{"id", "class"} | {"id", "text"} | {"id", "base64"}], "threshold": 0.5}`
+-> each job's class and probabilities and the hints of `pairing.plan`.
+
+Every number and string length is bounded before anything is built from it; errors are InputError whose
+message starts with the JSON path of the bad field (`scripts[1].base64: ...`); a request over a size limit
+raises PayloadTooLarge (an InputError the service answers with 413). Bytes that are not UTF-8 are answered
+(decoded with replacement, `decode_errors` true), never refused. Answers are plain JSON (no NaN).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobaware.errors import InputError, TooLargeError
+from jobaware.resource.bundle import ResourceBundle
+from jobaware.resource.pairing import plan
+from jobaware.resource.schema import BINDING, CLASSES, NOT_A_JOB
+
+SCRIPT_FIELDS = {"name", "text", "base64"}
+
+
+class PayloadTooLarge(TooLargeError):
+    """A request over a size limit (HTTP 413)."""
+
+
+class ServiceLimits(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    max_scripts: int = Field(64, ge=1, le=10_000)
+    max_script_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    max_total_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    max_name_chars: int = Field(512, ge=1, le=4096)
+    max_jobs: int = Field(256, ge=2, le=10_000)
+    max_pairs: int = Field(1000, ge=1, le=1_000_000)
+    max_top: int = Field(20, ge=0, le=100)
+
+
+def _type(value) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _object(value, path: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: expected an object, got {_type(value)}")
+    return value
+
+
+def _unknown(item: dict, allowed: set[str], path: str) -> None:
+    unknown = sorted(str(k) for k in item if k not in allowed)
+    if unknown:
+        raise InputError(f"{path}.{unknown[0][:64]}: unknown field; expected some of {', '.join(sorted(allowed))}")
+
+
+def _script(item: dict, path: str, limits: ServiceLimits) -> tuple[str, bytes | str, int]:
+    """(name, script, size in bytes) of one script object, checked and bounded."""
+    name = item.get("name", item.get("id", ""))
+    if not isinstance(name, str | int) or isinstance(name, bool):
+        raise InputError(f"{path}.name: expected a string, got {_type(name)}")
+    name = str(name)
+    if len(name) > limits.max_name_chars:
+        raise InputError(f"{path}.name: {len(name)} characters; at most {limits.max_name_chars}")
+    given = [k for k in ("text", "base64") if k in item]
+    if len(given) != 1:
+        raise InputError(f"{path}: give exactly one of 'text' or 'base64'")
+    key = given[0]
+    value = item[key]
+    if not isinstance(value, str):
+        raise InputError(f"{path}.{key}: expected a string, got {_type(value)}")
+    if key == "text":
+        if len(value) > limits.max_script_bytes:  # characters: a lower bound of the bytes
+            raise PayloadTooLarge(f"{path}.text: over {limits.max_script_bytes:,} bytes")
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        if size > limits.max_script_bytes:
+            raise PayloadTooLarge(f"{path}.text: {size:,} bytes; at most {limits.max_script_bytes:,}")
+        return name, value, size
+    if len(value) // 4 * 3 > limits.max_script_bytes + 3:
+        raise PayloadTooLarge(f"{path}.base64: over {limits.max_script_bytes:,} bytes once decoded")
+    try:
+        data = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InputError(f"{path}.base64: not valid base64") from None
+    if len(data) > limits.max_script_bytes:
+        raise PayloadTooLarge(f"{path}.base64: {len(data):,} bytes; at most {limits.max_script_bytes:,}")
+    return name, data, len(data)
+
+
+def _top(payload: dict, limits: ServiceLimits) -> int:
+    top = payload.get("top", 5)
+    if not isinstance(top, int) or isinstance(top, bool):
+        raise InputError(f"top: expected an integer, got {_type(top)}")
+    if not 0 <= top <= limits.max_top:
+        raise InputError(f"top: expected 0 to {limits.max_top}, got {top}")
+    return top
+
+
+def parse_classify(payload, limits: ServiceLimits | None = None) -> tuple[list[tuple[str, bytes | str, int]], int]:
+    """The scripts of a /classify body (name, script, bytes) and how many features to report."""
+    limits = limits or ServiceLimits()
+    payload = _object(payload, "body")
+    top = _top(payload, limits)
+    if "scripts" in payload:
+        _unknown(payload, {"scripts", "top"}, "body")
+        items = payload["scripts"]
+        if not isinstance(items, list):
+            raise InputError(f"scripts: expected a list of scripts, got {_type(items)}")
+        if not items:
+            raise InputError("scripts: empty list; give at least one script")
+        if len(items) > limits.max_scripts:
+            raise PayloadTooLarge(f"scripts: {len(items)} scripts; at most {limits.max_scripts} per request")
+        paths = [f"scripts[{i}]" for i in range(len(items))]
+    else:
+        _unknown(payload, SCRIPT_FIELDS | {"top"}, "body")
+        items, paths = [payload], ["body"]
+    scripts, total = [], 0
+    for item, path in zip(items, paths, strict=True):
+        item = _object(item, path)
+        if path != "body":
+            _unknown(item, SCRIPT_FIELDS, path)
+        scripts.append(_script(item, path, limits))
+        total += scripts[-1][2]
+        if total > limits.max_total_bytes:
+            raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
+    return scripts, top
+
+
+def _answer(name: str, size: int, result: dict) -> dict:
+    return {"name": name, "class": result["class"], "probabilities": result["probabilities"],
+            "top_features": result["top_features"], "parse_status": result["parse_status"],
+            "parse_detail": result["parse_detail"] or None, "kind": result["kind"],
+            "not_a_job": result["not_a_job"], "not_a_job_reason": result["not_a_job_reason"], "n_bytes": size,
+            "complete": result["complete"], "decode_errors": result["decode_errors"]}
+
+
+def classify_request(payload, bundle: ResourceBundle, model_version: str | None = None,
+                     limits: ServiceLimits | None = None) -> dict:
+    """Answer a /classify body."""
+    scripts, top = parse_classify(payload, limits)
+    features = [bundle.analyse(script, name) for name, script, _ in scripts]
+    results = bundle.classify_features(features, top)
+    return {"model_version": model_version, "feature_version": bundle.feature_version,
+            "results": [_answer(name, size, r) for (name, _, size), r in zip(scripts, results, strict=True)]}
+
+
+def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[dict], float]:
+    """The jobs of a /pairing body: dicts with `id` and either `class` or a script; and the threshold."""
+    limits = limits or ServiceLimits()
+    payload = _object(payload, "body")
+    _unknown(payload, {"jobs", "threshold"}, "body")
+    threshold = payload.get("threshold", 0.5)
+    if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+        raise InputError(f"threshold: expected a number from 0 to 1, got {threshold!r}"[:200])
+    jobs = payload.get("jobs")
+    if not isinstance(jobs, list):
+        raise InputError(f"jobs: expected a list of jobs, got {_type(jobs)}")
+    if len(jobs) < 2:
+        raise InputError(f"jobs: {len(jobs)} job(s); pairing needs at least 2")
+    if len(jobs) > limits.max_jobs:
+        raise PayloadTooLarge(f"jobs: {len(jobs)} jobs; at most {limits.max_jobs} per request")
+    parsed, seen, total = [], {}, 0
+    for i, item in enumerate(jobs):
+        path = f"jobs[{i}]"
+        item = _object(item, path)
+        _unknown(item, {"id", "class", "text", "base64"}, path)
+        job_id = item.get("id")
+        if not isinstance(job_id, str | int) or isinstance(job_id, bool):
+            raise InputError(f"{path}.id: expected a string or an integer, got {_type(job_id)}")
+        job_id = str(job_id)
+        if len(job_id) > limits.max_name_chars:
+            raise InputError(f"{path}.id: {len(job_id)} characters; at most {limits.max_name_chars}")
+        if job_id in seen:
+            raise InputError(f"{path}.id: duplicate of jobs[{seen[job_id]}].id ({job_id!r})")
+        seen[job_id] = i
+        if "class" in item:
+            if "text" in item or "base64" in item:
+                raise InputError(f"{path}: give either 'class' or a script ('text' / 'base64'), not both")
+            label = item["class"]
+            if label not in (*CLASSES, NOT_A_JOB):
+                expected = ", ".join((*CLASSES, NOT_A_JOB))
+                raise InputError(f"{path}.class: expected one of {expected}, got {label!r}"[:200])
+            parsed.append({"id": job_id, "class": label})
+            continue
+        _, script, size = _script(item, path, limits)
+        total += size
+        if total > limits.max_total_bytes:
+            raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
+        parsed.append({"id": job_id, "script": script})
+    return parsed, float(threshold)
+
+
+def pairing_request(payload, bundle: ResourceBundle | None = None, model_version: str | None = None,
+                    limits: ServiceLimits | None = None) -> dict:
+    """Answer a /pairing body: classes (given or classified) and the pairs."""
+    limits = limits or ServiceLimits()
+    jobs, threshold = parse_pairing(payload, limits)
+    scripts = [j for j in jobs if "script" in j]
+    if scripts:
+        if bundle is None:
+            raise InputError("jobs: scripts given but no model is loaded; give classes instead")
+        for job, result in zip(scripts, bundle.classify([j["script"] for j in scripts], [j["id"] for j in scripts],
+                                                        top=0), strict=True):
+            job.update({"class": result["class"], "probabilities": result["probabilities"], "source": "classified"})
+    for job in jobs:
+        job.pop("script", None)
+        if "probabilities" not in job:
+            job.update({"probabilities": {c: float(c == job["class"]) for c in (*BINDING, "other")},
+                        "source": "given"})
+    hints = plan(jobs, threshold, limits.max_pairs)
+    return {"model_version": model_version if scripts else None, "threshold": threshold, "jobs": jobs, **hints}
+
+
+def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool = False) -> list[dict]:
+    """`jobaware classify FILE...`: one `{"file", "class", "probabilities"}` per file (more with `detail`)."""
+    if not paths:
+        raise InputError("no files given")
+    limit = bundle.limits.max_token_bytes
+    scripts = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise InputError(f"{path}: no such file")
+        if not path.is_file():
+            raise InputError(f"{path}: not a file")
+        try:
+            with open(path, "rb") as handle:
+                scripts.append(handle.read(limit))
+        except OSError as error:
+            raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
+    results = bundle.classify(scripts, [str(p) for p in paths], top=5 if detail else 0)
+    out = []
+    for path, result in zip(paths, results, strict=True):
+        row = {"file": str(path), "class": result["class"], "probabilities": result["probabilities"]}
+        if detail:
+            row.update(parse_status=result["parse_status"], not_a_job_reason=result["not_a_job_reason"],
+                       top_features=result["top_features"])
+        out.append(row)
+    return out
+
+
+def predict_file(source: str, output: Path | str, bundle: ResourceBundle, version: str | None = None,
+                 max_scripts: int = 100_000) -> dict:
+    """Classify a labels.csv (or a folder of them), a folder of scripts or one script; write JSON Lines.
+
+    Each line: file, class, probabilities, parse_status, not_a_job (and `label` when the scripts come
+    labelled). Returns the counts for the summary line."""
+    from jobaware.resource.reader import read_scripts
+
+    path = Path(source)
+    labelled = path.name == "labels.csv" or (path.is_dir() and any(path.rglob("labels.csv")))
+    if labelled:
+        table, _, _ = read_scripts([str(path)])
+        items = list(zip(table["file"], table["content"], table["class"], strict=True))
+    elif path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())[: max_scripts + 1]
+        items = [(str(p), p.read_bytes()[: bundle.limits.max_token_bytes], None) for p in files]
+    elif path.is_file():
+        items = [(str(path), path.read_bytes()[: bundle.limits.max_token_bytes], None)]
+    else:
+        raise InputError(f"{source}: no such file or folder")
+    if len(items) > max_scripts:
+        raise InputError(f"{source}: more than {max_scripts:,} scripts; split the input")
+    output = Path(output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    agree = 0
+    with open(output, "w") as handle:
+        for start in range(0, len(items), 256):
+            chunk = items[start : start + 256]
+            results = bundle.classify([c for _, c, _ in chunk], [str(n) for n, _, _ in chunk], top=0)
+            for (name, _, label), result in zip(chunk, results, strict=True):
+                row = {"file": str(name), "class": result["class"], "probabilities": result["probabilities"],
+                       "parse_status": result["parse_status"], "not_a_job": result["not_a_job"],
+                       "model_version": version}
+                if label is not None:
+                    row["label"] = label
+                    agree += int(label == result["class"])
+                counts[result["class"]] = counts.get(result["class"], 0) + 1
+                handle.write(json.dumps(row) + "\n")
+    summary = {"scripts": len(items), **{f"class_{c}": n for c, n in sorted(counts.items())}}
+    if labelled and items:
+        summary["agreement_with_labels"] = round(agree / len(items), 4)
+    return summary

@@ -1,0 +1,158 @@
+import base64
+import json
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from jobaware.errors import InputError
+from jobaware.resource.service import (
+    PayloadTooLarge,
+    ServiceLimits,
+    classify_files,
+    classify_request,
+    pairing_request,
+    parse_classify,
+    predict_file,
+)
+from tests.jobaware.resource.conftest import SCRIPTS
+
+SMALL = ServiceLimits(max_scripts=3, max_script_bytes=2048, max_total_bytes=4096, max_jobs=4)
+
+
+def _finite(value) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def test_one_script_or_a_batch_text_or_base64(trained):
+    bundle, _ = trained
+    one = classify_request({"name": "a.py", "text": "import requests\nrequests.get('http://x')\n"}, bundle, "3")
+    assert one["model_version"] == "3" and len(one["results"]) == 1
+    result = one["results"][0]
+    assert set(result) == {"name", "class", "probabilities", "top_features", "parse_status", "parse_detail", "kind",
+                           "not_a_job", "not_a_job_reason", "n_bytes", "complete", "decode_errors"}
+    assert result["name"] == "a.py" and result["n_bytes"] == 41 and result["parse_status"] == "ok"
+    latin1 = base64.b64encode("# café\nfor line in open('x'):\n    print(line)\n".encode("latin-1")).decode()
+    batch = classify_request({"scripts": [{"text": "x = 1\n"}, {"name": "b", "base64": latin1}], "top": 2},
+                             bundle)
+    first, second = batch["results"]
+    assert first["class"] == "other" and second["decode_errors"] is True and len(second["top_features"]) <= 2
+    assert _finite(batch) and json.loads(json.dumps(batch, allow_nan=False)) == batch
+
+
+@pytest.mark.parametrize("payload, message", [
+    ([], r"^body: expected an object, got list"),
+    ({"scripts": "x"}, r"^scripts: expected a list of scripts, got str"),
+    ({"scripts": []}, r"^scripts: empty list"),
+    ({"scripts": [{"text": "x"}, 3]}, r"^scripts\[1\]: expected an object, got int"),
+    ({"scripts": [{"text": "x"}, {"name": "b"}]}, r"^scripts\[1\]: give exactly one of 'text' or 'base64'"),
+    ({"scripts": [{"text": "x", "base64": "eA=="}]}, r"^scripts\[0\]: give exactly one"),
+    ({"scripts": [{"text": 5}]}, r"^scripts\[0\].text: expected a string, got int"),
+    ({"scripts": [{"base64": "not base64!"}]}, r"^scripts\[0\].base64: not valid base64"),
+    ({"scripts": [{"text": "x", "mode": 1}]}, r"^scripts\[0\].mode: unknown field"),
+    ({"text": "x", "extra": 1}, r"^body.extra: unknown field"),
+    ({"text": "x", "name": ["a"]}, r"^body.name: expected a string, got list"),
+    ({"text": "x", "top": 1.5}, r"^top: expected an integer, got float"),
+    ({"text": "x", "top": 99}, r"^top: expected 0 to 20, got 99"),
+])
+def test_bad_requests_name_the_json_path(payload, message):
+    with pytest.raises(InputError, match=message):
+        parse_classify(payload, SMALL)
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({"scripts": [{"text": "x"}] * 4}, r"^scripts: 4 scripts; at most 3"),
+    ({"text": "x" * 3000}, r"^body.text: over 2,048 bytes"),
+    ({"text": "é" * 1500}, r"^body.text: 3,000 bytes; at most 2,048"),
+    ({"base64": base64.b64encode(b"x" * 3000).decode()}, r"^body.base64: over 2,048 bytes once decoded"),
+    ({"scripts": [{"text": "x" * 2000}] * 3}, r"^scripts\[2\]: request over 4,096 bytes"),
+])
+def test_size_limits_are_413(payload, message):
+    with pytest.raises(PayloadTooLarge, match=message):
+        parse_classify(payload, SMALL)
+
+
+def test_pairing_from_classes_and_scripts(trained):
+    bundle, _ = trained
+    answer = pairing_request({"jobs": [
+        {"id": 1, "class": "cpu"}, {"id": "b", "class": "io"}, {"id": 3, "class": "cpu"},
+        {"id": "srv", "text": "while True:\n    pass\n"}, {"id": "s", "text": "Non"}]}, bundle, "2")
+    jobs = {j["id"]: j for j in answer["jobs"]}
+    assert jobs["1"]["source"] == "given" and jobs["srv"]["source"] == "classified"
+    assert {u["id"]: u["reason"] for u in answer["unpaired"]} == {"srv": "never ends by design",
+                                                                  "s": "no binding resource"}
+    assert answer["keep_apart"] == [{"jobs": ["1", "3"], "classes": ["cpu", "cpu"], "p_same": 1.0}]
+    assert answer["share_node"][0] == {"jobs": ["1", "b"], "classes": ["cpu", "io"], "p_different": 1.0}
+    assert answer["model_version"] == "2" and _finite(answer)
+    given_only = pairing_request({"jobs": [{"id": 1, "class": "mem"}, {"id": 2, "class": "network"}]})
+    assert given_only["model_version"] is None and len(given_only["share_node"]) == 1
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({"jobs": [{"id": 1, "class": "cpu"}]}, r"^jobs: 1 job\(s\); pairing needs at least 2"),
+    ({"jobs": [{"id": 1, "class": "cpu"}, {"id": 1, "class": "io"}]}, r"^jobs\[1\].id: duplicate of jobs\[0\].id"),
+    ({"jobs": [{"id": 1, "class": "gpu"}, {"id": 2, "class": "io"}]}, r"^jobs\[0\].class: expected one of"),
+    ({"jobs": [{"id": 1.5, "class": "cpu"}, {"id": 2, "class": "io"}]},
+     r"^jobs\[0\].id: expected a string or an integer"),
+    ({"jobs": [{"id": 1, "class": "cpu", "text": "x"}, {"id": 2, "class": "io"}]}, r"^jobs\[0\]: give either"),
+    ({"jobs": [{"id": 1, "class": "cpu"}, {"id": 2, "class": "io"}], "threshold": 2}, r"^threshold: expected a number"),
+    ({"jobs": [{"id": 1, "text": "x"}, {"id": 2, "class": "io"}]}, r"^jobs: scripts given but no model"),
+])
+def test_bad_pairing_requests(payload, message):
+    with pytest.raises(InputError, match=message):
+        pairing_request(payload, None, limits=SMALL)
+    with pytest.raises(PayloadTooLarge, match=r"^jobs: 5 jobs; at most 4"):
+        pairing_request({"jobs": [{"id": i, "class": "cpu"} for i in range(5)]}, None, limits=SMALL)
+
+
+def test_classify_files_on_the_real_scripts(trained):
+    bundle, _ = trained
+    paths = sorted((SCRIPTS / "files").glob("*.txt"))
+    rows = classify_files(paths, bundle)
+    assert len(rows) == 134 and all(set(r) == {"file", "class", "probabilities"} for r in rows)
+    by_name = {r["file"].rsplit("/", 1)[-1]: r for r in rows}
+    assert by_name["udpserver.py.txt"]["class"] == "not_a_job" and by_name["18.py.txt"]["class"] == "other"
+    assert all(set(r["probabilities"]) == {"cpu", "mem", "network", "io", "other"} for r in rows)
+    detailed = classify_files(paths[:2], bundle, detail=True)
+    assert {"parse_status", "top_features"} <= set(detailed[0])
+    with pytest.raises(InputError, match="nowhere.py: no such file"):
+        classify_files(["nowhere.py"], bundle)
+    with pytest.raises(InputError, match="not a file"):
+        classify_files([SCRIPTS], bundle)
+
+
+def test_predict_file_writes_json_lines(trained, tmp_path):
+    bundle, _ = trained
+    summary = predict_file(str(SCRIPTS), tmp_path / "out.jsonl", bundle, "5")
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert summary["scripts"] == len(lines) == 134 and 0 < summary["agreement_with_labels"] <= 1
+    assert lines[0]["model_version"] == "5" and "label" in lines[0]
+    one = predict_file(str(SCRIPTS / "files" / "p1.py.txt"), tmp_path / "one.jsonl", bundle)
+    assert one["scripts"] == 1
+
+
+_KEYS = st.sampled_from(["scripts", "text", "base64", "name", "top", "jobs", "id", "class", "threshold", "other"])
+_PAYLOADS = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=40)
+    | st.sampled_from(["cpu", "io", "eA==", "not_a_job", "import os\nos.listdir('.')\n"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4), max_leaves=16)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_PAYLOADS)
+def test_any_payload_is_answered_or_refused_with_an_input_error(trained, payload):
+    bundle, _ = trained
+    for handler in (classify_request, pairing_request):
+        try:
+            answer = handler(payload, bundle, "1", SMALL)
+        except InputError as error:
+            assert str(error) and "\n" not in str(error)
+        else:
+            assert _finite(answer) and json.dumps(answer, allow_nan=False)
