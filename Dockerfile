@@ -17,7 +17,10 @@ RUN groupadd --system --gid 10001 jobaware \
     && useradd --system --uid 10001 --gid jobaware --create-home --home-dir /home/jobaware jobaware
 COPY --from=build /opt/venv /opt/venv
 COPY data_contracts /app/data_contracts
+# the real labelled scripts every `resource` training is scored on (GPL-3.0, see its LICENSE)
+COPY data/real/scripts /app/data/real/scripts
 ENV PATH=/opt/venv/bin:$PATH \
+    JOBAWARE_RESOURCE_REAL=/app/data/real/scripts \
     PYTHONUNBUFFERED=1 \
     JOBAWARE_HOME=/home/jobaware/.jobaware \
     JOBAWARE_CONTRACTS=/app/data_contracts
