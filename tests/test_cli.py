@@ -162,3 +162,35 @@ def _listening(port: int) -> bool:
 
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+# ---------------------------------------------------------------- the capabilities' own commands
+def test_events_parse_and_hold_label_on_the_real_logs(tmp_path):
+    logs = ROOT / "data" / "real" / "condor" / "mldag_standalone"
+    out = tmp_path / "events.parquet"
+    parsed = run("events", "parse", logs, "--out", out, "--json")
+    assert parsed.returncode == 0, parsed.stderr
+    summary = json.loads(parsed.stdout)
+    assert summary["events"] > 0 and summary["bad_records"] == 0 and out.is_file()
+    labelled = run("hold", "label", logs / "metl_12636334.log", "--json")
+    assert labelled.returncode == 0, labelled.stderr
+    assert [h["label"] for h in json.loads(labelled.stdout)] == ["remove"] * 5  # five holds, then aborted
+    missing = run("hold", "label", tmp_path / "nothing.log")
+    assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
+
+
+def test_similar_ranks_the_real_pool_with_the_job_first():
+    codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    result = run("similar", "18035492", "--data", codings, "--top", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    ranking = json.loads(result.stdout)
+    assert len(ranking) == 3 and ranking[0]["jobid"] == 18035492 and ranking[0]["similarity"] == 1.0
+    wrong = run("similar", "18035492", "--data", codings, "--algorithm", "q-lev")
+    assert wrong.returncode == 1 and "quantised" in wrong.stderr.lower() and "Traceback" not in wrong.stderr
+
+
+def test_classify_without_a_champion_says_what_to_run(tmp_path):
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    result = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    assert result.returncode == 1 and "no MLflow store" in result.stderr and "Traceback" not in result.stderr
