@@ -74,6 +74,19 @@ def metrics(truth: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
     return out
 
 
+def training_set(features: list, classes: np.ndarray, rows: np.ndarray, extra_features: list | None,
+                 extra_classes: np.ndarray | None, extra_weights: np.ndarray | None) -> tuple[list, np.ndarray, np.ndarray]:
+    """The chosen real rows at weight 1, then the extra (generated) rows at their own weights."""
+    fit_features = [features[i] for i in rows]
+    fit_classes = classes[rows]
+    weights = np.ones(len(rows))
+    if extra_features:
+        fit_features += extra_features
+        fit_classes = np.concatenate([fit_classes, extra_classes])
+        weights = np.concatenate([weights, extra_weights])
+    return fit_features, fit_classes, weights
+
+
 def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: pd.DataFrame,
                    extra_features: list | None = None, extra_classes: np.ndarray | None = None,
                    extra_weights: np.ndarray | None = None, abstain_threshold: float = 0.0, name: str = "") -> CVResult:
@@ -83,21 +96,12 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
     n = len(classes)
     predictions = np.empty((repeats, n), dtype=object)
     probabilities = np.zeros((repeats, n, len(BINDING)))
-    extra_features = extra_features or []
-    use_extra = len(extra_features) > 0
     for (repeat, fold), held in fold_table.groupby(["repeat", "fold"]):
         test = held["row"].to_numpy()
         in_test = np.zeros(n, bool)
         in_test[test] = True
         train = np.flatnonzero(~in_test & np.isin(classes, BINDING))
-        train_features = [features[i] for i in train]
-        train_classes = classes[train]
-        weights = np.ones(len(train))
-        if use_extra:
-            train_features += extra_features
-            train_classes = np.concatenate([train_classes, extra_classes])
-            weights = np.concatenate([weights, extra_weights])
-        model = make_model().fit(train_features, train_classes, weights)
+        model = make_model().fit(*training_set(features, classes, train, extra_features, extra_classes, extra_weights))
         test_features = [features[i] for i in test]
         proba = model.predict_proba(test_features)
         probabilities[repeat, test] = proba

@@ -45,6 +45,7 @@ from jobaware.resource.evaluate import (
     folds,
     plot_comparison,
     plot_confusion,
+    training_set,
 )
 from jobaware.resource.features import FEATURE_VERSION, extract
 from jobaware.resource.model import does_work
@@ -232,13 +233,8 @@ def train(dataset_dir: Path | str, params: dict | Params | None = None, workdir:
             progress(kind, results[kind].metrics)
     chosen = choose(results, list(p.candidates))
     train_rows = np.flatnonzero(np.isin(classes, BINDING))
-    fit_features = [features[i] for i in train_rows]
-    fit_classes = classes[train_rows]
-    weights = np.ones(len(train_rows))
-    if extra_features:
-        fit_features += extra_features
-        fit_classes = np.concatenate([fit_classes, extra_classes])
-        weights = np.concatenate([weights, extra_weights])
+    fit_features, fit_classes, weights = training_set(features, classes, train_rows, extra_features, extra_classes,
+                                                      extra_weights)
     model = make_model(chosen, p.model_dump()).fit(fit_features, fit_classes, weights)
     metrics = {name: dict(result.metrics) for name, result in results.items()}
     model_metrics = dict(results[chosen].metrics)
