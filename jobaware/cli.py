@@ -368,6 +368,8 @@ def main() -> None:
     """Entry point: user errors are one clear line; JOBAWARE_DEBUG=1 shows the traceback."""
     import click
 
+    # kill, systemd and harnesses stop with SIGTERM: unwind like Ctrl-C, so every `finally` stops what it started
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
         code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
         sys.exit(code if isinstance(code, int) else 0)

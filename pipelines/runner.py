@@ -6,9 +6,12 @@ steps' own) goes to a log file, and reports each step's start and end as events,
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -66,7 +69,8 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
     failed: list[str] = []
     with open(log, "wb") as sink:
         child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1])
+                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1],
+                                 start_new_session=True)  # its own group: stopping it stops the steps too
     try:
         with open(log, "rb") as source:
             pending = b""
@@ -92,8 +96,8 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
                             failed.append(step)
                         on_event(status, step, time.monotonic() - started.get(step, time.monotonic()))
     finally:
-        if child.poll() is None:
-            child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)  # the runner and any step it left running
         child.wait()
     if child.returncode != 0 or not result.is_file():
         where = f"step {failed[0]}" if failed else "the pipeline"

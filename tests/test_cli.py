@@ -146,6 +146,34 @@ def test_stopping_serve_with_sigterm_leaves_no_server_behind(tmp_path):
             process.kill()
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_stopping_a_pipeline_run_with_sigterm_stops_its_steps(tmp_path):
+    from jobaware.failure.synth import write
+
+    data = tmp_path / "jobs.csv"
+    write(data, 6000, "csv", 3)
+    home = tmp_path / "home"
+    process = subprocess.Popen([JOBAWARE, "pipeline", "run", "failure", "--data", data],
+                               env={**os.environ, "JOBAWARE_HOME": str(home)}, stdout=subprocess.DEVNULL,
+                               stderr=open(tmp_path / "run.err", "wb"))
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not any("Executing task" in p.read_text(errors="replace")
+                                                      for p in (home / "logs").glob("pipeline-*.log")):
+            time.sleep(0.5)
+        assert process.poll() is None, (tmp_path / "run.err").read_text()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(60) == 128 + signal.SIGTERM
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _started_with_home(home):
+            time.sleep(0.5)
+        assert _started_with_home(home) == [], "pipeline steps left running"
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def _started_with_home(home: Path) -> list[int]:
     """Processes whose environment names this JOBAWARE_HOME (the server and any worker it started)."""
     found = []
