@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
-import queue as queue_module
 import tempfile
 import time
 from pathlib import Path
+
+from fresh import measure  # bench/fresh.py (this folder is on sys.path when a script here runs)
 
 OUT = Path(__file__).resolve().parent / "out"
 BYTES_PER_JOB = 2_900  # about what the generator writes per job
@@ -85,38 +85,6 @@ def tensors(path: str, count: int, m: int, j: int, timeframe_len: int) -> dict:
         nonzero = float((states[:: max(1, count // 1000)] > 0).mean())
     return {"seconds": seconds, "tensors": count, "holds_in_log": len(table), "shape": [count, m, j],
             "filled_share": nonzero}
-
-
-def _peak_mib() -> float:
-    """This process's peak resident memory (Linux VmHWM; the stdlib `resource` module is shadowed by
-    bench/resource.py for scripts in this folder)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def _child(target, args, queue):
-    result = target(*args)
-    result["peak_mib"] = _peak_mib()
-    queue.put(result)
-
-
-def measure(target, *args) -> dict:
-    """Run target(*args) in a fresh process; its result with its peak memory (an error if it dies)."""
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_child, args=(target, args, queue))
-    process.start()
-    while True:
-        try:
-            result = queue.get(timeout=5)
-            break
-        except queue_module.Empty:
-            if not process.is_alive():
-                raise RuntimeError(f"{target.__name__} died (exit code {process.exitcode})") from None
-    process.join()
-    return result
 
 
 def generate(gb: float) -> Path:

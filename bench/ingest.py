@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import resource
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from fresh import measure  # bench/fresh.py (this folder is on sys.path when a script here runs)
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -36,9 +36,9 @@ def _jobaware(path: str, featurize: bool) -> dict:
 
     times = {}
     with tempfile.TemporaryDirectory() as tmp:
-        canonical = Path(tmp) / "jobs.parquet"
+        canonical = Path(tmp) / "nrel_jobs.parquet"
         start = time.perf_counter()
-        report = ingest(path, canonical)
+        report = ingest([path], tmp)
         times["ingest"] = time.perf_counter() - start
         start = time.perf_counter()
         contract = validate_parquet(canonical, "nrel_jobs")
@@ -50,22 +50,6 @@ def _jobaware(path: str, featurize: bool) -> dict:
             assert len(table) == report.rows
     assert contract["success"], contract["failed"]
     return {"seconds": sum(times.values()), "rows": report.rows, **times}
-
-
-def _child(target, args, queue):
-    result = target(*args)
-    result["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put(result)
-
-
-def measure(target, *args) -> dict:
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    process = ctx.Process(target=_child, args=(target, args, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
 
 
 def main() -> None:
