@@ -402,3 +402,53 @@ def version_metrics(key: str, version: str) -> dict:
 def champion_version(key: str) -> str | None:
     _, client = mlflow_client()
     return alias_version(client, capabilities.get(key).model_name, "champion")
+
+
+def last_promotion(key: str, version: str) -> dict | None:
+    """The newest gate decision logged for `version` (params candidate, reason, forced), or None."""
+    _, client = mlflow_client()
+    runs = _registry_call(lambda: client.search_runs(
+        [experiment_id(key)], f"tags.`jobaware.action` = 'promote' and params.candidate = '{version}'",
+        order_by=["attributes.start_time DESC"], max_results=1), f"the promotions of version {version}")
+    return dict(runs[0].data.params) if runs else None
+
+
+# ---------------------------------------------------------------- sweeps
+SWEEP_TAG = "jobaware.sweep_run_id"
+
+
+def open_sweep(key: str, space: dict, trials: list[dict]) -> str:
+    """A parent run for a hyper-parameter sweep (left running until `close_sweep`); returns its id."""
+    _, client = mlflow_client(create=True)
+    run = client.create_run(experiment_id(key), run_name="sweep", tags={"jobaware.action": "sweep"})
+    client.log_param(run.info.run_id, "trials", len(trials))
+    client.log_dict(run.info.run_id, {"space": jsonable(space), "trials": jsonable(trials)}, "sweep/space.json")
+    return run.info.run_id
+
+
+def log_trial(key: str, sweep_run: str, number: int, params: dict, metrics: dict[str, float]) -> str:
+    """One trial as a run nested under its sweep: its parameters and (finite) metrics; returns its id."""
+    from mlflow.entities import Metric, Param
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    _, client = mlflow_client(create=True)
+    run = client.create_run(experiment_id(key), run_name=f"trial-{number}",
+                            tags={MLFLOW_PARENT_RUN_ID: sweep_run, "jobaware.action": "trial",
+                                  "jobaware.trial": str(number)})
+    now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
+    client.log_batch(run.info.run_id,
+                     params=[Param(k, str(v)[:500]) for k, v in params.items()],
+                     metrics=[Metric(k, float(v), now, 0) for k, v in metrics.items()
+                              if isinstance(v, int | float) and math.isfinite(v)])
+    client.set_terminated(run.info.run_id)
+    return run.info.run_id
+
+
+def close_sweep(sweep_run: str, best: int, best_params: dict, best_metric: float) -> None:
+    """Record the chosen trial on the sweep's run and end it."""
+    _, client = mlflow_client(create=True)
+    client.log_param(sweep_run, "best_trial", best)
+    client.log_dict(sweep_run, jsonable(best_params), "sweep/best_params.json")
+    if math.isfinite(best_metric):
+        client.log_metric(sweep_run, "best_validation_primary", best_metric)
+    client.set_terminated(sweep_run)

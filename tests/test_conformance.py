@@ -191,6 +191,7 @@ def test_the_gate_refuses_an_undefined_metric_and_too_little_evaluation_data(key
         patch.setattr(capability.score, "resolve", lambda: lambda bundle, folder: (1.0, 3))
         decision = tracking.promote(key, candidate)
         assert not decision["promoted"] and f"has 3 rows; the gate needs at least {capability.min_eval_rows:,}" in decision["reason"]
+        assert tracking.last_promotion(key, candidate)["reason"] == decision["reason"][:490]
         forced = tracking.promote(key, candidate, force=True)
         assert forced["promoted"] and forced["forced"]
     tracking.rollback(key)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from jobaware import tracking
 from jobaware.errors import InputError
 from jobaware.hold import synth
 from jobaware.hold.bundle import HoldBundle
@@ -60,28 +61,38 @@ def predict_file(input_path: str, output: Path, bundle: HoldBundle, version: str
             "remove": int((decided["decision"] == "remove").sum())}
 
 
-def sweep_trials(params: str, space: str = "") -> list[str]:
-    """The sweep's trial parameter sets as JSON, each with the run's explicit `params` pinned over the space
+def sweep_trials(params: str, space: str = "") -> list[dict]:
+    """The sweep's trial parameter sets, each with the run's explicit `params` pinned over the space
     (`space`: YAML text or a file; empty for the bundled jobaware/hold/sweep.yaml)."""
     given = json.loads(params or "{}")
     check_params(given)
-    return [json.dumps(check_params({**trial, **given})) for trial in sweep.trials(space or None)]
+    return [check_params({**trial, **given}) for trial in sweep.trials(space or None)]
+
+
+def sweep_step(params: str, space: str = "") -> list[str]:
+    """Open the sweep's MLflow run; the trials as JSON, each naming its number and the sweep's run."""
+    trials = sweep_trials(params, space)
+    sweep_run = tracking.open_sweep("hold", sweep.load_space(space or None).model_dump(), trials)
+    return [json.dumps({"sweep_run": sweep_run, "number": n, "params": p}) for n, p in enumerate(trials)]
 
 
 def trial_step(dataset: str, trial: str, truth: str = "") -> str:
-    """Run one sweep trial; its parameters and flat validation/test metrics as JSON."""
-    p = json.loads(trial)
-    results = run_trial(dataset, p, None, truth or None)
+    """Run one sweep trial, logged as a run nested under the sweep's; its parameters and metrics as JSON."""
+    t = json.loads(trial)
+    results = run_trial(dataset, t["params"], None, truth or None)
+    t["run_id"] = tracking.log_trial("hold", t["sweep_run"], t["number"], t["params"], results)
     print(json.dumps({k: round(v, 4) for k, v in results.items()}))
-    return json.dumps({"params": p, "results": results})
+    return json.dumps({**t, "results": results})
 
 
 def best_step(outcomes: list[str]) -> str:
-    """The parameters (JSON) of the trial with the best validation metric; the ranking is printed."""
-    trials = [json.loads(o) for o in outcomes]
-    best = best_trial([t["results"] for t in trials])
-    for number, t in enumerate(trials):
-        mark = "*" if number == best else " "
-        print(f"{mark} trial {number}: validation {t['params']['primary_metric']} "
+    """The parameters (JSON) of the trial with the best validation metric; the ranking is printed and the
+    choice recorded on the sweep's run."""
+    trials = sorted((json.loads(o) for o in outcomes), key=lambda t: t["number"])
+    chosen = trials[best_trial([t["results"] for t in trials])]
+    for t in trials:
+        mark = "*" if t is chosen else " "
+        print(f"{mark} trial {t['number']}: validation {t['params']['primary_metric']} "
               f"{t['results']['validation_primary']:.4f}  {json.dumps(t['params'], sort_keys=True)}")
-    return json.dumps(trials[best]["params"])
+    tracking.close_sweep(chosen["sweep_run"], chosen["number"], chosen["params"], chosen["results"]["validation_primary"])
+    return json.dumps(chosen["params"])

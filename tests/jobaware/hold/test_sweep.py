@@ -51,3 +51,32 @@ def test_the_best_trial_has_the_highest_validation_metric():
     assert best_trial(results) == 2
     with pytest.raises(JobawareError, match="no trial"):
         best_trial([{"validation_primary": math.nan}])
+
+
+@pytest.mark.timeout(600)
+def test_each_trial_is_a_run_nested_under_the_sweep_and_the_best_is_recorded(dataset, tmp_path, monkeypatch):
+    import json
+
+    from jobaware import tracking
+    from jobaware.hold.steps import best_step, sweep_step, trial_step
+    from tests.jobaware.hold.conftest import SMALL
+
+    monkeypatch.setenv("JOBAWARE_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    space = "method: grid\ntrials: 2\nspace:\n  hidden_size: [4, 8]\n"
+    pinned = {k: v for k, v in SMALL.items() if k != "hidden_size"} | {"epochs": 1}
+    trials = sweep_step(json.dumps(pinned), space)
+    outcomes = [json.loads(trial_step(str(dataset), t)) for t in reversed(trials)]  # finishing in any order
+    best = json.loads(best_step([json.dumps(o) for o in outcomes]))
+
+    _, client = tracking.mlflow_client()
+    sweep_run = client.get_run(outcomes[0]["sweep_run"])
+    children = client.search_runs([tracking.experiment_id("hold")],
+                                  f"tags.`mlflow.parentRunId` = '{sweep_run.info.run_id}'")
+    assert sorted(r.data.tags["jobaware.trial"] for r in children) == ["0", "1"]
+    assert {r.data.params["hidden_size"] for r in children} == {"4", "8"}
+    assert all("validation_primary" in r.data.metrics and r.info.status == "FINISHED" for r in children)
+    scores = {int(r.data.tags["jobaware.trial"]): r.data.metrics["validation_primary"] for r in children}
+    chosen = max(scores, key=lambda n: (scores[n], -n))
+    assert sweep_run.info.status == "FINISHED" and sweep_run.data.params["best_trial"] == str(chosen)
+    assert best["hidden_size"] == (4, 8)[chosen] and best["epochs"] == 1
