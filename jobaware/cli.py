@@ -109,11 +109,8 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     tracking = "" if remote else config.tracking_uri()
     if name != "all":
         capability = capabilities.get(name)
-        for source in data:
-            if not (remote or sources.is_remote(source) or Path(source).exists()):
-                raise JobawareError(f"{source}: no such file or folder")
-        chosen = sources.encode([s if sources.is_remote(s) else str(Path(s).resolve()) for s in data]) if data \
-            else _default_data(name)
+        local = (lambda s: [s]) if remote else sources.expand  # a KFP host resolves its own paths
+        chosen = sources.encode([path for source in data for path in local(source)]) if data else _default_data(name)
         return {"data": chosen, "params": json.dumps(_parse_params(capability, params)),
                 "tracking_uri": tracking, "bad_record_budget": budget}
     arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
@@ -125,7 +122,7 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
 @pipeline_app.command("run")
 def pipeline_run(
     name: Annotated[str, typer.Argument(help="a capability, or all")],
-    data: Annotated[list[str], typer.Option(help="source file, folder or object-store URI (repeatable)")] = [],  # noqa: B006
+    data: Annotated[list[str], typer.Option(help="source file, folder, glob or object-store URI (repeatable)")] = [],  # noqa: B006
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
     budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
     host: Annotated[str, typer.Option(envvar="KFP_HOST", help="submit to this Kubeflow Pipelines host")] = "",
@@ -205,12 +202,14 @@ def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
         capability = capabilities.get(key)
         metrics = tracking.version_metrics(key, version) if version else {}
         champion = tracking.champion_version(key)
-        summary[key] = {"version": version, "champion": champion, "metrics": metrics}
+        gate = (tracking.last_promotion(key, version) or {}) if version else {}
+        summary[key] = {"version": version, "champion": champion, "gate": gate.get("reason"), "metrics": metrics}
         if as_json:
             continue
         columns = capability.metrics_table or (capability.primary_metric,)
         rows = [{"model": name, **{m: values.get(m, float("nan")) for m in columns}} for name, values in metrics.items()]
-        state = "champion" if champion == version else f"not promoted; champion is {champion or 'none'}"
+        state = "champion" if champion == version else \
+            f"not promoted: {gate.get('reason', 'the gate did not run')}; champion is {champion or 'none'}"
         show(summary[key], False, rows, title=f"{capability.model_name} version {version} ({state})")
         if "gap_to_bayes" in metrics.get("model", {}):
             m = metrics["model"]
@@ -364,10 +363,23 @@ def _error(message: str) -> None:
     err.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
 
 
-def main() -> None:
-    """Entry point: user errors are one clear line; JOBAWARE_DEBUG=1 shows the traceback."""
+def _cli_exceptions() -> tuple[tuple, tuple, tuple]:
+    """(exit, usage error, abort) classes of click and of the click that recent typer releases vendor."""
     import click
 
+    exits, usage, aborts = [click.exceptions.Exit, typer.Exit], [click.ClickException], [click.exceptions.Abort, typer.Abort]
+    try:
+        from typer._click import ClickException as TyperClickException
+    except ImportError:
+        pass
+    else:
+        usage.append(TyperClickException)
+    return tuple(exits), tuple(usage), tuple(aborts)
+
+
+def main() -> None:
+    """Entry point: user errors are one clear line; JOBAWARE_DEBUG=1 shows the traceback."""
+    exits, usage_errors, aborts = _cli_exceptions()
     # kill, systemd and harnesses stop with SIGTERM: unwind like Ctrl-C, so every `finally` stops what it started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     try:
@@ -376,14 +388,12 @@ def main() -> None:
     except JobawareError as exc:  # ContractError included: its message is the readable report
         _error(str(exc))
         sys.exit(1)
-    except click.exceptions.Exit as exc:
+    except exits as exc:
         sys.exit(exc.exit_code)
-    except click.ClickException as exc:
+    except usage_errors as exc:  # click's own message (usage, the option, what was wrong), exit 2
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (*aborts, KeyboardInterrupt):
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
         if os.environ.get("JOBAWARE_DEBUG"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 
@@ -33,6 +34,21 @@ def encode(sources: list[str]) -> str:
 
 def is_remote(source: str) -> bool:
     return source.startswith(SCHEMES)
+
+
+def expand(source: str) -> list[str]:
+    """A local path as absolute paths: a glob (`*`, `?`, `[...]`, `**`) that names no existing path becomes
+    the sorted files it matches; a URI stays as it is. Raises InputError when nothing is there."""
+    if is_remote(source):
+        return [source]
+    if Path(source).exists():
+        return [str(Path(source).resolve())]
+    if any(c in source for c in "*?["):
+        matches = sorted(str(Path(m).resolve()) for m in glob.glob(source, recursive=True))
+        if matches:
+            return matches
+        raise InputError(f"{source}: the pattern matches no file")
+    raise InputError(f"{source}: no such file or folder")
 
 
 def localize(sources: list[str], workdir: Path) -> list[str]:

@@ -59,14 +59,38 @@ def run_local(name: str, arguments: dict, pipeline_root: str | Path) -> dict:
     return {key: value for key, value in task.outputs.items()}
 
 
+class StepEvents:
+    """Turns kfp.local's log lines into `on_event(kind, step, seconds)` calls: "start", then "SUCCESS" or
+    "FAILURE" with the seconds it ran. A step a ParallelFor runs many times is numbered: trial, trial #2, ..."""
+
+    def __init__(self, on_event: Callable[[str, str, float], None]):
+        self.on_event = on_event
+        self.running: dict[str, list[tuple[str, float]]] = {}  # step -> its instances still running (label, since)
+        self.starts: dict[str, int] = {}
+        self.failed: list[str] = []
+
+    def feed(self, line: str) -> None:
+        if match := _STARTED.search(line):
+            step = match.group(1)
+            self.starts[step] = self.starts.get(step, 0) + 1
+            label = step if self.starts[step] == 1 else f"{step} #{self.starts[step]}"
+            self.running.setdefault(step, []).append((label, time.monotonic()))
+            self.on_event("start", label, 0.0)
+        elif match := _FINISHED.search(line):
+            step, status = match.groups()
+            label, since = (self.running.get(step) or [(step, time.monotonic())]).pop(0)
+            if status != "SUCCESS":
+                self.failed.append(label)
+            self.on_event(status, label, time.monotonic() - since)
+
+
 def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
                 on_event: Callable[[str, str, float], None], echo: bool = False) -> dict:
     """Run in a child process logging to `log`; call `on_event(kind, step, seconds)` for each step's
     "start" and "SUCCESS"/"FAILURE"; return the outputs, or raise RuntimeError naming the failed step."""
     result = log.with_suffix(".result.json")
     spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result)})
-    started: dict[str, float] = {}
-    failed: list[str] = []
+    steps = StepEvents(on_event)
     with open(log, "wb") as sink:
         child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
                                  stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1],
@@ -87,20 +111,13 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
                     line = _ANSI.sub("", raw.decode("utf-8", "replace"))
                     if echo:
                         print(line, file=sys.stderr)
-                    if match := _STARTED.search(line):
-                        started[match.group(1)] = time.monotonic()
-                        on_event("start", match.group(1), 0.0)
-                    elif match := _FINISHED.search(line):
-                        step, status = match.groups()
-                        if status != "SUCCESS":
-                            failed.append(step)
-                        on_event(status, step, time.monotonic() - started.get(step, time.monotonic()))
+                    steps.feed(line)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)  # the runner and any step it left running
         child.wait()
     if child.returncode != 0 or not result.is_file():
-        where = f"step {failed[0]}" if failed else "the pipeline"
+        where = f"step {steps.failed[0]}" if steps.failed else "the pipeline"
         raise RuntimeError(f"{where} failed; its log: {log}")
     return json.loads(result.read_text())
 

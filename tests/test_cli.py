@@ -68,6 +68,17 @@ def test_errors_are_one_line_without_traceback(tmp_path):
     assert "learning_rate: input should be greater than 0, got -1" in negative.stderr
 
 
+def test_usage_errors_name_the_option_and_exit_2(tmp_path):
+    for args, message in ((("data", "synth", "hold", "--out", tmp_path / "x.log"), "Missing option '--jobs'"),
+                          (("data", "synth", "hold", "--jobs", "many", "--out", tmp_path / "x.log"),
+                           "Invalid value for '--jobs'"),
+                          (("no-such-command",), "No such command 'no-such-command'")):
+        result = run(*args)
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert not (tmp_path / "x.log").exists()
+
+
 def test_synth_writes_jobs_and_truth(tmp_path):
     result = run("data", "synth", "failure", "--jobs", 1000, "--out", tmp_path / "s.json", "--seed", 3)
     assert result.returncode == 0, result.stderr

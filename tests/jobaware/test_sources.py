@@ -1,0 +1,21 @@
+"""Where data comes from: paths, globs, URIs."""
+
+import pytest
+
+from jobaware import sources
+from jobaware.errors import InputError
+
+
+def test_a_glob_becomes_the_sorted_files_it_matches_and_a_miss_is_named(tmp_path):
+    for name in ("b.log", "a.log", "notes.txt"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.log").write_text("x")
+    assert sources.expand(str(tmp_path / "*.log")) == [str(tmp_path / "a.log"), str(tmp_path / "b.log")]
+    assert sources.expand(str(tmp_path / "**" / "*.log"))[-1] == str(tmp_path / "sub" / "c.log")
+    assert sources.expand(str(tmp_path / "notes.txt")) == [str(tmp_path / "notes.txt")]
+    assert sources.expand("s3://bucket/*.log") == ["s3://bucket/*.log"]
+    with pytest.raises(InputError, match=r"\*\.csv: the pattern matches no file"):
+        sources.expand(str(tmp_path / "*.csv"))
+    with pytest.raises(InputError, match="nothing.log: no such file or folder"):
+        sources.expand(str(tmp_path / "nothing.log"))
