@@ -23,7 +23,8 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        return f"{where}: field '{self.field}': {self.reason} (got {self.value!r})"
+        value = self.value if len(self.value) <= 80 else f"{self.value[:60]}... ({len(self.value):,} characters)"
+        return f"{where}: field '{self.field}': {self.reason} (got {value!r})"
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ import pandas as pd
 from jobaware.errors import InputError
 from jobaware.failure.readers import read_jobs
 from jobaware.failure.readers.common import to_canonical_dtypes
-from jobaware.failure.readers.slurm import from_squeue
+from jobaware.failure.readers.slurm import FieldError, from_squeue
 from jobaware.failure.schema import COLUMNS, UNFINISHED
 from jobaware.failure.writers import NrelWriter
 
@@ -32,7 +33,14 @@ def poll(command: Sequence[str] = SQUEUE, env: dict | None = None) -> pd.DataFra
         jobs = json.loads(result.stdout)["jobs"]
     except (json.JSONDecodeError, KeyError, TypeError):
         raise InputError(f"{' '.join(command)}: output is not squeue --json output") from None
-    return to_canonical_dtypes(pd.DataFrame([from_squeue(j) for j in jobs], columns=list(COLUMNS)))
+    rows = []
+    for job in jobs:
+        try:
+            rows.append(from_squeue(job))
+        except (FieldError, AttributeError) as exc:  # left out of this poll, named in the log; squeue shows it again
+            logging.getLogger(__name__).warning("squeue job %s left out: %s", str(job.get("job_id"))[:40]
+                                                if isinstance(job, dict) else "?", exc)
+    return to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS)))
 
 
 def finished(jobs: pd.DataFrame) -> pd.DataFrame:

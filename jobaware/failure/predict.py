@@ -25,7 +25,7 @@ def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], lis
     """Jobs of an NREL (CSV/JSON/Parquet), SWF or squeue --json file; the quarantined records and problems."""
     path = Path(path)
     if path.is_file() and _is_squeue(path):
-        return read_squeue_json(path), [], []
+        return read_squeue_json(path)
     frames, quarantined, problems = [], [], []
     for batch in iter_batches(path):
         frames.append(batch.frame)

@@ -32,6 +32,43 @@ COLUMNS = tuple(CANONICAL.names)
 NUMERIC = ("wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req", "run_time")
 INTEGER = ("job_id", "nodes_req", "processors_req", "gpus_req")
 
+# The one place for what a value may be, used by every reader, the squeue mapping and the service alike.
+# Numbers: finite and within [low, high] (beyond any real cluster, within int64 and float64 exactness).
+_CENTURY = 100 * 365 * 86_400
+LIMITS = {
+    "job_id": (0, 2**53 - 1),
+    "wallclock_req": (0, _CENTURY),     # seconds
+    "nodes_req": (0, 10**7),
+    "processors_req": (0, 10**9),
+    "gpus_req": (0, 10**7),
+    "mem_req": (0, 10**12),             # MB: an exabyte
+    "run_time": (0, _CENTURY),          # seconds
+}
+EPOCH_RANGE = (0, 4_102_444_800)        # seconds: 1970-01-01 to 2100-01-01, the times a job may carry
+MAX_TEXT = {"submit_line": 65_536}      # characters of a string field; the others take at most DEFAULT_MAX_TEXT
+DEFAULT_MAX_TEXT = 4_096
+
+
+def max_text(column: str) -> int:
+    return MAX_TEXT.get(column, DEFAULT_MAX_TEXT)
+
+
+def number_problem(column: str, value: int | float) -> str | None:
+    """What `column`'s value should have been, when `value` is not it (None when it is)."""
+    import math
+
+    low, high = LIMITS[column]
+    if isinstance(value, float) and not math.isfinite(value):
+        return "a finite number"
+    if value < low:
+        return "a non-negative number" if low == 0 else f"at least {low:,}"
+    if value > high:
+        return f"at most {high:,}"
+    if column in INTEGER and value != int(value):
+        return "a whole number"
+    return None
+
+
 # Facts known only after a job ran: they label a job and feed the history of later jobs, never its own features.
 POST_RUN = ("start_time", "end_time", "run_time", "state")
 

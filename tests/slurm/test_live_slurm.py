@@ -42,7 +42,7 @@ def test_service_predicts_for_live_slurm_records(cluster, failure_service, tmp_p
         output = cluster.run("squeue", "--json", "--states=all")
         snapshot = tmp_path / "squeue.json"
         snapshot.write_text(output)
-        jobs = read_squeue_json(snapshot).set_index("name")
+        jobs = read_squeue_json(snapshot)[0].set_index("name")
         states = jobs["state"].to_dict()
         if states == expected:
             break

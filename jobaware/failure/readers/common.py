@@ -9,7 +9,8 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.reading import MAX_EXAMPLES, Problem
-from jobaware.failure.schema import COLUMNS, INTEGER, NUMERIC, STATES, TIME_COLUMNS, normalize_states
+from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
+                                     max_text, normalize_states)
 
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -34,17 +35,22 @@ def _present(raw: pd.Series) -> np.ndarray:
     return raw.notna().to_numpy()
 
 
-def _parse_times(raw: pd.Series, epoch_unit: str | None) -> pd.Series:
+def _parse_times(raw: pd.Series, epoch_unit: str | None) -> tuple[pd.Series, np.ndarray]:
+    """Times in seconds, and where a given time lies outside EPOCH_RANGE (those become NaT)."""
+    low, high = (pd.Timestamp(v, unit="s") for v in EPOCH_RANGE)
     if pd.api.types.is_datetime64_any_dtype(raw):
         values = raw.dt.tz_localize(None) if getattr(raw.dt, "tz", None) is not None else raw
-        return values.astype("datetime64[s]")
-    if pd.api.types.is_numeric_dtype(raw):
-        return pd.to_datetime(raw, unit=epoch_unit or "ms", errors="coerce").astype("datetime64[s]")
-    text = raw.astype("string").str.strip()
-    if epoch_unit:
-        numbers = pd.to_numeric(text, errors="coerce")
-        return pd.to_datetime(numbers, unit=epoch_unit, errors="coerce").astype("datetime64[s]")
-    return pd.to_datetime(text, format=CSV_TIME_FORMAT, errors="coerce").astype("datetime64[s]")
+    else:
+        if pd.api.types.is_numeric_dtype(raw) or epoch_unit:
+            numbers = pd.to_numeric(raw if pd.api.types.is_numeric_dtype(raw) else raw.astype("string").str.strip(),
+                                    errors="coerce").astype("float64")
+            seconds = numbers / 1000.0 if (epoch_unit or "ms") == "ms" else numbers
+            outside = ~seconds.between(*EPOCH_RANGE) & seconds.notna()
+            parsed = pd.to_datetime(seconds.where(~outside).round(), unit="s", errors="coerce").astype("datetime64[s]")
+            return parsed, outside.to_numpy()
+        values = pd.to_datetime(raw.astype("string").str.strip(), format=CSV_TIME_FORMAT, errors="coerce")
+    outside = (values.notna() & ((values < low) | (values > high))).to_numpy()
+    return values.where(~outside).astype("datetime64[s]"), outside
 
 
 def canonicalize(
@@ -54,14 +60,18 @@ def canonicalize(
     lines: np.ndarray,
     epoch_unit: str | None = None,
     require_state: bool = False,
+    undecodable: dict[str, np.ndarray] | None = None,
 ) -> Batch:
     """Convert raw columns to canonical types; rows with an unreadable value are quarantined.
 
-    `lines` gives each raw row's line (or record) number in `file`, for the report.
+    `lines` gives each raw row's line (or record) number in `file`, for the report; `undecodable` marks, per
+    column, the rows whose bytes were not UTF-8 (their text holds the bytes as \\x escapes).
     """
     missing = [c for c in ("job_id", "submit_time") if c not in raw.columns]
     if missing:
         raise InputError(f"{file}: missing required column(s) {', '.join(missing)}; found {', '.join(map(str, raw.columns))}")
+    if require_state and "state" not in raw.columns:
+        raise InputError(f"{file}: no 'state' column; a training table needs each job's final state")
     n = len(raw)
     bad = np.zeros(n, dtype=bool)
     problems: list[Problem] = []
@@ -73,6 +83,9 @@ def canonicalize(
             problems.append(Problem(file, int(lines[i]), column, _text(raw[column].iloc[i]), reason))
         bad |= mask
 
+    for column, mask in (undecodable or {}).items():
+        flag(mask, column, "not UTF-8 text")
+
     for column in COLUMNS:
         if column not in raw.columns:
             out[column] = pd.Series([None] * n, dtype="object")
@@ -80,20 +93,26 @@ def canonicalize(
         values = raw[column]
         given = _present(values)
         if column in NUMERIC or column == "job_id":
-            parsed = pd.to_numeric(values, errors="coerce")
-            flag(given & parsed.isna().to_numpy(), column, "not a number")
+            parsed = pd.to_numeric(values, errors="coerce").astype("float64")
+            number = parsed.to_numpy(dtype="float64", na_value=np.nan)
+            flag(given & np.isnan(number), column, "not a number")
+            flag(np.isinf(number), column, "not a finite number")
+            low, high = LIMITS[column]
+            flag(number < low, column, "negative")
+            flag(number > high, column, f"above the limit of {high:,}")
             if column in INTEGER:
-                whole = parsed.isna() | (parsed == np.floor(parsed))
-                flag(~whole.to_numpy(dtype=bool, na_value=True), column, "not a whole number")
-            flag(given & (parsed < 0).to_numpy(dtype=bool, na_value=False), column, "negative")
+                flag(np.isfinite(number) & (number != np.floor(number)), column, "not a whole number")
             out[column] = parsed
         elif column in TIME_COLUMNS:
-            parsed = _parse_times(values, epoch_unit)
+            parsed, outside = _parse_times(values, epoch_unit)
+            flag(outside, column, "outside 1970-01-01 to 2100-01-01")
             expected = f"epoch {epoch_unit}" if epoch_unit else f"a time like {CSV_TIME_FORMAT}"
             flag(given & parsed.isna().to_numpy(), column, f"not {expected}")
             out[column] = parsed
         else:
             text = values.astype("string").str.strip()
+            flag((text.str.len() > max_text(column)).to_numpy(dtype=bool, na_value=False), column,
+                 f"longer than {max_text(column):,} characters")
             out[column] = text.where(pd.Series(given, index=values.index), None)
     flag(~_present(raw["job_id"]), "job_id", "missing")
     flag(~_present(raw["submit_time"]), "submit_time", "missing")

@@ -70,7 +70,7 @@ def _line_numbers(block: bytes, first_line: int, columns: int, parsed: int) -> t
 
 def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
     with open(path, "rb") as handle:
-        header = handle.readline().decode("utf-8", "replace").strip().split(",")
+        header = handle.readline().decode("utf-8-sig", "replace").strip().split(",")  # a BOM is no part of a name
     if not header or header == [""]:
         raise InputError(f"{path}: empty file, expected a CSV header line")
     if "job_id" not in header:
@@ -82,8 +82,9 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         def read(column_types: dict) -> pa.Table:
             wrong_texts.clear()
             return pacsv.read_csv(
-                io.BytesIO(block),
-                read_options=pacsv.ReadOptions(column_names=header, use_threads=True),
+                io.BytesIO(block),  # one Arrow block for the whole block: a record of any size stays whole
+                read_options=pacsv.ReadOptions(column_names=header, use_threads=True,
+                                               block_size=min(max(len(block) + 1, 1 << 20), 2**31 - 1)),
                 parse_options=pacsv.ParseOptions(
                     newlines_in_values=quoted, invalid_row_handler=lambda row: wrong_texts.append(row.text) or "skip"
                 ),
@@ -92,17 +93,42 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
                 ),
             )
 
+        undecodable = None
         try:  # fast path: Arrow parses numbers and times itself
-            table = read({c: _ARROW_TYPES.get(c, pa.string()) for c in header})
+            raw = read({c: _ARROW_TYPES.get(c, pa.string()) for c in header}).to_pandas()
         except pa.ArrowInvalid:  # a bad value somewhere in this block: read text, find and report it
-            table = read({c: pa.string() for c in header})
-        raw = table.to_pandas()
+            try:
+                raw = read({c: pa.string() for c in header}).to_pandas()
+            except pa.ArrowInvalid:  # bytes that are not UTF-8: read bytes, quarantine the records that hold them
+                raw, undecodable = _decoded(read({c: pa.binary() for c in header}).to_pandas())
         lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
-        batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state)
+        batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state, undecodable=undecodable)
         for line, text in zip(wrong_lines or [None] * len(wrong_texts), wrong_texts, strict=False):
             batch.problems.insert(0, Problem(str(path), line, "*", text[:80], f"expected {len(header)} fields"))
             batch.quarantined.append({"file": str(path), "line": line, "text": text})
         yield batch
+
+
+def _decoded(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Byte columns as text; where a value is not UTF-8, its bytes as \\x escapes and its row marked."""
+    marks = {}
+
+    def text(value, column_marks: list, i: int):
+        if value is None:
+            return None
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            column_marks.append(i)
+            return value.decode("utf-8", "backslashreplace")
+
+    columns = {}
+    for column in raw.columns:
+        bad: list[int] = []
+        columns[column] = [text(v, bad, i) for i, v in enumerate(raw[column])]
+        if bad:
+            marks[column] = np.isin(np.arange(len(raw)), bad)
+    return pd.DataFrame(columns, index=raw.index, dtype=object), marks
 
 
 def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:
@@ -116,6 +142,10 @@ def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:
             records = json.loads(Path(path).read_bytes())
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InputError(f"{path}: JSON nested too deeply to read (job records are flat objects)") from None
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 JSON (byte {exc.start})") from None
         bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
         raw = pd.DataFrame([r for r in records if isinstance(r, dict)], dtype=object)
         lines = np.array([i + 1 for i, r in enumerate(records) if isinstance(r, dict)])
@@ -134,7 +164,7 @@ def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:
                 record = json.loads(text)
                 if not isinstance(record, dict):
                     raise ValueError("not a JSON object")
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 problems.append(Problem(str(path), number, "*", text[:80], f"invalid JSON line ({exc})"))
                 quarantined.append({"file": str(path), "line": number, "text": text.rstrip("\n")})
                 continue

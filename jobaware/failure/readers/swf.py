@@ -7,16 +7,19 @@ no such line, the last partial decides: 3 -> COMPLETED, 4 -> FAILED, 2 alone -> 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta, timezone
+from datetime import timedelta, timezone, tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import pandas as pd
 
+from jobaware.errors import InputError
 from jobaware.failure.readers.common import Batch, to_canonical_dtypes
+from jobaware.failure.schema import EPOCH_RANGE, LIMITS
 from jobaware.reading import Problem
 
 FIELDS = (
@@ -30,29 +33,19 @@ PARTIAL_FINAL = {3: "COMPLETED", 4: "FAILED"}
 @dataclass
 class SwfHeader:
     fields: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
     queues: dict[int, str] = field(default_factory=dict)
     partitions: dict[int, str] = field(default_factory=dict)
-
-    @property
-    def start_epoch(self) -> int:
-        return int(self.fields.get("UnixStartTime", "0") or 0)
-
-    @property
-    def tz(self):
-        name = self.fields.get("TimeZoneString")
-        if name:
-            try:
-                return ZoneInfo(name)
-            except (ZoneInfoNotFoundError, ValueError):
-                pass
-        offset = self.fields.get("TimeZone")
-        return timezone(timedelta(seconds=int(offset))) if offset and offset.lstrip("-").isdigit() else timezone.utc
+    start_epoch: int = 0
+    tz: tzinfo = timezone.utc
 
 
 def parse_header(path: Path) -> SwfHeader:
+    """The `; Key: value` lines before the first job; a header value that cannot be used is an InputError
+    naming its line."""
     header = SwfHeader()
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for text in handle:
+        for number, text in enumerate(handle, start=1):
             if not text.startswith(";"):
                 if text.strip():
                     break
@@ -61,17 +54,44 @@ def parse_header(path: Path) -> SwfHeader:
             if not sep or not key.strip() or " " in key.strip():
                 continue
             key, value = key.strip(), value.strip()
-            if key in ("Queue", "Partition") and value.split(maxsplit=1)[0].lstrip("-").isdigit():
-                number, _, name = value.partition(" ")
-                (header.queues if key == "Queue" else header.partitions)[int(number)] = name.strip() or number
+            if key in ("Queue", "Partition") and value and value.split(maxsplit=1)[0].lstrip("-").isdigit():
+                code, _, name = value.partition(" ")
+                (header.queues if key == "Queue" else header.partitions)[int(code)] = name.strip() or code
             elif key == "Note":
                 header.fields["Note"] = (header.fields.get("Note", "") + " " + value).strip()
-            else:
-                header.fields.setdefault(key, value)
+            elif key not in header.fields:
+                header.fields[key], header.lines[key] = value, number
+    header.start_epoch = _header_number(path, header, "UnixStartTime", EPOCH_RANGE, "epoch seconds between 1970 and 2100")
+    header.tz = _header_zone(path, header)
     return header
 
 
-def _read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, list[Problem], list[dict]]:
+def _header_number(path: Path, header: SwfHeader, key: str, bounds: tuple[int, int], expected: str) -> int:
+    text = header.fields.get(key, "")
+    if not text:
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not bounds[0] <= value <= bounds[1]:
+        raise InputError(f"{path}:{header.lines[key]}: header {key}: expected {expected}, got {text[:80]!r}")
+    return value
+
+
+def _header_zone(path: Path, header: SwfHeader) -> tzinfo:
+    """TimeZoneString when it names a zone; else TimeZone (seconds east of UTC); else UTC."""
+    offset = _header_number(path, header, "TimeZone", (-86_399, 86_399), "seconds from UTC, under a day")
+    name = header.fields.get("TimeZoneString")
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            pass
+    return timezone(timedelta(seconds=offset))
+
+
+def _read_lines(path: Path, start_epoch: int) -> tuple[np.ndarray, np.ndarray, list[Problem], list[dict]]:
     rows, lines, problems, quarantined = [], [], [], []
     with open(path, encoding="utf-8", errors="replace") as handle:
         for number, text in enumerate(handle, start=1):
@@ -93,6 +113,8 @@ def _read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, list[Problem], list
                 reason, bad_field, value = "job number must be non-negative", "job", parts[0]
             if reason is None and values[1] < 0:
                 reason, bad_field, value = "submit time must be known (not -1)", "submit", parts[1]
+            if reason is None:
+                reason, bad_field, value = _out_of_bounds(values, parts, start_epoch)
             if reason:
                 problems.append(Problem(str(path), number, bad_field, value, reason))
                 quarantined.append({"file": str(path), "line": number, "text": stripped})
@@ -100,6 +122,24 @@ def _read_lines(path: Path) -> tuple[np.ndarray, np.ndarray, list[Problem], list
             rows.append(values)
             lines.append(number)
     return np.asarray(rows, dtype=float).reshape(-1, len(FIELDS)), np.asarray(lines), problems, quarantined
+
+
+# the canonical column each SWF field becomes, for its bounds; the others need only be finite and <= 2**53
+_BOUNDED = {"job": "job_id", "wait": "run_time", "run": "run_time", "procs_alloc": "processors_req",
+            "procs_req": "processors_req", "time_req": "wallclock_req"}
+
+
+def _out_of_bounds(values: list[float], parts: list[str], start_epoch: int) -> tuple[str | None, str, str]:
+    """The first field of a job line that no job can have (reason, field, value), or (None, "", "")."""
+    for i, (name, number) in enumerate(zip(FIELDS, values, strict=True)):
+        low, high = LIMITS[_BOUNDED[name]] if name in _BOUNDED else (-1, 2**53)
+        if not math.isfinite(number) or number > high or (name == "job" and number != int(number)):
+            return f"not a finite number of at most {high:,}" if name != "job" else "not a whole job number in range", \
+                name, parts[i][:80]
+    end = start_epoch + values[1] + max(values[2], 0) + max(values[3], 0)
+    if end > EPOCH_RANGE[1]:
+        return "submit + wait + run lies after 2100", "submit", parts[1][:80]
+    return None, "", ""
 
 
 def _is_number(text: str) -> bool:
@@ -138,7 +178,7 @@ def _fold_partials(raw: pd.DataFrame) -> pd.DataFrame:
 
 def iter_swf(path: Path, require_state: bool = False) -> Iterator[Batch]:
     header = parse_header(path)
-    values, lines, problems, quarantined = _read_lines(path)
+    values, lines, problems, quarantined = _read_lines(path, header.start_epoch)
     raw = pd.DataFrame(values, columns=FIELDS).assign(line=lines)
     if "end" not in raw:
         raw["end"] = np.where((raw["wait"] >= 0) & (raw["run"] >= 0), raw["submit"] + raw["wait"] + raw["run"], np.nan)

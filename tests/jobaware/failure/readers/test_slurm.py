@@ -6,7 +6,7 @@ from tests.conftest import SQUEUE
 
 
 def test_captured_squeue_output_maps_onto_the_canonical_table():
-    jobs = read_squeue_json(SQUEUE).set_index("name")
+    jobs = read_squeue_json(SQUEUE)[0].set_index("name")
     assert jobs.loc["ok", "state"] == "COMPLETED" and jobs.loc["bad", "state"] == "FAILED"
     assert jobs.loc["slow", "state"] == "PENDING" and jobs.loc["held", "state"] == "PENDING"
     assert jobs.loc["held", "wallclock_req"] == 300.0 and jobs.loc["ok", "wallclock_req"] == 60.0
