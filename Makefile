@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export JOBAWARE_HOME ?= $(CURDIR)/.jobaware
 
-.PHONY: run test test-fast venv bench clean
+.PHONY: run test test-fast fuzz venv bench clean
 
 $(BIN)/jobaware: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ test: venv
 
 test-fast: venv  # the edit loop: everything but servers, pipelines and clusters
 	$(BIN)/python -m pytest -q -m "not slow" tests
+
+FUZZ_EXAMPLES ?= 100000
+fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per reader and per endpoint and mode
+	JOBAWARE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -s tests/test_fuzz_readers.py \
+		tests/test_conformance.py -k "mutated or service_answers_400"
 
 bench: venv
 	$(BIN)/python bench/ingest.py --jobs 1000000

@@ -167,7 +167,61 @@ class ExplainUnavailable:
         return await self.app(scope, receive, explain)
 
 
+MAX_ERROR_BYTES = 2_000
+
+
+def shortened(body: bytes, limit: int = MAX_ERROR_BYTES) -> bytes:
+    """An error body cut to `limit` bytes: a list of problems (or BentoML's `detail` list) keeps its first three
+    and the count of the rest."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = body.decode("utf-8", "replace")
+    if isinstance(data, list) and len(data) > 3:
+        data = {"errors": data[:3], "more_errors": len(data) - 3}
+    elif isinstance(data, dict) and isinstance(data.get("detail"), list) and len(data["detail"]) > 3:  # BentoML's
+        data = {**data, "detail": data["detail"][:3], "more_errors": len(data["detail"]) - 3}
+    text = json.dumps(data, default=str)
+    if len(text) > limit:
+        text = json.dumps({"error": f"{text[: limit - 100]}... ({len(text):,} characters in all)"})
+    return text.encode()
+
+
+class ShortErrors:
+    """ASGI middleware: an error answer never grows with the request (BentoML lists every invalid item of a
+    list); a 4xx body over MAX_ERROR_BYTES is cut to its first problems and their count."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope["method"] != "POST":
+            return await self.app(scope, receive, send)
+        held: dict = {}
+        chunks: list[bytes] = []
+
+        async def cut(message):
+            if message["type"] == "http.response.start" and 400 <= message["status"] < 500:
+                held["start"] = message
+                return None
+            if "start" not in held:
+                return await send(message)
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return None
+            body = b"".join(chunks)
+            if len(body) > MAX_ERROR_BYTES:
+                body = shortened(body)
+            start = held["start"]
+            headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+            await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
+            return await send({"type": "http.response.body", "body": body})
+
+        return await self.app(scope, receive, cut)
+
+
 def harden(service) -> None:
     """Apply the shared limits and error answers to a `@bentoml.service` class."""
     service.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    service.add_asgi_middleware(ShortErrors)
     service.add_asgi_middleware(ExplainUnavailable, model=service.name)

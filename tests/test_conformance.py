@@ -23,6 +23,7 @@ import yaml
 
 from jobaware import capabilities, config, steps, tracking
 from jobaware.errors import ContractError, JobawareError
+from tests.fuzzing import examples, fuzz_example, fuzz_service
 from tests.conftest import ROOT, free_port, wait_for
 
 KEYS = capabilities.keys()
@@ -245,7 +246,7 @@ def _stop(process: subprocess.Popen) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(max(900, examples(30) * 4))  # `make fuzz` runs long
 @pytest.mark.parametrize("key", KEYS)
 def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_home, tmp_path_factory, tmp_path):
     capability = capabilities.get(key)
@@ -266,6 +267,11 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
         assert wrong.status_code == 400 and len(wrong.content) < 5000
         huge = httpx.post(f"{url}{route}", content=b" " * 200_000, headers={"content-type": "application/json"}, timeout=30)
         assert huge.status_code == 413 and "limit is 100,000 bytes" in huge.text
+        for fuzzed in (fuzz_service(url, examples(30)),  # Schemathesis over the service's own OpenAPI document
+                       fuzz_example(url, route, example, examples(30))):  # its own example, values made extreme
+            print(fuzzed.line(key))
+            assert fuzzed.calls and not fuzzed.failures, "\n".join(fuzzed.failures)
+        assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
     finally:
         _stop(process)
     assert process.poll() is not None

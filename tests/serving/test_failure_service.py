@@ -90,3 +90,25 @@ def test_real_nrel_records_are_predicted_over_http(failure_service, champion):
     predictions = response.json()["predictions"]
     assert [p["job_id"] for p in predictions] == [r["job_id"] for r in records]
     assert all(0 <= p["p_fail"] <= 1 for p in predictions)
+
+
+def test_a_locked_store_stalls_no_request(failure_service, champion):
+    import sqlite3
+
+    from jobaware import config
+
+    serving = post(failure_service, {"jobs": [JOB]}).json()["model_version"]
+    lock = sqlite3.connect(config.local_store(config.tracking_uri()), timeout=30)
+    lock.execute("BEGIN EXCLUSIVE")  # another process holds the store: every refresh of the champion fails
+    try:
+        time.sleep(3)  # the service tries to refresh (every JOBAWARE_RELOAD_SECONDS=1) while the store is locked
+        for _ in range(3):
+            started = time.monotonic()
+            assert httpx.get(f"{failure_service}/readyz", timeout=5).status_code == 200
+            answer = post(failure_service, {"jobs": [JOB]})
+            assert answer.status_code == 200 and answer.json()["model_version"] == serving
+            seconds = time.monotonic() - started
+            assert seconds < 3, f"a request waited {seconds:.1f} s on the locked store"
+    finally:
+        lock.rollback()
+        lock.close()

@@ -93,15 +93,18 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
                 ),
             )
 
-        undecodable = None
-        try:  # fast path: Arrow parses numbers and times itself
-            raw = read({c: _ARROW_TYPES.get(c, pa.string()) for c in header}).to_pandas()
-        except pa.ArrowInvalid:  # a bad value somewhere in this block: read text, find and report it
-            try:
+        undecodable, lines = None, None
+        if not _is_utf8(block):  # Arrow cannot read such bytes: the csv module, record by record
+            raw, undecodable, lines, wrong = _read_record_by_record(block, first_line, header)
+            wrong_texts[:] = [text for _, text in wrong]
+            wrong_lines = [line for line, _ in wrong]
+        else:
+            try:  # fast path: Arrow parses numbers and times itself
+                raw = read({c: _ARROW_TYPES.get(c, pa.string()) for c in header}).to_pandas()
+            except pa.ArrowInvalid:  # a bad value somewhere in this block: read text, find and report it
                 raw = read({c: pa.string() for c in header}).to_pandas()
-            except pa.ArrowInvalid:  # bytes that are not UTF-8: read bytes, quarantine the records that hold them
-                raw, undecodable = _decoded(read({c: pa.binary() for c in header}).to_pandas())
-        lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
+        if lines is None:
+            lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
         batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state, undecodable=undecodable)
         for line, text in zip(wrong_lines or [None] * len(wrong_texts), wrong_texts, strict=False):
             batch.problems.insert(0, Problem(str(path), line, "*", text[:80], f"expected {len(header)} fields"))
@@ -109,26 +112,41 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         yield batch
 
 
-def _decoded(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
-    """Byte columns as text; where a value is not UTF-8, its bytes as \\x escapes and its row marked."""
-    marks = {}
+def _escaped(text: str) -> str:
+    """Text read with surrogateescape, its undecodable bytes shown as \\x escapes."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
-    def text(value, column_marks: list, i: int):
-        if value is None:
-            return None
-        try:
-            return value.decode("utf-8")
-        except UnicodeDecodeError:
-            column_marks.append(i)
-            return value.decode("utf-8", "backslashreplace")
 
-    columns = {}
-    for column in raw.columns:
-        bad: list[int] = []
-        columns[column] = [text(v, bad, i) for i, v in enumerate(raw[column])]
-        if bad:
-            marks[column] = np.isin(np.arange(len(raw)), bad)
-    return pd.DataFrame(columns, index=raw.index, dtype=object), marks
+def _read_record_by_record(block: bytes, first_line: int, header: list[str]):
+    """The last resort for a block Arrow cannot read at all: (raw text columns, undecodable marks, the line of
+    each record, the (line, text) of each record with the wrong number of fields)."""
+    csv.field_size_limit(2**31 - 1)
+    reader = csv.reader(io.StringIO(block.decode("utf-8", "surrogateescape"), newline=""))
+    rows, lines, wrong, marks = [], [], [], {c: [] for c in header}
+    start = 0
+    for record in reader:
+        line, start = first_line + start, reader.line_num
+        if not record or not any(field.strip() for field in record):
+            continue
+        if len(record) != len(header):
+            wrong.append((line, _escaped(",".join(record))))
+            continue
+        for column, value in zip(header, record, strict=True):
+            if _escaped(value) != value:
+                marks[column].append(len(rows))
+        rows.append([_escaped(value) if value != "" else None for value in record])
+        lines.append(line)
+    raw = pd.DataFrame(rows, columns=header, dtype=object)
+    undecodable = {c: np.isin(np.arange(len(rows)), m) for c, m in marks.items() if m}
+    return raw, undecodable, np.asarray(lines), wrong
+
+
+def _is_utf8(block: bytes) -> bool:
+    try:
+        block.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:

@@ -127,15 +127,18 @@ def _read_lines(path: Path, start_epoch: int) -> tuple[np.ndarray, np.ndarray, l
 # the canonical column each SWF field becomes, for its bounds; the others need only be finite and <= 2**53
 _BOUNDED = {"job": "job_id", "wait": "run_time", "run": "run_time", "procs_alloc": "processors_req",
             "procs_req": "processors_req", "time_req": "wallclock_req"}
+# numbers and codes that are whole by the format's definition
+_WHOLE = {"job", "procs_alloc", "procs_req", "status", "user", "group", "executable", "queue", "partition", "preceding"}
 
 
 def _out_of_bounds(values: list[float], parts: list[str], start_epoch: int) -> tuple[str | None, str, str]:
     """The first field of a job line that no job can have (reason, field, value), or (None, "", "")."""
     for i, (name, number) in enumerate(zip(FIELDS, values, strict=True)):
         low, high = LIMITS[_BOUNDED[name]] if name in _BOUNDED else (-1, 2**53)
-        if not math.isfinite(number) or number > high or (name == "job" and number != int(number)):
-            return f"not a finite number of at most {high:,}" if name != "job" else "not a whole job number in range", \
-                name, parts[i][:80]
+        if not math.isfinite(number) or number > high:
+            return f"not a finite number of at most {high:,}", name, parts[i][:80]
+        if name in _WHOLE and number != int(number):
+            return "not a whole number", name, parts[i][:80]
     end = start_epoch + values[1] + max(values[2], 0) + max(values[3], 0)
     if end > EPOCH_RANGE[1]:
         return "submit + wait + run lies after 2100", "submit", parts[1][:80]

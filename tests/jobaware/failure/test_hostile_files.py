@@ -52,7 +52,8 @@ QUARANTINED = {
     "processors_req inf": ("inf.csv", nrel_with("processors_req", "inf"), ":6: field 'processors_req': not a finite"),
     "submit time in 2500": ("t2500.csv", nrel_with("submit_time", "2500-01-01 00:00:00"),
                             ":6: field 'submit_time': outside 1970-01-01 to 2100-01-01"),
-    "SWF job number 1e30": ("j.swf", swf_with(job=10, column=0, value="1e30"), "field 'job': not a whole job number"),
+    "SWF job number 1e30": ("j.swf", swf_with(job=10, column=0, value="1e30"), "field 'job': not a finite number of at most"),
+    "SWF processors 0.5": ("p.swf", swf_with(job=10, column=7, value="0.5"), "field 'procs_req': not a whole number"),
     "SWF submit time 1e300": ("s.swf", swf_with(job=10, column=1, value="1e300"), "field 'submit': not a finite"),
 }
 WHOLE_FILE = {

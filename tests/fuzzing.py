@@ -1,0 +1,149 @@
+"""Generated inputs for the fuzz tests: how many (`JOBAWARE_FUZZ_EXAMPLES`; `make fuzz` raises it), and a
+Schemathesis run over a live service's own OpenAPI document that keeps every answer's status, size and time."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from hypothesis import HealthCheck, given, settings
+
+MAX_ERROR_BYTES = 5_000   # a 4xx says what was wrong, in a line, whatever came in
+MAX_SECONDS = 10.0        # per answer, on this 2-core machine
+
+
+def examples(default: int = 30) -> int:
+    return int(os.environ.get("JOBAWARE_FUZZ_EXAMPLES", default))
+
+
+def fuzz_settings(n: int):
+    return settings(max_examples=n, deadline=None, database=None, derandomize=True, print_blob=False,
+                    suppress_health_check=list(HealthCheck))
+
+
+@dataclass
+class FuzzReport:
+    calls: int = 0
+    statuses: Counter = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    slowest: float = 0.0
+
+    def line(self, name: str) -> str:
+        codes = ", ".join(f"{code}: {count}" for code, count in sorted(self.statuses.items()))
+        return f"{name}: {self.calls} generated requests ({codes}); slowest {self.slowest:.2f} s; {len(self.failures)} failed"
+
+
+def fuzz_service(url: str, n: int) -> FuzzReport:
+    """Every POST operation of the service, with valid and invalid generated bodies (n of each): no 5xx, error
+    bodies under MAX_ERROR_BYTES, every answer within MAX_SECONDS."""
+    import schemathesis
+    from schemathesis import GenerationMode
+
+    schema = schemathesis.openapi.from_url(f"{url}/docs.json")
+    report = FuzzReport()
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if operation.method.upper() != "POST":
+            continue
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+
+            @fuzz_settings(n)
+            @given(case=operation.as_strategy(generation_mode=mode))
+            def call(case):
+                started = time.monotonic()
+                response = case.call(base_url=url, timeout=60)
+                seconds = time.monotonic() - started
+                report.calls += 1
+                report.statuses[response.status_code] += 1
+                report.slowest = max(report.slowest, seconds)
+                problem = None
+                if response.status_code >= 500:
+                    problem = f"{response.status_code} {response.text[:200]}"
+                elif response.status_code >= 400 and len(response.content) > MAX_ERROR_BYTES:
+                    problem = f"a {len(response.content):,}-byte {response.status_code}"
+                elif seconds > MAX_SECONDS:
+                    problem = f"answered after {seconds:.1f} s"
+                if problem and len(report.failures) < 20:
+                    report.failures.append(f"{operation.method} {operation.path} {mode.value}: {problem}; "
+                                           f"body {str(case.body)[:200]}")
+
+            call()
+    return report
+
+
+EXTREME_VALUES = [10**30, -1, -(2**63), 2**64, 1e308, float("nan"), float("inf"), 0.5, "", "x" * 20_000, None, [],
+                  {}, True, "NaN", "1e400", "\x00", "\udcff".encode("utf-8", "surrogatepass").decode("latin-1"),
+                  [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]
+
+
+def _paths(value, prefix=()):
+    """Every path to a value inside a JSON document."""
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:5]):
+            yield from _paths(item, (*prefix, index))
+
+
+def _mutated(document, edits):
+    import copy
+
+    document = copy.deepcopy(document)
+    paths = list(_paths(document))
+    for kind, at, extreme in edits:
+        path = paths[at % len(paths)]
+        if not path:
+            continue
+        parent = document
+        for step in path[:-1]:
+            parent = parent[step]
+        last = path[-1]
+        if kind == "replace":
+            parent[last] = extreme
+        elif kind == "delete":
+            del parent[last]
+        elif kind == "repeat" and isinstance(parent, list):
+            parent.extend([parent[last]] * 50)
+        paths = list(_paths(document))
+    return document
+
+
+def fuzz_example(url: str, route: str, example, n: int) -> FuzzReport:
+    """The capability's own request example with values made extreme, fields dropped and items repeated:
+    nothing beyond a 4xx, every error short, every answer within MAX_SECONDS."""
+    import json
+
+    import httpx
+    from hypothesis import strategies as st
+
+    report = FuzzReport()
+    edit = st.tuples(st.sampled_from(["replace", "replace", "delete", "repeat"]), st.integers(0, 10**6),
+                     st.sampled_from(EXTREME_VALUES))
+
+    @fuzz_settings(n)
+    @given(edits=st.lists(edit, min_size=1, max_size=3))
+    def call(edits):
+        body = json.dumps(_mutated(example, edits))  # NaN and Infinity go out as the tokens a careless client sends
+        started = time.monotonic()
+        response = httpx.post(f"{url}{route}", content=body.encode(), headers={"content-type": "application/json"},
+                              timeout=60)
+        seconds = time.monotonic() - started
+        report.calls += 1
+        report.statuses[response.status_code] += 1
+        report.slowest = max(report.slowest, seconds)
+        problem = None
+        if response.status_code >= 500:
+            problem = f"{response.status_code} {response.text[:200]}"
+        elif response.status_code >= 400 and len(response.content) > MAX_ERROR_BYTES:
+            problem = f"a {len(response.content):,}-byte {response.status_code}"
+        elif seconds > MAX_SECONDS:
+            problem = f"answered after {seconds:.1f} s"
+        if problem and len(report.failures) < 20:
+            report.failures.append(f"POST {route}: {problem}; body {body[:300]}")
+
+    call()
+    return report
