@@ -97,7 +97,10 @@ def test_a_locked_store_stalls_no_request(failure_service, champion):
 
     from jobaware import config
 
-    serving = post(failure_service, {"jobs": [JOB]}).json()["model_version"]
+    serving = tracking.champion_version("failure")  # earlier tests moved it: let the service catch up first
+    deadline = time.monotonic() + 30
+    while post(failure_service, {"jobs": [JOB]}).json()["model_version"] != serving and time.monotonic() < deadline:
+        time.sleep(0.5)
     lock = sqlite3.connect(config.local_store(config.tracking_uri()), timeout=30)
     lock.execute("BEGIN EXCLUSIVE")  # another process holds the store: every refresh of the champion fails
     try:
