@@ -11,6 +11,11 @@ from typing import BinaryIO
 MAX_EXAMPLES = 20
 
 
+def abbreviated(text: str) -> str:
+    """A value as an error shows it: whole up to 80 characters, else its start and its length."""
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+
+
 @dataclass
 class Problem:
     """One bad record: where it was and what was wrong with it."""
@@ -23,8 +28,7 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
-        value = self.value if len(self.value) <= 80 else f"{self.value[:60]}... ({len(self.value):,} characters)"
-        return f"{where}: field '{self.field}': {self.reason} (got {value!r})"
+        return f"{where}: field '{self.field}': {self.reason} (got {abbreviated(self.value)!r})"
 
 
 @dataclass

@@ -30,6 +30,21 @@ class FuzzReport:
     failures: list[str] = field(default_factory=list)
     slowest: float = 0.0
 
+    def record(self, response, seconds: float, what: str) -> None:
+        """Count one answer; note it as a failure when it is a 5xx, a long 4xx or a slow one."""
+        self.calls += 1
+        self.statuses[response.status_code] += 1
+        self.slowest = max(self.slowest, seconds)
+        problem = None
+        if response.status_code >= 500:
+            problem = f"{response.status_code} {response.text[:200]}"
+        elif response.status_code >= 400 and len(response.content) > MAX_ERROR_BYTES:
+            problem = f"a {len(response.content):,}-byte {response.status_code}"
+        elif seconds > MAX_SECONDS:
+            problem = f"answered after {seconds:.1f} s"
+        if problem and len(self.failures) < 20:
+            self.failures.append(f"{what}: {problem}")
+
     def line(self, name: str) -> str:
         codes = ", ".join(f"{code}: {count}" for code, count in sorted(self.statuses.items()))
         return f"{name}: {self.calls} generated requests ({codes}); slowest {self.slowest:.2f} s; {len(self.failures)} failed"
@@ -54,20 +69,8 @@ def fuzz_service(url: str, n: int) -> FuzzReport:
             def call(case):
                 started = time.monotonic()
                 response = case.call(base_url=url, timeout=60)
-                seconds = time.monotonic() - started
-                report.calls += 1
-                report.statuses[response.status_code] += 1
-                report.slowest = max(report.slowest, seconds)
-                problem = None
-                if response.status_code >= 500:
-                    problem = f"{response.status_code} {response.text[:200]}"
-                elif response.status_code >= 400 and len(response.content) > MAX_ERROR_BYTES:
-                    problem = f"a {len(response.content):,}-byte {response.status_code}"
-                elif seconds > MAX_SECONDS:
-                    problem = f"answered after {seconds:.1f} s"
-                if problem and len(report.failures) < 20:
-                    report.failures.append(f"{operation.method} {operation.path} {mode.value}: {problem}; "
-                                           f"body {str(case.body)[:200]}")
+                report.record(response, time.monotonic() - started,
+                              f"{operation.method} {operation.path} {mode.value} (body {str(case.body)[:200]})")
 
             call()
     return report
@@ -131,19 +134,7 @@ def fuzz_example(url: str, route: str, example, n: int) -> FuzzReport:
         started = time.monotonic()
         response = httpx.post(f"{url}{route}", content=body.encode(), headers={"content-type": "application/json"},
                               timeout=60)
-        seconds = time.monotonic() - started
-        report.calls += 1
-        report.statuses[response.status_code] += 1
-        report.slowest = max(report.slowest, seconds)
-        problem = None
-        if response.status_code >= 500:
-            problem = f"{response.status_code} {response.text[:200]}"
-        elif response.status_code >= 400 and len(response.content) > MAX_ERROR_BYTES:
-            problem = f"a {len(response.content):,}-byte {response.status_code}"
-        elif seconds > MAX_SECONDS:
-            problem = f"answered after {seconds:.1f} s"
-        if problem and len(report.failures) < 20:
-            report.failures.append(f"POST {route}: {problem}; body {body[:300]}")
+        report.record(response, time.monotonic() - started, f"POST {route} (body {body[:300]})")
 
     call()
     return report

@@ -61,9 +61,9 @@ def predict_file(input_path: str, output: Path, bundle: HoldBundle, version: str
             "remove": int((decided["decision"] == "remove").sum())}
 
 
-def sweep_trials(params: str, space: str = "") -> list[dict]:
+def sweep_trials(params: str, space: str | sweep.Space = "") -> list[dict]:
     """The sweep's trial parameter sets, each with the run's explicit `params` pinned over the space
-    (`space`: YAML text or a file; empty for the bundled jobaware/hold/sweep.yaml)."""
+    (`space`: YAML text, a file or a loaded Space; empty for the bundled jobaware/hold/sweep.yaml)."""
     given = json.loads(params or "{}")
     check_params(given)
     return [check_params({**trial, **given}) for trial in sweep.trials(space or None)]
@@ -71,8 +71,9 @@ def sweep_trials(params: str, space: str = "") -> list[dict]:
 
 def sweep_step(params: str, space: str = "") -> list[str]:
     """Open the sweep's MLflow run; the trials as JSON, each naming its number and the sweep's run."""
-    trials = sweep_trials(params, space)
-    sweep_run = tracking.open_sweep("hold", sweep.load_space(space or None).model_dump(), trials)
+    loaded = sweep.load_space(space or None)
+    trials = sweep_trials(params, loaded)
+    sweep_run = tracking.open_sweep("hold", loaded.model_dump(), trials)
     return [json.dumps({"sweep_run": sweep_run, "number": n, "params": p}) for n, p in enumerate(trials)]
 
 

@@ -87,8 +87,10 @@ class Space(BaseModel):
         return self
 
 
-def load_space(source: str | Path | dict | None = None) -> Space:
-    """A search space from a YAML file, YAML text or a dict (default: the bundled small space)."""
+def load_space(source: str | Path | dict | Space | None = None) -> Space:
+    """A search space from a YAML file, YAML text, a dict or a loaded Space (default: the bundled small space)."""
+    if isinstance(source, Space):
+        return source
     if source is None:
         source = DEFAULT_SPACE
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
@@ -113,7 +115,7 @@ def load_space(source: str | Path | dict | None = None) -> Space:
                             else f"search space: {where}: {message}") from None
 
 
-def trials(source: str | Path | dict | None = None) -> list[dict[str, Any]]:
+def trials(source: str | Path | dict | Space | None = None) -> list[dict[str, Any]]:
     """The trial parameter sets of a search space, each checked against Params."""
     space = load_space(source)
     rng = np.random.default_rng(space.seed)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.reading import abbreviated
 from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
                                      max_text, normalize_state, number_problem)
 
@@ -35,8 +36,7 @@ class FieldError(ValueError):
 
 def _shown(value) -> str:
     """A value as JSON, cut short: an error never repeats a huge input."""
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+    return abbreviated(json.dumps(value, default=str))
 
 
 def _number(value):
