@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
@@ -86,7 +87,9 @@ def validate_frames(frames: Iterable[pd.DataFrame], contract: str) -> dict:
             entry["success"] &= bool(item.success)
             entry["unexpected_count"] += int(res.get("unexpected_count") or 0)
             room = SAMPLE - len(entry["examples"])
-            if room > 0:
+            if room > 0 and not item.success and entry["expectation"] == "expect_column_values_to_not_be_null":
+                entry["examples"] += _null_rows(frame, entry["column"], rows - len(frame))[:room]
+            elif room > 0:
                 entry["examples"] += [_plain(v) for v in (res.get("partial_unexpected_list") or [])[:room]]
             if item.exception_info and item.exception_info.get("raised_exception"):
                 entry["error"] = str(item.exception_info.get("exception_message"))[:300]
@@ -95,6 +98,13 @@ def validate_frames(frames: Iterable[pd.DataFrame], contract: str) -> dict:
     failed = [e for e in merged.values() if not e["success"]]
     return {"contract": contract, "rows": rows, "success": not failed, "expectations": len(merged),
             "failed": failed, "results": list(merged.values())}
+
+
+def _null_rows(frame: pd.DataFrame, column: str, offset: int) -> list[str]:
+    """Where `column` is null: the row's number in the whole table and, where the table has one, its job id."""
+    where = np.flatnonzero(frame[column].isna().to_numpy())[:SAMPLE]
+    with_id = "job_id" in frame and column != "job_id"
+    return [f"row {offset + i + 1}" + (f" (job_id {frame['job_id'].iloc[i]})" if with_id else "") for i in where]
 
 
 def _plain(value):

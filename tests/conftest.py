@@ -13,6 +13,8 @@ REAL = ROOT / "data" / "real"
 NREL_CSV = REAL / "nrel" / "eagle_sample_jobs.csv"
 NREL_JSON = REAL / "nrel" / "eagle_sample_jobs.json"
 KTH = REAL / "swf" / "KTH-SP2-1996-2.1-cln.swf"
+CTC = REAL / "swf" / "CTC-SP2-1996-3.1-cln.swf"
+THUNDER = REAL / "swf" / "LLNL-Thunder-2007-1.1-cln.swf"
 SQUEUE = ROOT / "tests" / "data" / "squeue_22.05.json"
 
 # Tests never touch the user's own store: one private home for the session, tracking into its SQLite.

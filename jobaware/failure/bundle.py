@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from jobaware.failure.capability import FEATURE_VERSION
-from jobaware.failure.features import build_features, history_states, latest_states
+from jobaware.failure.features import build_features
+from jobaware.failure.online import OnlineFeatures
 from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel
 from jobaware.failure.schema import FAILURES
@@ -23,36 +25,41 @@ class FailureBundle:
 
     @staticmethod
     def history_tail(jobs: pd.DataFrame, limit: int = HISTORY_JOBS) -> pd.DataFrame:
-        """The most recently ended jobs, from which a live job's history features are computed."""
-        ended = jobs[jobs["end_time"].notna()]
-        return ended.sort_values("end_time", kind="stable").tail(limit).reset_index(drop=True)
+        """The most recently ended jobs, from which a live job's history features are computed, and every job
+        submitted in the table's last day (ended or not), which live submission counts include as training did."""
+        ended = jobs[jobs["end_time"].notna()].sort_values("end_time", kind="stable").tail(limit)
+        last_day = jobs[jobs["submit_time"] >= jobs["submit_time"].max() - pd.Timedelta(hours=24)]
+        return pd.concat([ended, last_day[~last_day.index.isin(ended.index)]]).reset_index(drop=True)
 
-    def latest(self) -> dict[str, pd.DataFrame]:
-        """Each entity's newest history state, computed once per loaded bundle."""
-        if getattr(self, "_latest", None) is None:
-            self._latest = latest_states(history_states(self.history))
-        return self._latest
+    def __getstate__(self) -> dict:
+        """What is saved: the model and the history, never the serving state built from them."""
+        return {k: v for k, v in self.__dict__.items() if k != "_online"}
+
+    def online(self) -> OnlineFeatures:
+        """The bundled history's entity timelines and submission log, built once per loaded bundle."""
+        if getattr(self, "_online", None) is None:
+            self._online = OnlineFeatures(self.history)
+        return self._online
 
     def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """Features of `jobs` with the bundled history before them and their own history after it.
+        """Features of `jobs` with the bundled history before them.
 
-        The bundled jobs that ended before the earliest submit time asked about come first, then the jobs
-        given themselves, causally: scoring the later part of a trace after training on its earlier part
-        counts no job twice. Live jobs (none ended, all submitted after the history) use the cached states.
+        Jobs that have not ended (what a scheduler asks about) take the fast path, whatever their submit times.
+        Jobs with ends (scoring a trace) add their own history causally after the bundled jobs that ended
+        before the earliest submit time asked about, so scoring the later part of a trace after training on
+        its earlier part counts no job twice.
         """
         jobs = to_canonical_dtypes(jobs)
+        if jobs["end_time"].isna().all():
+            return self.online().features(jobs)
         first_submit = jobs["submit_time"].min()
-        live = jobs["end_time"].isna().all() and (self.history.empty or self.history["end_time"].max() < first_submit)
-        if live:
-            return build_features(jobs, self.history, states=self.latest())
         past = self.history[self.history["end_time"] < first_submit] if pd.notna(first_submit) else self.history
         return build_features(jobs, past)
 
     def predict(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Per job: job_id, p_fail, the outcome probabilities and the most likely failure."""
-        proba = self.model.predict_proba(self.features(jobs))
-        failure_columns = [f"p_{c}" for c in FAILURES]
-        out = pd.DataFrame({"job_id": pd.array(jobs["job_id"], dtype="Int64")})
-        out = pd.concat([out, proba.reset_index(drop=True)], axis=1)
-        out["most_likely_failure"] = proba[failure_columns].idxmax(axis=1).str.removeprefix("p_").to_numpy()
-        return out
+        proba = self.model.predict_proba(self.features(jobs)).reset_index(drop=True)
+        failures = proba[[f"p_{c}" for c in FAILURES]].to_numpy()
+        proba.insert(0, "job_id", pd.array(jobs["job_id"], dtype="Int64"))
+        proba["most_likely_failure"] = np.asarray(FAILURES, dtype=object)[failures.argmax(axis=1)]
+        return proba

@@ -19,7 +19,7 @@ CATEGORICAL = ("partition", "qos")
 RECENT = 5
 HIT_LIMIT = 0.95
 
-_HISTORY = (
+HISTORY = (
     "n", "fail_rate", "timeout_rate", "oom_rate", "failed_rate", "node_fail_rate", "cancel_rate",
     "recent_fail", "last_failed", "streak", "since_fail_h", "since_end_h", "runfrac_mean",
     "hit_limit_rate", "log_run_mean", "log_run_max", "log_req_mean",
@@ -31,7 +31,7 @@ REQUEST = (
 COMPARE = ("req_vs_run_mean", "req_vs_run_max", "req_vs_req_mean")
 NUMERIC = (
     REQUEST
-    + tuple(f"{e}_{h}" for e in ENTITIES for h in _HISTORY)
+    + tuple(f"{e}_{h}" for e in ENTITIES for h in HISTORY)
     + tuple(f"{e}_{c}" for e in ("user", "name", "job_class") for c in COMPARE)
 )
 FEATURES = NUMERIC + CATEGORICAL
@@ -126,12 +126,6 @@ def history_states(past: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return states
 
 
-def latest_states(states: dict[str, pd.DataFrame]) -> dict[str, pd.DataFrame]:
-    """Only each entity's newest state: all a job submitted after every recorded end needs."""
-    return {key: table.sort_values("t", kind="stable").groupby("_value", sort=False).tail(1)
-            for key, table in states.items()}
-
-
 def _history(queries: pd.DataFrame, states: pd.DataFrame, key: str) -> pd.DataFrame:
     """History of `key` as of each query's submit time (ends strictly before it)."""
     codes, _ = pd.factorize(pd.concat([states["_value"], queries[key].astype(object)], ignore_index=True))
@@ -144,23 +138,29 @@ def _history(queries: pd.DataFrame, states: pd.DataFrame, key: str) -> pd.DataFr
     merged["since_fail_h"] = hours(pd.to_datetime(merged["last_fail_t"]))
     merged["since_end_h"] = hours(pd.to_datetime(merged["last_end_t"]))
     merged["n"] = merged["n"].fillna(0.0)
-    return merged[list(_HISTORY)].add_prefix(f"{key}_")
+    return merged[list(HISTORY)].add_prefix(f"{key}_")
 
 
-def _submit_counts(jobs: pd.DataFrame, earlier: pd.DataFrame, window: str) -> pd.Series:
-    """Jobs the same user submitted in the `window` up to and including this job's submit second.
+SUBMIT_WINDOWS = {"user_submits_1h": 3600, "user_submits_24h": 86400}
 
-    `earlier` holds other known jobs (the bundled history) that may fall in the window too.
+
+def _submit_counts(jobs: pd.DataFrame, earlier: pd.DataFrame) -> pd.DataFrame:
+    """Per job: how many jobs its user submitted in the same second (`burst_size`) and in the hour and the day
+    up to and including that second. `earlier` holds other known jobs (the bundled history) that count too.
+
+    Every job of one submit second sees the same counts; a job whose user is unknown gets none (NaN).
     """
     pool = pd.concat([earlier[["user", "submit_time"]].assign(_row=-1), jobs[["user", "submit_time"]].assign(_row=jobs.index)],
                      ignore_index=True).dropna(subset=["user"])
     pool = pool.assign(one=1.0).sort_values(["user", "submit_time"], kind="stable")
-    counts = pool.set_index("submit_time").groupby("user", sort=False)["one"].rolling(window, closed="both").sum()
-    pool["count"] = counts.to_numpy()
-    # all jobs of one submit second see the same count: the largest in that second
-    pool["count"] = pool.groupby(["user", "submit_time"], sort=False)["count"].transform("max")
-    mine = pool[pool["_row"] >= 0]
-    return mine.set_index("_row")["count"].reindex(jobs.index)
+    same_second = pool.groupby(["user", "submit_time"], sort=False)
+    counts = {"burst_size": same_second["one"].transform("size").astype(float)}
+    for name, seconds in SUBMIT_WINDOWS.items():
+        rolling = pool.set_index("submit_time").groupby("user", sort=False)["one"].rolling(f"{seconds}s", closed="both").sum()
+        # all jobs of one submit second see the same count: the largest in that second
+        counts[name] = pd.Series(rolling.to_numpy(), index=pool.index).groupby([pool["user"], pool["submit_time"]], sort=False).transform("max")
+    mine = pool["_row"] >= 0
+    return pd.DataFrame({name: c[mine].to_numpy() for name, c in counts.items()}, index=pool.loc[mine, "_row"]).reindex(jobs.index)
 
 
 def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
@@ -173,27 +173,34 @@ def _with_derived_keys(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs.assign(job_class=jobs["user"].astype("string") + "|" + shape, cluster="all")
 
 
-def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None,
-                   states: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`.
+def prepared(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Canonical jobs with one time unit and the derived entity keys, indexed 0..n-1."""
+    return _with_derived_keys(_same_time_unit(jobs.reset_index(drop=True)))
 
-    `states` (from `history_states` or `latest_states` of `history`) saves recomputing the history's
-    states; it is only valid when no job in `jobs` has ended, so `jobs` adds nothing to the history.
-    """
-    jobs = _with_derived_keys(_same_time_unit(jobs.reset_index(drop=True)))
+
+def recent_submissions(history: pd.DataFrame | None, jobs: pd.DataFrame) -> pd.DataFrame:
+    """The history's jobs that can count in `jobs`' submit windows: the same users, the day before the first."""
+    if history is None or history.empty:
+        return jobs.iloc[:0]
+    window = (history["submit_time"] >= jobs["submit_time"].min() - pd.Timedelta(hours=24)) & history["user"].isin(jobs["user"])
+    return _same_time_unit(history[window])
+
+
+def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
+    jobs = prepared(jobs)
     history = None if history is None or history.empty else history
-    if states is None:  # history_states brings every table to one time unit itself
-        states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
-    first = jobs["submit_time"].min()
-    recent = jobs.iloc[:0]
-    if history is not None:  # the same users' submissions in the 24 h before the first job asked about
-        window = (history["submit_time"] >= first - pd.Timedelta(hours=24)) & history["user"].isin(jobs["user"])
-        recent = _same_time_unit(history[window])
+    states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
+    counts = _submit_counts(jobs, recent_submissions(history, jobs))
+    return assemble(jobs, counts, [_history(jobs, states[key], key) for key in ENTITIES])
+
+
+def assemble(jobs: pd.DataFrame, counts: pd.DataFrame, history: list[pd.DataFrame]) -> pd.DataFrame:
+    """The feature table from prepared jobs, their submit counts and their per-entity history features."""
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
     mem = jobs["mem_req"].astype(float)
     submit = jobs["submit_time"]
-    burst = jobs.groupby(["user", "submit_time"], dropna=False, sort=False)["job_id"].transform("size")
     features = pd.DataFrame(
         {
             "log_wallclock_req": np.log1p(req),
@@ -205,20 +212,17 @@ def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None,
             "log_mem_per_proc": np.log1p(mem.where(mem > 0) / procs.where(procs > 0)),
             "hour": submit.dt.hour.astype(float),
             "weekday": submit.dt.weekday.astype(float),
-            "burst_size": burst.astype(float),
-            "user_submits_24h": _submit_counts(jobs, recent, "24h"),
-            "user_submits_1h": _submit_counts(jobs, recent, "1h"),
+            "burst_size": counts["burst_size"],
+            "user_submits_24h": counts["user_submits_24h"],
+            "user_submits_1h": counts["user_submits_1h"],
         }
     )
-    parts = [features]
-    for key in ENTITIES:
-        parts.append(_history(jobs, states[key], key))
-    features = pd.concat(parts, axis=1)
+    features = pd.concat([features, *history], axis=1)
     log_req = np.log1p(req)
+    compare = {}
     for key in ("user", "name", "job_class"):
-        features[f"{key}_req_vs_run_mean"] = log_req - features[f"{key}_log_run_mean"]
-        features[f"{key}_req_vs_run_max"] = log_req - features[f"{key}_log_run_max"]
-        features[f"{key}_req_vs_req_mean"] = log_req - features[f"{key}_log_req_mean"]
-    for key in CATEGORICAL:
-        features[key] = jobs[key].astype("object").where(jobs[key].notna(), None)
-    return features[list(FEATURES)]
+        compare[f"{key}_req_vs_run_mean"] = log_req - features[f"{key}_log_run_mean"]
+        compare[f"{key}_req_vs_run_max"] = log_req - features[f"{key}_log_run_max"]
+        compare[f"{key}_req_vs_req_mean"] = log_req - features[f"{key}_log_req_mean"]
+    categorical = {key: jobs[key].astype("object").where(jobs[key].notna(), None) for key in CATEGORICAL}
+    return pd.concat([features, pd.DataFrame(compare), pd.DataFrame(categorical)], axis=1)[list(FEATURES)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,13 +17,22 @@ from sklearn.impute import SimpleImputer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+from threadpoolctl import ThreadpoolController
 
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
 from jobaware.failure.params import check_params
 from jobaware.failure.schema import OUTCOMES
+from jobaware.failure.trees import ArrayTrees
 
 MIN_CALIBRATION_ROWS = 100
+# below this many rows one thread predicts faster: the trees' thread pool costs more than it saves
+SMALL_BATCH = 200
+_OPENMP = ThreadpoolController()
+
+
+def _threads(limit: int | None):
+    return _OPENMP.limit(limits=limit, user_api="openmp") if limit else contextlib.nullcontext()
 
 
 @dataclass
@@ -55,13 +66,14 @@ def _object_categoricals(features: pd.DataFrame) -> pd.DataFrame:
 
 def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd.DataFrame:
     """p_fail and one probability column per outcome (0 for classes the estimator never saw)."""
-    proba = pd.DataFrame(0.0, index=index, columns=[f"p_{c}" for c in OUTCOMES])
+    proba = np.zeros((len(raw), len(OUTCOMES)))
     for i, c in enumerate(classes):
-        proba[f"p_{c}"] = raw[:, i]
+        proba[:, OUTCOMES.index(c)] = raw[:, i]
     if normalize:
-        proba = proba.div(proba.sum(axis=1).where(lambda s: s > 0, 1.0), axis=0)
-    proba.insert(0, "p_fail", 1.0 - proba["p_COMPLETED"])
-    return proba
+        total = proba.sum(axis=1, keepdims=True)
+        proba = proba / np.where(total > 0, total, 1.0)
+    table = np.column_stack([1.0 - proba[:, OUTCOMES.index("COMPLETED")], proba])
+    return pd.DataFrame(table, index=index, columns=["p_fail", *(f"p_{c}" for c in OUTCOMES)])
 
 
 @dataclass
@@ -107,8 +119,53 @@ class FailureModel:
         return self
 
     def predict_proba(self, features: pd.DataFrame) -> pd.DataFrame:
-        raw = self.estimator.predict_proba(_object_categoricals(features[list(FEATURES)]))
+        """The fitted estimator's probabilities, computed on arrays: the column transformer's work is done once
+        here and the trees (and calibrators) see the same matrix the fitted pipeline would give them."""
+        matrix = self._matrix(features)
+        with _threads(1 if len(matrix) < SMALL_BATCH else None):
+            raw = self._on_arrays().predict_proba(matrix)
         return _proba_table(raw, self.estimator.classes_, features.index, normalize=True)
+
+    def _pipeline(self) -> Pipeline:
+        if isinstance(self.estimator, CalibratedClassifierCV):
+            return self.estimator.calibrated_classifiers_[0].estimator.estimator
+        return self.estimator
+
+    def _matrix(self, features: pd.DataFrame) -> np.ndarray:
+        """What the fitted column transformer makes of `features`: encoded categories, then the numeric columns."""
+        codes = self._category_codes()
+        encoded = [[codes[i].get("<none>" if v is None or v is pd.NA else v, np.nan) for v in features[c].to_numpy(dtype=object)]
+                   for i, c in enumerate(CATEGORICAL)]
+        return np.hstack([np.array(encoded, dtype=float).T.reshape(len(features), len(CATEGORICAL)),
+                          features[self.numeric_].to_numpy(dtype=float, na_value=np.nan)])
+
+    def _category_codes(self) -> list[dict]:
+        """Per categorical column, the fitted encoder's own code for every category it knows (others: NaN)."""
+        if getattr(self, "_codes", None) is None:
+            encoder = self._pipeline().named_steps["prep"].named_transformers_["cat"]
+            known = max(len(c) for c in encoder.categories_)
+            table = pd.DataFrame({c: [cats[i % len(cats)] for i in range(known)] for c, cats in zip(CATEGORICAL, encoder.categories_, strict=True)})
+            encoded = encoder.transform(table)
+            self._codes = [dict(zip(table[c], encoded[:, i], strict=True)) for i, c in enumerate(CATEGORICAL)]
+        return self._codes
+
+    def _on_arrays(self):
+        """The same fitted trees (walked all at once) and calibrators, taking the transformed matrix."""
+        if getattr(self, "_array_estimator", None) is None:
+            booster = ArrayTrees(self._pipeline().named_steps["gbt"])
+            if isinstance(self.estimator, CalibratedClassifierCV):
+                estimator = copy.copy(self.estimator)
+                estimator.calibrated_classifiers_ = [copy.copy(c) for c in self.estimator.calibrated_classifiers_]
+                for calibrated in estimator.calibrated_classifiers_:
+                    calibrated.estimator = FrozenEstimator(booster)
+                self._array_estimator = estimator
+            else:
+                self._array_estimator = booster
+        return self._array_estimator
+
+    def __getstate__(self) -> dict:
+        """What is saved: the fitted model, never the array view built from it."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_array_estimator", "_codes")}
 
 
 class SklearnBaseline:

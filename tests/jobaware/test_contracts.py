@@ -28,3 +28,21 @@ def test_broken_table_fails_with_a_readable_report():
     assert "3 of 14 expectations failed on 700 rows" in text and "column state: 1 row(s), e.g. ['RUNNING']" in text
     with pytest.raises(ContractError, match="expectations failed"):
         require(report)
+
+
+def test_a_null_value_failure_names_its_rows_not_the_nulls():
+    jobs = read_jobs(KTH)[0]
+    jobs.loc[[4, 2000], "state"] = None
+    report = validate_frames([jobs.iloc[:1000], jobs.iloc[1000:]], "swf_jobs")
+    failed = {(f["expectation"], f["column"]): f for f in report["failed"]}
+    nulls = failed[("expect_column_values_to_not_be_null", "state")]
+    job_ids = jobs["job_id"].iloc[[4, 2000]].tolist()
+    assert nulls["unexpected_count"] == 2
+    assert nulls["examples"] == [f"row 5 (job_id {job_ids[0]})", f"row 2001 (job_id {job_ids[1]})"]
+
+
+def test_swf_contract_accepts_what_the_format_leaves_unknown():
+    """SWF allows -1 in every field but the job number and submit time: unknown requests are not violations."""
+    jobs = read_jobs(KTH)[0]
+    jobs.loc[::3, ["wallclock_req", "processors_req", "user", "account"]] = None
+    assert validate_frames([jobs], "swf_jobs")["success"]

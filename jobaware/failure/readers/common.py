@@ -133,8 +133,18 @@ def canonicalize(
     return Batch(to_canonical_dtypes(frame), problems, quarantined)
 
 
+def _dtype(column: str) -> str:
+    if column in INTEGER:
+        return "Int64"
+    if column in NUMERIC:
+        return "float64"
+    return "datetime64[s]" if column in TIME_COLUMNS else "string"
+
+
 def to_canonical_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
     """Cast a frame with the canonical columns to the canonical pandas dtypes (nullable ints)."""
+    if list(frame.columns) == list(COLUMNS) and all(str(frame[c].dtype) == _DTYPES[c] for c in COLUMNS):
+        return frame
     typed = {}
     for column in COLUMNS:
         values = frame[column] if column in frame.columns else pd.Series([None] * len(frame), index=frame.index)
@@ -146,4 +156,24 @@ def to_canonical_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
             typed[column] = pd.to_datetime(values).astype("datetime64[s]")
         else:
             typed[column] = values.astype("string")
+    return pd.DataFrame(typed)
+
+
+_DTYPES = {c: _dtype(c) for c in COLUMNS}
+
+
+def canonical_frame(rows: list[dict]) -> pd.DataFrame:
+    """The canonical table of checked records (canonical field -> value or None), each column typed once:
+    the same frame as `to_canonical_dtypes(pd.DataFrame(rows))`, without casting a whole frame afterwards."""
+    typed = {}
+    for column in COLUMNS:
+        values = [row.get(column) for row in rows]
+        if column in INTEGER:
+            typed[column] = pd.array(values, dtype="Int64")
+        elif column in NUMERIC:
+            typed[column] = np.array([np.nan if v is None else v for v in values], dtype="float64")
+        elif column in TIME_COLUMNS:
+            typed[column] = pd.to_datetime(pd.Series(values, dtype=object)).astype("datetime64[s]").to_numpy()
+        else:
+            typed[column] = pd.array([None if v is None else str(v) for v in values], dtype="string")
     return pd.DataFrame(typed)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.failure.readers.common import canonical_frame
 from jobaware.reading import abbreviated
 from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
                                      max_text, normalize_state, number_problem)
@@ -152,7 +152,7 @@ def read_squeue_json(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[s
         except FieldError as exc:
             problems.append(f"{path} job {number}: {exc}")
             quarantined.append({"file": str(path), "record": number, "reason": str(exc), "text": json.dumps(record)})
-    return to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS))), quarantined, problems
+    return canonical_frame(rows), quarantined, problems
 
 
 def _field_error(where: str, field: str, expected: str, value) -> InputError:
@@ -223,4 +223,4 @@ def parse_request_jobs(jobs) -> pd.DataFrame:
             raise InputError(f"{where}.job_id: missing")
         row["submit_time"] = row["submit_time"] or now
         rows.append(row)
-    return to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS)))
+    return canonical_frame(rows)

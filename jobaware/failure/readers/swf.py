@@ -153,11 +153,20 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _end(raw: pd.DataFrame) -> np.ndarray:
+    """End offsets: submit + wait + run, unknown when the run time is.
+
+    An unknown wait (-1; LLNL-Thunder records none at all) counts as 0: the end is then the earliest the job
+    can have ended, so its outcome may enter later jobs' history up to its (unknown) wait too early.
+    """
+    return np.where(raw["run"] >= 0, raw["submit"] + raw["wait"].clip(lower=0) + raw["run"], np.nan)
+
+
 def _fold_partials(raw: pd.DataFrame) -> pd.DataFrame:
     """One row per job number, by the rule in this module's docstring."""
     if not raw["status"].between(2, 4).any():
         return raw
-    raw = raw.assign(end=np.where((raw["wait"] >= 0) & (raw["run"] >= 0), raw["submit"] + raw["wait"] + raw["run"], np.nan))
+    raw = raw.assign(end=_end(raw))
     partial = raw["status"].between(2, 4)
     own = raw[~partial].drop_duplicates("job", keep="last").set_index("job")
     parts = raw[partial].groupby("job")
@@ -184,7 +193,7 @@ def iter_swf(path: Path, require_state: bool = False) -> Iterator[Batch]:
     values, lines, problems, quarantined = _read_lines(path, header.start_epoch)
     raw = pd.DataFrame(values, columns=FIELDS).assign(line=lines)
     if "end" not in raw:
-        raw["end"] = np.where((raw["wait"] >= 0) & (raw["run"] >= 0), raw["submit"] + raw["wait"] + raw["run"], np.nan)
+        raw["end"] = _end(raw)
     raw = _fold_partials(raw)
     known = lambda col: raw[col].where(raw[col] >= 0)  # noqa: E731 - SWF's -1 means unknown
 

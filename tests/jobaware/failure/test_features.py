@@ -14,8 +14,13 @@ def jobs(synthetic):
     return table.iloc[:6000].reset_index(drop=True)
 
 
-def assert_same(a: pd.DataFrame, b: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False)
+@pytest.fixture(scope="module")
+def many_jobs(synthetic):
+    return read_jobs(synthetic[0])[0]
+
+
+def assert_same(a: pd.DataFrame, b: pd.DataFrame, exact: bool = False) -> None:
+    pd.testing.assert_frame_equal(a.reset_index(drop=True), b.reset_index(drop=True), check_dtype=False, check_exact=exact)
 
 
 def test_changing_later_jobs_changes_no_earlier_feature(jobs):
@@ -87,15 +92,43 @@ def test_swf_post_run_fields_never_reach_features():
     assert (own["user_n"] == 0).all()  # with no job ended, there is no history at all
 
 
-def test_live_jobs_get_the_same_features_from_cached_states(jobs):
+def test_the_serving_path_equals_the_batch_featurizer_before_inside_and_after_the_history(many_jobs):
+    """Thousands of unended jobs at submit times before, inside and after the bundled history, one request:
+    the online features (array lookups, submission log) equal build_features' feature by feature, exactly."""
     from jobaware.failure.bundle import FailureBundle
 
-    history = FailureBundle.history_tail(jobs.iloc[:5000])
-    after = history["end_time"].max() + pd.Timedelta(minutes=1)
-    live = jobs.iloc[5000:5200].copy()
-    live["submit_time"] = after + pd.to_timedelta(np.arange(len(live)), unit="s")
-    live[["start_time", "end_time", "run_time", "state"]] = None
-    live["user"] = jobs["user"].iloc[:200].to_numpy()  # users that do have history
+    jobs = many_jobs
+    history = FailureBundle.history_tail(jobs.iloc[:8000])
+    asked = jobs.iloc[8000:11000].copy().reset_index(drop=True)
+    start, end = history["submit_time"].min(), history["end_time"].max()
+    rng = np.random.default_rng(5)
+    offsets = rng.uniform(-0.1, 1.2, len(asked)) * (end - start).total_seconds()
+    asked["submit_time"] = (start + pd.to_timedelta(offsets.round(), unit="s")).astype("datetime64[s]")
+    asked.loc[::7, "submit_time"] = asked["submit_time"].iloc[0]  # bursts: many jobs in one second
+    asked.loc[::11, "submit_time"] = history["end_time"].iloc[::11].to_numpy()[: len(asked.loc[::11])]  # at an end
+    asked[["start_time", "end_time", "run_time", "state"]] = None
+    asked["user"] = jobs["user"].sample(len(asked), replace=True, random_state=1).to_numpy()  # users with history
+    asked["job_id"] = np.arange(10**8, 10**8 + len(asked))
     bundle = FailureBundle(model=None, history=history)
-    assert_same(bundle.features(live), build_features(live, history))
-    assert (bundle.features(live)["user_n"] > 0).any()
+    fast = bundle.features(asked)
+    assert_same(fast, build_features(asked, history), exact=True)
+    assert (fast["user_n"] == 0).any() and (fast["user_n"] > 100).any() and (fast["burst_size"] > 5).any()
+
+
+def test_submissions_count_once_per_job_across_requests(jobs):
+    """A job asked about again (an adapter polling squeue) is not counted twice; a new job is, as in training."""
+    from jobaware.failure.bundle import FailureBundle
+
+    history = FailureBundle.history_tail(jobs.iloc[:3000])
+    after = history["submit_time"].max() + pd.Timedelta(hours=2)
+    asked = jobs.iloc[3000:3003].copy().reset_index(drop=True)
+    asked[["start_time", "end_time", "run_time", "state"]] = None
+    asked["user"], asked["submit_time"] = "newcomer", after
+    asked["job_id"] = [10**9, 10**9 + 1, 10**9 + 2]
+    bundle = FailureBundle(model=None, history=history)
+    first = bundle.features(asked.iloc[:2])
+    again = bundle.features(asked.iloc[:2])
+    both = bundle.features(asked.iloc[[0, 2]])
+    assert first["user_submits_1h"].tolist() == again["user_submits_1h"].tolist() == [2.0, 2.0]
+    assert both["user_submits_24h"].tolist() == [3.0, 3.0] and both["burst_size"].tolist() == [3.0, 3.0]
+    assert_same(both, build_features(asked, history).iloc[[0, 2]], exact=True)

@@ -1,3 +1,4 @@
+import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
@@ -42,3 +43,21 @@ def test_later_slurm_versions_wrapped_numbers_and_gpus():
 def test_request_records_are_refused_naming_the_bad_field(jobs, message):
     with pytest.raises(InputError, match=message):
         parse_request_jobs(jobs)
+
+
+def test_request_records_become_the_same_frame_as_the_canonical_cast():
+    from jobaware.failure.readers.common import to_canonical_dtypes
+    from jobaware.failure.schema import COLUMNS
+
+    records = [
+        {"job_id": 1, "user": "u1", "partition": "p", "wallclock_req": 3600, "nodes_req": 2, "processors_req": 72,
+         "submit_time": "2019-03-01 10:00:00.7", "mem_req": 1.5, "state": "COMPLETED", "end_time": 1551434400123},
+        {"job_id": 2, "user": 7, "gpus_req": 1.0, "submit_time": 1551434400000, "name": "x" * 200},
+    ]
+    parsed = parse_request_jobs(records)
+    rows = [{c: r.get(c) for c in COLUMNS} for r in records]
+    rows[0]["submit_time"] = pd.Timestamp(rows[0]["submit_time"])
+    rows[0]["end_time"] = pd.Timestamp(rows[0]["end_time"], unit="ms")
+    rows[1]["submit_time"] = pd.Timestamp(rows[1]["submit_time"], unit="ms")
+    rows[1]["user"] = "7"
+    pd.testing.assert_frame_equal(parsed, to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS))))

@@ -4,7 +4,7 @@ import pytest
 from jobaware.errors import InputError
 from jobaware.failure.readers import read_jobs
 from jobaware.failure.readers.swf import parse_header
-from tests.conftest import KTH
+from tests.conftest import KTH, THUNDER
 
 HEADER = "; Version: 2.2\n; UnixStartTime: 843480031\n; TimeZoneString: Europe/Stockholm\n; Queue: 1 batch\n; Partition: 2 big\n"
 
@@ -61,3 +61,22 @@ def test_partial_executions_fold_into_their_job(tmp_path):
     assert jobs.loc[2, "end_time"] - jobs.loc[2, "submit_time"] == pd.Timedelta(seconds=370)
     training, report = read_jobs(path, require_state=True)
     assert 3 not in set(training["job_id"]) and "no final state" in str(report.problems[0])
+
+
+def test_unknown_wait_and_request_leave_the_job_readable(tmp_path):
+    """LLNL-Thunder records no wait and mostly no requested time: the end is the earliest possible one."""
+    path = tmp_path / "t.swf"
+    path.write_text("; UnixStartTime: 0\n; TimeZoneString: UTC\n" + "\n".join([line(1, 100, -1, 50, 1, req=-1), line(2, 200, -1, -1, 0), line(3, 300, 20, 10, 5)]) + "\n")
+    jobs = read_jobs(path)[0].set_index("job_id")
+    assert pd.isna(jobs.loc[1, "start_time"]) and jobs.loc[1, "end_time"] == pd.Timestamp(150, unit="s")
+    assert pd.isna(jobs.loc[1, "wallclock_req"]) and pd.isna(jobs.loc[2, "end_time"])
+    assert jobs.loc[3, "end_time"] == pd.Timestamp(330, unit="s") and jobs.loc[3, "state"] == "CANCELLED"
+
+
+def test_thunder_trace_reads_and_meets_its_contract():
+    from jobaware.contracts import validate_frames
+
+    jobs, report = read_jobs(THUNDER)
+    assert len(jobs) == 121_039 - 1_190 and report.bad_rows == 1_190  # the 1,190 lines with submit time -1
+    assert jobs["wallclock_req"].isna().mean() > 0.6 and jobs["end_time"].notna().mean() > 0.99
+    assert validate_frames([jobs], "swf_jobs")["success"]

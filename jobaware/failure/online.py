@@ -1,0 +1,165 @@
+"""Serving-time features from entity states held in sorted arrays: the batch featurizer's answer, without pandas
+over the history per request.
+
+For jobs that have not ended (what a scheduler asks about), `OnlineFeatures.features(jobs)` equals
+`build_features(jobs, history)` feature by feature, whatever the submit times (before, inside or after the
+history): each entity's state after every end event is computed once, by the batch code, and looked up by binary
+search (the last state that ended strictly before the submit time).
+
+Submission counts follow training's rule: a user's jobs submitted in the same second, hour and day up to and
+including the submit second, counting the bundled jobs and every job asked about since the model was loaded,
+each job once by its id. Jobs older than `KEEP_SECONDS` before the newest submission are forgotten once the log
+holds more than `MAX_SUBMISSIONS`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pandas as pd
+
+from jobaware.failure.features import (
+    CATEGORICAL, ENTITIES, FEATURES, HISTORY, NUMERIC, SUBMIT_WINDOWS, history_states, prepared,
+)
+
+# a state row: the history features but the two "since" ones, then the two times they are computed from
+_SINCE = ("since_fail_h", "since_end_h")
+_STATE = [h for h in HISTORY if h not in _SINCE] + ["last_fail_t", "last_end_t"]
+_N, _N_COUNTS, _LAST = _STATE.index("n"), len(HISTORY) - 2, [len(HISTORY) - 2, len(HISTORY) - 1]
+_ORDER = [h for h in HISTORY if h not in _SINCE] + list(_SINCE)  # the columns lookup() returns
+KEEP_SECONDS = 8 * 86400
+MAX_SUBMISSIONS = 1_000_000
+
+
+def _seconds(times) -> np.ndarray:
+    """Datetimes as int64 seconds since the epoch (NaT: the minimum int64)."""
+    return np.asarray(times, dtype="datetime64[s]").astype(np.int64)
+
+
+def _times(times) -> np.ndarray:
+    """Datetimes as float seconds since the epoch, NaN where unknown."""
+    times = np.asarray(times, dtype="datetime64[s]")
+    return np.where(np.isnat(times), np.nan, times.astype(np.int64).astype(float))
+
+
+class EntityTimeline:
+    """One entity kind's states after each end event, sorted by (entity, end time) for bulk search."""
+
+    def __init__(self, states: pd.DataFrame):
+        codes, uniques = pd.factorize(states["_value"])
+        ends = _seconds(states["t"])
+        order = np.lexsort((ends, codes))  # stable: among equal times the later cumulative state stays last
+        self.code_of = {value: i for i, value in enumerate(uniques)}
+        self.first = int(ends.min()) if len(ends) else 0
+        self.span = int(ends.max()) - self.first + 2 if len(ends) else 2
+        self.codes = codes[order]
+        self.keys = self.codes * self.span + (ends[order] - self.first)
+        values = np.column_stack([_times(states[c]) if c.endswith("_t") else states[c].to_numpy(float) for c in _STATE])
+        self.values = values[order]
+
+    def lookup(self, entities, submit: np.ndarray) -> np.ndarray:
+        """Each job's history features (`HISTORY` order) for this entity kind as of its submit second."""
+        codes = np.fromiter((self.code_of.get(v, -1) if isinstance(v, str) else -1 for v in entities), np.int64, len(submit))
+        offset = np.clip(submit - self.first, 0, self.span - 1)
+        at = np.searchsorted(self.keys, codes * self.span + offset, side="left") - 1
+        found = (codes >= 0) & (at >= 0)
+        found[found] = self.codes[at[found]] == codes[found]
+        state = np.full((len(codes), len(_STATE)), np.nan)
+        state[found] = self.values[at[found]]
+        state[:, _N] = np.where(np.isnan(state[:, _N]), 0.0, state[:, _N])
+        since = (submit[:, None] - state[:, _LAST]) / 3600
+        return np.column_stack([state[:, :_N_COUNTS], since])
+
+
+class SubmitLog:
+    """Submit seconds per user, each job counted once by its id; safe to share between request threads."""
+
+    def __init__(self, jobs: pd.DataFrame):
+        self.times: dict[str, np.ndarray] = {}
+        self.seen: set = set()
+        self.lock = threading.Lock()
+        self.add(jobs)
+
+    def add(self, jobs: pd.DataFrame) -> None:
+        known = jobs["user"].notna() & jobs["job_id"].notna()
+        by_user: dict[str, list[int]] = {}
+        for job_id, user, second in zip(jobs.loc[known, "job_id"], jobs.loc[known, "user"],
+                                        _seconds(jobs.loc[known, "submit_time"]), strict=True):
+            if job_id not in self.seen:
+                self.seen.add(job_id)
+                by_user.setdefault(user, []).append(second)
+        for user, seconds in by_user.items():
+            self.times[user] = np.sort(np.concatenate([self.times.get(user, np.empty(0, np.int64)), seconds]))
+        if len(self.seen) > MAX_SUBMISSIONS:
+            self._forget()
+
+    def _forget(self) -> None:
+        newest = max(int(t[-1]) for t in self.times.values() if len(t))
+        self.times = {u: t[t >= newest - KEEP_SECONDS] for u, t in self.times.items()}
+        self.times = {u: t for u, t in self.times.items() if len(t)}
+        self.seen = set()
+
+    def counts(self, users, submit: np.ndarray) -> np.ndarray:
+        """Per job: its user's submissions in the same second, the hour and the day up to it (NaN: no user)."""
+        windows = {"burst_size": 0, **SUBMIT_WINDOWS}
+        out = np.full((len(users), len(windows)), np.nan)
+        for row, (user, second) in enumerate(zip(users, submit, strict=True)):
+            times = self.times.get(user) if isinstance(user, str) else None
+            if times is None:
+                continue
+            upto = np.searchsorted(times, second, side="right")
+            for column, seconds in enumerate(windows.values()):
+                out[row, column] = upto - np.searchsorted(times, second - seconds, side="left")
+        return out
+
+
+class OnlineFeatures:
+    """Entity timelines and the submission log of one bundled history, built once per loaded model."""
+
+    def __init__(self, history: pd.DataFrame):
+        self.timelines = {key: EntityTimeline(table) for key, table in history_states(history).items()}
+        self.submissions = SubmitLog(prepared(history))
+
+    def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
+        """Features of canonical jobs that have not ended; they join the submission log first.
+
+        Array code throughout, one frame at the end: the same values as `assemble` over `prepared` jobs.
+        """
+        submit = _seconds(jobs["submit_time"])
+        users = jobs["user"].to_numpy(dtype=object, na_value=None)
+        with self.submissions.lock:
+            self.submissions.add(jobs)
+            counts = self.submissions.counts(users, submit)
+        number = {c: jobs[c].to_numpy(dtype=float, na_value=np.nan) for c in ("wallclock_req", "nodes_req", "processors_req",
+                                                                             "gpus_req", "mem_req")}
+        req, procs, mem = number["wallclock_req"], number["processors_req"], number["mem_req"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            log_req = np.log1p(req)
+            columns = {
+                "log_wallclock_req": log_req, "nodes_req": number["nodes_req"], "processors_req": procs,
+                "gpus_req": number["gpus_req"], "mem_req": mem,
+                "mem_set": np.where(np.isnan(mem), np.nan, (mem > 0).astype(float)),
+                "log_mem_per_proc": np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan)),
+                "hour": (submit // 3600 % 24).astype(float), "weekday": ((submit // 86400 + 3) % 7).astype(float),
+                "burst_size": counts[:, 0], "user_submits_24h": counts[:, 2], "user_submits_1h": counts[:, 1],
+            }
+            keys = {key: jobs[key].to_numpy(dtype=object, na_value=None) for key in ENTITIES if key in jobs}
+            keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in zip(users, procs, req, strict=True)]
+            keys["cluster"] = ["all"] * len(submit)
+            for key in ENTITIES:
+                history = self.timelines[key].lookup(keys[key], submit)
+                columns.update({f"{key}_{name}": history[:, i] for i, name in enumerate(_ORDER)})
+            for key in ("user", "name", "job_class"):
+                columns[f"{key}_req_vs_run_mean"] = log_req - columns[f"{key}_log_run_mean"]
+                columns[f"{key}_req_vs_run_max"] = log_req - columns[f"{key}_log_run_max"]
+                columns[f"{key}_req_vs_req_mean"] = log_req - columns[f"{key}_log_req_mean"]
+        frame = pd.DataFrame(np.column_stack([columns[c] for c in NUMERIC]), columns=list(NUMERIC))
+        for key in CATEGORICAL:
+            frame[key] = jobs[key].to_numpy(dtype=object, na_value=None)
+        return frame[list(FEATURES)]
+
+
+def _text(value: float, kind) -> str:
+    """A request number as the batch featurizer spells it in the job class key ("?" when unknown)."""
+    return "?" if np.isnan(value) else str(kind(value))
