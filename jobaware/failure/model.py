@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -74,6 +73,33 @@ def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd
         proba = proba / np.where(total > 0, total, 1.0)
     table = np.column_stack([1.0 - proba[:, OUTCOMES.index("COMPLETED")], proba])
     return pd.DataFrame(table, index=index, columns=["p_fail", *(f"p_{c}" for c in OUTCOMES)])
+
+
+class CalibratedArrays:
+    """A fitted CalibratedClassifierCV's own steps (scikit-learn 1.8's `_CalibratedClassifier.predict_proba` for
+    sigmoid and isotonic) over the walked trees, without its per-call checks and label encoding; the model
+    tests hold it equal to the fitted estimator, bit for bit."""
+
+    def __init__(self, calibrated: CalibratedClassifierCV, trees: ArrayTrees):
+        self.parts = [(c.calibrators, np.searchsorted(c.classes, trees.classes_), len(c.classes))
+                      for c in calibrated.calibrated_classifiers_]
+        self.trees, self.n_classes = trees, len(calibrated.classes_)
+
+    def predict_proba(self, matrix: np.ndarray) -> np.ndarray:
+        decision = self.trees.decision_function(matrix).reshape(len(matrix), -1)
+        mean = np.zeros((len(matrix), self.n_classes))
+        for calibrators, positions, n_classes in self.parts:
+            proba = np.zeros((len(matrix), n_classes))
+            for position, column, calibrator in zip(positions, decision.T, calibrators, strict=False):
+                proba[:, position + 1 if n_classes == 2 else position] = calibrator.predict(column)
+            if n_classes == 2:
+                proba[:, 0] = 1.0 - proba[:, 1]
+            else:
+                total = np.sum(proba, axis=1)[:, np.newaxis]
+                proba = np.divide(proba, total, out=np.full_like(proba, 1 / n_classes), where=total != 0)
+            proba[(1.0 < proba) & (proba <= 1.0 + 1e-5)] = 1.0
+            mean += proba
+        return mean / len(self.parts)
 
 
 @dataclass
@@ -150,17 +176,11 @@ class FailureModel:
         return self._codes
 
     def _on_arrays(self):
-        """The same fitted trees (walked all at once) and calibrators, taking the transformed matrix."""
+        """The same fitted trees (walked all at once for a few rows) and calibrators, taking the matrix."""
         if getattr(self, "_array_estimator", None) is None:
-            booster = ArrayTrees(self._pipeline().named_steps["gbt"])
-            if isinstance(self.estimator, CalibratedClassifierCV):
-                estimator = copy.copy(self.estimator)
-                estimator.calibrated_classifiers_ = [copy.copy(c) for c in self.estimator.calibrated_classifiers_]
-                for calibrated in estimator.calibrated_classifiers_:
-                    calibrated.estimator = FrozenEstimator(booster)
-                self._array_estimator = estimator
-            else:
-                self._array_estimator = booster
+            trees = ArrayTrees(self._pipeline().named_steps["gbt"])
+            calibrated = isinstance(self.estimator, CalibratedClassifierCV)
+            self._array_estimator = CalibratedArrays(self.estimator, trees) if calibrated else trees
         return self._array_estimator
 
     def __getstate__(self) -> dict:

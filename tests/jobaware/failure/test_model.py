@@ -58,7 +58,9 @@ def test_one_set_of_defaults_beats_both_quick_references_on_every_real_trace(tra
     """Time-ordered 70/30 split, default parameters: at least 0.03 ROC-AUC above the GBT on request + user
     failure rate and above the user failure rate alone (the data README's quick references)."""
     jobs, _ = read_jobs(trace)
-    _, evaluation = train(jobs)
+    bundle, evaluation = train(jobs)
+    assert bundle.model.calibrated  # two classes (COMPLETED, FAILED): the binary calibrated case
+    assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
     m = evaluation.metrics
     assert m["model"]["roc_auc"] >= m["user_rate"]["roc_auc"] + 0.03
     assert m["model"]["roc_auc"] >= m["gbt_user_rate"]["roc_auc"] + 0.03
