@@ -59,7 +59,7 @@ class EntityTimeline:
         self.values = values[order]
 
     def lookup(self, entities, submit: np.ndarray) -> np.ndarray:
-        """Each job's history features (`HISTORY` order) for this entity kind as of its submit second."""
+        """Each job's history features for this entity kind (columns in `_ORDER`) as of its submit second."""
         codes = np.fromiter((self.code_of.get(v, -1) if isinstance(v, str) else -1 for v in entities), np.int64, len(submit))
         offset = np.clip(submit - self.first, 0, self.span - 1)
         at = np.searchsorted(self.keys, codes * self.span + offset, side="left") - 1
@@ -77,7 +77,7 @@ class SubmitLog:
 
     def __init__(self, jobs: pd.DataFrame):
         self.times: dict[str, np.ndarray] = {}
-        self.seen: set = set()
+        self.seen: dict = {}  # job id -> submit second
         self.lock = threading.Lock()
         self.add(jobs)
 
@@ -87,7 +87,7 @@ class SubmitLog:
         for job_id, user, second in zip(jobs.loc[known, "job_id"], jobs.loc[known, "user"],
                                         _seconds(jobs.loc[known, "submit_time"]), strict=True):
             if job_id not in self.seen:
-                self.seen.add(job_id)
+                self.seen[job_id] = second
                 by_user.setdefault(user, []).append(second)
         for user, seconds in by_user.items():
             self.times[user] = np.sort(np.concatenate([self.times.get(user, np.empty(0, np.int64)), seconds]))
@@ -95,10 +95,9 @@ class SubmitLog:
             self._forget()
 
     def _forget(self) -> None:
-        newest = max(int(t[-1]) for t in self.times.values() if len(t))
-        self.times = {u: t[t >= newest - KEEP_SECONDS] for u, t in self.times.items()}
-        self.times = {u: t for u, t in self.times.items() if len(t)}
-        self.seen = set()
+        cutoff = max(int(t[-1]) for t in self.times.values() if len(t)) - KEEP_SECONDS
+        self.times = {u: t[t >= cutoff] for u, t in self.times.items() if t[-1] >= cutoff}
+        self.seen = {job: second for job, second in self.seen.items() if second >= cutoff}
 
     def counts(self, users, submit: np.ndarray) -> np.ndarray:
         """Per job: its user's submissions in the same second, the hour and the day up to it (NaN: no user)."""

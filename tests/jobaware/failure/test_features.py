@@ -132,3 +132,19 @@ def test_submissions_count_once_per_job_across_requests(jobs):
     assert first["user_submits_1h"].tolist() == again["user_submits_1h"].tolist() == [2.0, 2.0]
     assert both["user_submits_24h"].tolist() == [3.0, 3.0] and both["burst_size"].tolist() == [3.0, 3.0]
     assert_same(both, build_features(asked, history).iloc[[0, 2]], exact=True)
+
+
+def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice(monkeypatch):
+    from jobaware.failure import online
+
+    monkeypatch.setattr(online, "MAX_SUBMISSIONS", 3)
+
+    def submitted(ids, day):
+        return pd.DataFrame({"job_id": ids, "user": "u", "submit_time": pd.Timestamp("2020-01-01") + pd.Timedelta(days=day)})
+
+    log = online.SubmitLog(submitted([1, 2], 0))
+    log.add(submitted([3, 4], 10))  # four jobs, more than three: those of day 0 are more than 8 days old, forgotten
+    log.add(submitted([3], 10))  # asked about again: still counted once
+    assert set(log.seen) == {3, 4}
+    second = online._seconds([pd.Timestamp("2020-01-11")])
+    assert log.counts(np.array(["u"], dtype=object), second)[0].tolist() == [2.0, 2.0, 2.0]
