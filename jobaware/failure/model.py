@@ -76,7 +76,7 @@ def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd
 
 
 class CalibratedArrays:
-    """A fitted CalibratedClassifierCV's own steps (scikit-learn 1.8's `_CalibratedClassifier.predict_proba` for
+    """A fitted CalibratedClassifierCV's own steps (scikit-learn 1.9's `_CalibratedClassifier.predict_proba` for
     sigmoid and isotonic) over the walked trees, without its per-call checks and label encoding; the model
     tests hold it equal to the fitted estimator, bit for bit."""
 
