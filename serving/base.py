@@ -49,7 +49,10 @@ class ChampionFollower:
         try:
             version = tracking.champion_version(self.key)
             if version is not None and (self._current is None or version != self._current[1]):
-                self._current = tracking.load_bundle(self.key, version)
+                bundle, version = tracking.load_bundle(self.key, version)
+                if hasattr(bundle, "warm"):
+                    bundle.warm()  # state built once per model, before the first request and before /readyz
+                self._current = (bundle, version)
                 logger.warning("serving jobaware-%s version %s", self.key, version)
             if self._failing:
                 logger.warning("the registry answers again for jobaware-%s", self.key)

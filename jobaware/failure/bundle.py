@@ -41,6 +41,11 @@ class FailureBundle:
             self._online = OnlineFeatures(self.history)
         return self._online
 
+    def warm(self) -> None:
+        """Build what serving needs once per loaded model (entity timelines, the model's array view)."""
+        if not self.history.empty:  # one bundled job asked about again: counted once, as every repeat is
+            self.model.predict_proba(self.online().features(self.history.tail(1).assign(end_time=pd.NaT)))
+
     def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Features of `jobs` with the bundled history before them.
 

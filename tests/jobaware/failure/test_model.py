@@ -1,4 +1,5 @@
 import math
+import pickle
 import re
 
 import numpy as np
@@ -30,6 +31,10 @@ def test_model_learns_the_synthetic_causes_and_is_scored_against_bayes(synthetic
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train(jobs, {"max_iter": 80}, truth=pd.read_parquet(synthetic[1]))
     assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
+    bundle.warm()  # what a service does on load: serving state built, and never saved with the model
+    assert bundle._online is not None and bundle.model._array_estimator is not None
+    again = pickle.loads(pickle.dumps(bundle))
+    assert not hasattr(again, "_online") and not hasattr(again.model, "_array_estimator")
     m = evaluation.metrics
     assert m["model"]["roc_auc"] > m["majority"]["roc_auc"] + 0.15
     assert m["model"]["roc_auc"] > m["user_rate"]["roc_auc"]
