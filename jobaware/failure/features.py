@@ -9,15 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jobaware.failure.schema import FAILURES, OUTCOMES, UNFINISHED
+from jobaware.failure.history import EVENT, STATE, EntityStates, Timeline, end_events
+from jobaware.failure.schema import OUTCOMES
 
 # history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
 # "job class" (the same user resubmitting the same shape of job: a stand-in where names are missing)
 # and for the whole cluster (outages and bad periods hit everyone)
 ENTITIES = ("user", "account", "name", "qos", "partition", "job_class", "cluster")
 CATEGORICAL = ("partition", "qos")
-RECENT = 5
-HIT_LIMIT = 0.95
 
 HISTORY = (
     "n", "fail_rate", "timeout_rate", "oom_rate", "failed_rate", "node_fail_rate", "cancel_rate",
@@ -41,104 +40,6 @@ def labels(jobs: pd.DataFrame) -> pd.Series:
     """The outcome class of each job; None for jobs whose end says nothing about the job (CANCELLED, ...)."""
     state = jobs["state"].astype("object")
     return state.where(state.isin(OUTCOMES), None)
-
-
-_OUTCOME_FLAGS = {"timeout": "TIMEOUT", "oom": "OUT_OF_MEMORY", "failed": "FAILED", "node_fail": "NODE_FAIL",
-                  "cancel": "CANCELLED"}
-
-
-def _ended(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Jobs with a final state and end time, with their outcome flags and run ratios computed once."""
-    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED)
-    ended = jobs.loc[done]
-    state = ended["state"].astype("object").to_numpy()
-    run = ended["run_time"].astype(float).to_numpy()
-    req = ended["wallclock_req"].astype(float).to_numpy()
-    runfrac = np.minimum(run / np.where(req > 0, req, np.nan), 1.5)
-    flags = {f"_{name}": (state == value).astype(float) for name, value in _OUTCOME_FLAGS.items()}
-    return ended.assign(
-        _fail=np.isin(state, FAILURES).astype(float),
-        **flags,
-        _runfrac=runfrac,
-        _hit=np.where(np.isnan(runfrac), np.nan, (runfrac >= HIT_LIMIT).astype(float)),
-        _log_run=np.log1p(run),
-        _log_req=np.log1p(req),
-    )
-
-
-def _entity_states(ended: pd.DataFrame, key: str) -> pd.DataFrame:
-    """For each end event of an entity, its cumulative history state right after that end.
-
-    `key` holds integer entity codes (-1: no entity), so grouping never re-hashes strings.
-    """
-    columns = [key, "end_time", "_fail", *(f"_{n}" for n in _OUTCOME_FLAGS), "_runfrac", "_hit", "_log_run", "_log_req"]
-    ev = ended.loc[ended[key].to_numpy() >= 0, columns]
-    ev = ev.sort_values([key, "end_time"], kind="stable").reset_index(drop=True)
-    group = ev.groupby(key, sort=False)
-    fail = ev["_fail"]
-    idx = group.cumcount().astype(float)
-    n = idx + 1
-
-    def cum(values: pd.Series) -> pd.Series:
-        return values.groupby(ev[key], sort=False).cumsum()
-
-    def rate(values: pd.Series) -> pd.Series:
-        return (cum(values) + 0.5) / (n + 1.0)  # Laplace-style smoothing with a fixed prior, no global statistic
-
-    def mean(values: pd.Series) -> pd.Series:
-        present = values.notna().astype(float)
-        return cum(values.fillna(0.0)) / cum(present).where(lambda c: c > 0)
-
-    cum_fail = cum(fail)
-    back = cum_fail.groupby(ev[key], sort=False).shift(RECENT).fillna(0.0)
-    nonfail_at = pd.Series(np.where(fail == 0, idx, np.nan)).groupby(ev[key], sort=False).ffill()
-    fail_end = ev["end_time"].where(fail == 1).groupby(ev[key], sort=False).ffill()
-    return pd.DataFrame(
-        {
-            key: ev[key].to_numpy(),
-            "t": ev["end_time"].to_numpy(),
-            "n": n,
-            "fail_rate": rate(fail),
-            **{f"{name}_rate": rate(ev[f"_{name}"]) for name in _OUTCOME_FLAGS},
-            "recent_fail": (cum_fail - back) / np.minimum(n, RECENT),
-            "last_failed": fail,
-            "streak": idx - nonfail_at.fillna(-1.0),
-            "last_fail_t": fail_end.to_numpy(),
-            "last_end_t": ev["end_time"].to_numpy(),
-            "runfrac_mean": mean(ev["_runfrac"]),
-            "hit_limit_rate": mean(ev["_hit"]),
-            "log_run_mean": mean(ev["_log_run"]),
-            "log_run_max": ev["_log_run"].groupby(ev[key], sort=False).cummax(),
-            "log_req_mean": mean(ev["_log_req"]),
-        }
-    )
-
-
-def history_states(past: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per entity key: its cumulative state after each end event, keyed by the entity's value (`_value`)."""
-    ended = _ended(_with_derived_keys(_same_time_unit(past)))
-    states = {}
-    for key in ENTITIES:
-        codes, uniques = pd.factorize(ended[key])
-        table = _entity_states(ended.assign(_key=codes), "_key")
-        table["_value"] = np.asarray(uniques, dtype=object)[table["_key"].to_numpy()]
-        states[key] = table.drop(columns="_key")
-    return states
-
-
-def _history(queries: pd.DataFrame, states: pd.DataFrame, key: str) -> pd.DataFrame:
-    """History of `key` as of each query's submit time (ends strictly before it)."""
-    codes, _ = pd.factorize(pd.concat([states["_value"], queries[key].astype(object)], ignore_index=True))
-    states = states.assign(_key=codes[: len(states)]).drop(columns="_value").sort_values("t", kind="stable")
-    q = pd.DataFrame({"_key": codes[len(states):], "t": queries["submit_time"].to_numpy(), "_row": queries.index})
-    q = q[q["_key"] >= 0].sort_values("t", kind="stable")
-    merged = pd.merge_asof(q, states, on="t", by="_key", allow_exact_matches=False, direction="backward")
-    merged = merged.set_index("_row").reindex(queries.index)
-    hours = lambda since: (queries["submit_time"] - since).dt.total_seconds() / 3600  # noqa: E731
-    merged["since_fail_h"] = hours(pd.to_datetime(merged["last_fail_t"]))
-    merged["since_end_h"] = hours(pd.to_datetime(merged["last_end_t"]))
-    merged["n"] = merged["n"].fillna(0.0)
-    return merged[list(HISTORY)].add_prefix(f"{key}_")
 
 
 SUBMIT_WINDOWS = {"user_submits_1h": 3600, "user_submits_24h": 86400}
@@ -187,15 +88,88 @@ def recent_submissions(history: pd.DataFrame | None, jobs: pd.DataFrame) -> pd.D
 
 
 def build_features(jobs: pd.DataFrame, history: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Feature table for `jobs` (canonical rows). History comes from `jobs` itself plus `history`."""
-    jobs = prepared(jobs)
-    history = None if history is None or history.empty else history
-    states = history_states(jobs if history is None else pd.concat([history, jobs], ignore_index=True))
-    counts = _submit_counts(jobs, recent_submissions(history, jobs))
-    return assemble(jobs, counts, [_history(jobs, states[key], key) for key in ENTITIES])
+    """Feature table for `jobs` (canonical rows, any order). History comes from `jobs` itself plus `history`."""
+    return Featurizer().window(jobs, history)
 
 
-def assemble(jobs: pd.DataFrame, counts: pd.DataFrame, history: list[pd.DataFrame]) -> pd.DataFrame:
+class Featurizer:
+    """Features of jobs window by window, each entity's history and the day's submissions carried from one window
+    to the next, so memory depends on the window and the number of entities, not on the length of history.
+
+    Windows come in submit order, whole seconds each (no submit second split between two windows); the features
+    of all windows equal those of one window holding every job, exactly.
+    """
+
+    def __init__(self) -> None:
+        self.entities = {key: EntityStates() for key in ENTITIES}
+        self.pending: pd.DataFrame | None = None  # end events not folded yet: they may lie after a later window's submits
+        self.submissions = pd.DataFrame({"user": pd.array([], dtype="string"),
+                                         "submit_time": np.array([], dtype="datetime64[s]")})
+        self.jobs_seen = 0
+        self.last_submit: int | None = None
+
+    def window(self, jobs: pd.DataFrame, past: pd.DataFrame | None = None) -> pd.DataFrame:
+        """Features of the next window of canonical jobs; `past` (jobs before any window, not featurized) adds
+        history and submissions."""
+        jobs = prepared(jobs)
+        submit = jobs["submit_time"].to_numpy("datetime64[s]").astype(np.int64)
+        if not len(jobs):
+            empty = np.empty((0, len(STATE)))
+            return assemble(jobs, _submit_counts(jobs, self.submissions),
+                            [history_columns(key, empty, submit) for key in ENTITIES])
+        if self.last_submit is not None and submit.min() <= self.last_submit:
+            raise ValueError("windows must come in submit order, each submit second in one window")
+        past = None if past is None or past.empty else prepared(past)
+        known = jobs if past is None else pd.concat([past, jobs], ignore_index=True)
+        known["seq"] = np.arange(self.jobs_seen, self.jobs_seen + len(known))
+        self.jobs_seen += len(known)
+        codes = {key: self.entities[key].codes(known[key].to_numpy(dtype=object, na_value=None)) for key in ENTITIES}
+        events = end_events(known)
+        events = events.assign(**{f"_{key}": codes[key][events.index] for key in ENTITIES})
+        pending = events.reset_index(drop=True)
+        if self.pending is not None:
+            pending = pd.concat([self.pending, pending], ignore_index=True)
+        horizon = int(submit.max())
+        due = pending["time"].to_numpy() < horizon  # no job of this window can see a later end
+        now = pending[due].sort_values(["time", "seq"], kind="stable")
+        self.pending = pending[~due].reset_index(drop=True)
+        mine = slice(len(known) - len(jobs), len(known))
+        history = []
+        for key in ENTITIES:
+            entity = self.entities[key]
+            asked = codes[key][mine]
+            before = entity.now(asked)
+            after = entity.fold(now[f"_{key}"].to_numpy(), now["time"].to_numpy(), now[list(EVENT)].to_numpy())
+            history.append(history_columns(key, Timeline.join(before, after).lookup(asked, submit), submit))
+        earlier = self.submissions if past is None else pd.concat([self.submissions, recent_submissions(past, jobs)])
+        counts = _submit_counts(jobs, earlier)
+        day = pd.concat([earlier, jobs[["user", "submit_time"]]], ignore_index=True)
+        self.submissions = day[day["submit_time"] >= jobs["submit_time"].max() - pd.Timedelta(hours=24)]
+        self.last_submit = horizon
+        return assemble(jobs, counts, history)
+
+
+def history_columns(key: str, state: np.ndarray, submit: np.ndarray) -> dict[str, np.ndarray]:
+    """The HISTORY features of one entity kind from looked-up states (STATE columns) and the submit seconds."""
+    columns = dict(zip(STATE, state.T, strict=True))
+    columns["since_fail_h"] = (submit - columns["last_fail_t"]) / 3600
+    columns["since_end_h"] = (submit - columns["last_end_t"]) / 3600
+    return {f"{key}_{name}": columns[name] for name in HISTORY}
+
+
+def history_timelines(history: pd.DataFrame) -> dict[str, tuple[EntityStates, Timeline]]:
+    """Per entity kind: the entities of `history` (canonical jobs) and their state after each end event."""
+    history = prepared(history).assign(seq=np.arange(len(history)))
+    events = end_events(history).sort_values(["time", "seq"], kind="stable")
+    timelines = {}
+    for key in ENTITIES:
+        entity = EntityStates()
+        codes = entity.codes(history[key].to_numpy(dtype=object, na_value=None))[events.index]
+        timelines[key] = entity, entity.fold(codes, events["time"].to_numpy(), events[list(EVENT)].to_numpy())
+    return timelines
+
+
+def assemble(jobs: pd.DataFrame, counts: pd.DataFrame, history: list[dict[str, np.ndarray]]) -> pd.DataFrame:
     """The feature table from prepared jobs, their submit counts and their per-entity history features."""
     req = jobs["wallclock_req"].astype(float)
     procs = jobs["processors_req"].astype(float)
@@ -217,7 +191,7 @@ def assemble(jobs: pd.DataFrame, counts: pd.DataFrame, history: list[pd.DataFram
             "user_submits_1h": counts["user_submits_1h"],
         }
     )
-    features = pd.concat([features, *history], axis=1)
+    features = pd.concat([features, *(pd.DataFrame(h, index=jobs.index) for h in history)], axis=1)
     log_req = np.log1p(req)
     compare = {}
     for key in ("user", "name", "job_class"):

@@ -3,8 +3,8 @@ over the history per request.
 
 For jobs that have not ended (what a scheduler asks about), `OnlineFeatures.features(jobs)` equals
 `build_features(jobs, history)` feature by feature, whatever the submit times (before, inside or after the
-history): each entity's state after every end event is computed once, by the batch code, and looked up by binary
-search (the last state that ended strictly before the submit time).
+history): each entity's state after every end event is folded once, by the batch code, and looked up the batch
+code's way (the last state from an event strictly before the submit second).
 
 Submission counts follow training's rule: a user's jobs submitted in the same second, hour and day up to and
 including the submit second, counting the bundled jobs and every job asked about since the model was loaded,
@@ -20,14 +20,9 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.features import (
-    CATEGORICAL, ENTITIES, FEATURES, HISTORY, NUMERIC, SUBMIT_WINDOWS, history_states, prepared,
+    CATEGORICAL, ENTITIES, FEATURES, NUMERIC, SUBMIT_WINDOWS, history_columns, history_timelines, prepared,
 )
 
-# a state row: the history features but the two "since" ones, then the two times they are computed from
-_SINCE = ("since_fail_h", "since_end_h")
-_STATE = [h for h in HISTORY if h not in _SINCE] + ["last_fail_t", "last_end_t"]
-_N, _N_COUNTS, _LAST = _STATE.index("n"), len(HISTORY) - 2, [len(HISTORY) - 2, len(HISTORY) - 1]
-_ORDER = [h for h in HISTORY if h not in _SINCE] + list(_SINCE)  # the columns lookup() returns
 KEEP_SECONDS = 8 * 86400
 MAX_SUBMISSIONS = 1_000_000
 
@@ -35,41 +30,6 @@ MAX_SUBMISSIONS = 1_000_000
 def _seconds(times) -> np.ndarray:
     """Datetimes as int64 seconds since the epoch (NaT: the minimum int64)."""
     return np.asarray(times, dtype="datetime64[s]").astype(np.int64)
-
-
-def _times(times) -> np.ndarray:
-    """Datetimes as float seconds since the epoch, NaN where unknown."""
-    times = np.asarray(times, dtype="datetime64[s]")
-    return np.where(np.isnat(times), np.nan, times.astype(np.int64).astype(float))
-
-
-class EntityTimeline:
-    """One entity kind's states after each end event, sorted by (entity, end time) for bulk search."""
-
-    def __init__(self, states: pd.DataFrame):
-        codes, uniques = pd.factorize(states["_value"])
-        ends = _seconds(states["t"])
-        order = np.lexsort((ends, codes))  # stable: among equal times the later cumulative state stays last
-        self.code_of = {value: i for i, value in enumerate(uniques)}
-        self.first = int(ends.min()) if len(ends) else 0
-        self.span = int(ends.max()) - self.first + 2 if len(ends) else 2
-        self.codes = codes[order]
-        self.keys = self.codes * self.span + (ends[order] - self.first)
-        values = np.column_stack([_times(states[c]) if c.endswith("_t") else states[c].to_numpy(float) for c in _STATE])
-        self.values = values[order]
-
-    def lookup(self, entities, submit: np.ndarray) -> np.ndarray:
-        """Each job's history features for this entity kind (columns in `_ORDER`) as of its submit second."""
-        codes = np.fromiter((self.code_of.get(v, -1) if isinstance(v, str) else -1 for v in entities), np.int64, len(submit))
-        offset = np.clip(submit - self.first, 0, self.span - 1)
-        at = np.searchsorted(self.keys, codes * self.span + offset, side="left") - 1
-        found = (codes >= 0) & (at >= 0)
-        found[found] = self.codes[at[found]] == codes[found]
-        state = np.full((len(codes), len(_STATE)), np.nan)
-        state[found] = self.values[at[found]]
-        state[:, _N] = np.where(np.isnan(state[:, _N]), 0.0, state[:, _N])
-        since = (submit[:, None] - state[:, _LAST]) / 3600
-        return np.column_stack([state[:, :_N_COUNTS], since])
 
 
 class SubmitLog:
@@ -117,7 +77,7 @@ class OnlineFeatures:
     """Entity timelines and the submission log of one bundled history, built once per loaded model."""
 
     def __init__(self, history: pd.DataFrame):
-        self.timelines = {key: EntityTimeline(table) for key, table in history_states(history).items()}
+        self.timelines = history_timelines(history)
         self.submissions = SubmitLog(prepared(history))
 
     def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
@@ -147,8 +107,8 @@ class OnlineFeatures:
             keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in zip(users, procs, req, strict=True)]
             keys["cluster"] = ["all"] * len(submit)
             for key in ENTITIES:
-                history = self.timelines[key].lookup(keys[key], submit)
-                columns.update({f"{key}_{name}": history[:, i] for i, name in enumerate(_ORDER)})
+                entity, timeline = self.timelines[key]
+                columns.update(history_columns(key, timeline.lookup(entity.lookup_codes(keys[key]), submit), submit))
             for key in ("user", "name", "job_class"):
                 columns[f"{key}_req_vs_run_mean"] = log_req - columns[f"{key}_log_run_mean"]
                 columns[f"{key}_req_vs_run_max"] = log_req - columns[f"{key}_log_run_max"]

@@ -12,7 +12,7 @@ from jobaware import steps, tracking
 from jobaware.errors import JobawareError
 from jobaware.failure import synth
 from jobaware.failure.params import check_params
-from jobaware.failure.train import evaluate, featurize, fit
+from jobaware.failure.train import evaluate, featurize_file, fit
 
 KEY = "failure"
 DEFAULT_SYNTH_JOBS = 150_000
@@ -29,9 +29,7 @@ def jobs_table(dataset: str | Path) -> Path:
 def featurize_step(dataset: str, out: str, params: str) -> int:
     """Features, labels and the time split of every job; returns the number of training rows."""
     p = check_params(json.loads(params or "{}"))
-    table = featurize(pd.read_parquet(jobs_table(dataset)), p["test_fraction"])
-    table.to_parquet(out)
-    return int((table["split"] == "train").sum())
+    return featurize_file(jobs_table(dataset), Path(out), p["test_fraction"])
 
 
 def train_step(features: str, dataset: str, params: str, validation: str, data: str, model_out: str) -> str:

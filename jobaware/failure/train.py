@@ -10,13 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
 
 from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import metrics, plots
-from jobaware.failure.features import FEATURES, build_features, labels
+from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer, build_features, labels
+from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel, baselines, time_split
 from jobaware.failure.params import check_params
 from jobaware.failure.synth import bayes_scores
@@ -27,15 +30,48 @@ IMPORTANCE_ROWS = 4000
 def featurize(jobs: pd.DataFrame, test_fraction: float = 0.3) -> pd.DataFrame:
     """Features of every job plus its label and its side of the time split ('train', 'test' or '')."""
     jobs = jobs.sort_values("submit_time", kind="stable").reset_index(drop=True)
-    table = build_features(jobs)
     split = time_split(jobs, test_fraction)
-    side = np.full(len(jobs), "", dtype=object)
-    side[split.train], side[split.test] = "train", "test"
-    table.insert(0, "job_id", jobs["job_id"].to_numpy())
-    table["label"] = labels(jobs).to_numpy()
-    table["split"] = np.where(table["label"].isna(), "", side)
+    table = _labelled(jobs, build_features(jobs), split.cut)
     table.attrs["split_time"] = str(split.cut)
     return table
+
+
+def _labelled(jobs: pd.DataFrame, features: pd.DataFrame, cut: pd.Timestamp) -> pd.DataFrame:
+    """`features` of `jobs` with job_id in front, then the label and the side of the split at `cut`."""
+    label = labels(jobs).to_numpy()
+    side = np.where((jobs["submit_time"] < cut) & (jobs["end_time"] < cut), "train",
+                    np.where(jobs["submit_time"] >= cut, "test", ""))
+    features.insert(0, "job_id", jobs["job_id"].to_numpy())
+    features["label"] = label
+    features["split"] = np.where(pd.isna(label), "", side)
+    return features
+
+
+WINDOW_JOBS = 500_000
+_OUTPUT = pa.schema([("job_id", pa.int64()), *((f, pa.float64()) for f in NUMERIC),
+                     *((f, pa.string()) for f in CATEGORICAL), ("label", pa.string()), ("split", pa.string())])
+
+
+def featurize_file(jobs_table: Path, out: Path, test_fraction: float = 0.3, window: int = WINDOW_JOBS) -> int:
+    """`featurize` of a canonical job table (Parquet) into `out` (Parquet), window by window in submit order: the
+    same rows, in the same order, as `featurize` of the whole table, in memory that depends on the window and the
+    number of entities. Returns the number of training rows."""
+    submit = np.sort(pq.read_table(jobs_table, columns=["submit_time"])["submit_time"]
+                     .cast(pa.timestamp("s")).to_numpy().astype(np.int64), kind="stable")
+    if not len(submit):
+        raise JobawareError(f"{jobs_table}: no jobs to featurize")
+    cut = pd.Timestamp(submit[int(len(submit) * (1 - test_fraction))], unit="s")
+    bounds = [*np.unique(submit[::window]).tolist(), int(submit[-1]) + 1]  # whole submit seconds per window
+    featurizer, train_rows = Featurizer(), 0
+    with pq.ParquetWriter(out, _OUTPUT) as writer:
+        for low, high in zip(bounds, bounds[1:], strict=False):
+            jobs = pd.read_parquet(jobs_table, filters=[("submit_time", ">=", pd.Timestamp(low, unit="s")),
+                                                        ("submit_time", "<", pd.Timestamp(high, unit="s"))])
+            jobs = to_canonical_dtypes(jobs).sort_values("submit_time", kind="stable").reset_index(drop=True)
+            table = _labelled(jobs, featurizer.window(jobs), cut)
+            train_rows += int((table["split"] == "train").sum())
+            writer.write_table(pa.Table.from_pandas(table, schema=_OUTPUT, preserve_index=False))
+    return train_rows
 
 
 def _part(table: pd.DataFrame, side: str) -> tuple[pd.DataFrame, pd.Series]:

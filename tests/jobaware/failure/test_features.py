@@ -148,3 +148,34 @@ def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice
     assert set(log.seen) == {3, 4}
     second = online._seconds([pd.Timestamp("2020-01-11")])
     assert log.counts(np.array(["u"], dtype=object), second)[0].tolist() == [2.0, 2.0, 2.0]
+
+
+def test_featurizing_a_file_window_by_window_equals_featurizing_it_in_memory(many_jobs, tmp_path):
+    """A shuffled table over many windows: jobs running across windows, bursts at a window's edge, long gaps;
+    the windowed features (carried entity states and submissions) equal the in-memory ones exactly."""
+    from jobaware.failure.train import featurize, featurize_file
+
+    jobs = many_jobs.sort_values("submit_time", kind="stable").reset_index(drop=True)
+    jobs.loc[1495:1510, "submit_time"] = jobs.loc[1500, "submit_time"]  # a burst where a window would be cut
+    jobs.loc[1495:1510, "user"] = jobs.loc[1500, "user"]
+    jobs.loc[::97, "end_time"] = jobs.loc[::97, "end_time"] + pd.Timedelta(days=3)  # ends many windows later
+    jobs.loc[5, "end_time"] = jobs.loc[5, "submit_time"] - pd.Timedelta(hours=1)  # a record ending before its submit
+    later = jobs.index >= 12000
+    jobs.loc[later, "submit_time"] += pd.Timedelta(days=30)  # a month without jobs
+    jobs.loc[later, ["start_time", "end_time"]] += pd.Timedelta(days=30)
+    source = tmp_path / "jobs.parquet"
+    shuffled = jobs.sample(frac=1.0, random_state=3)  # file order is not submit order
+    shuffled.to_parquet(source, row_group_size=2000)
+    out = tmp_path / "features.parquet"
+    train_rows = featurize_file(source, out, window=1500)
+    expected = featurize(shuffled)
+    windowed = pd.read_parquet(out)
+    assert train_rows == (expected["split"] == "train").sum() and pq_row_groups(out) >= 10
+    assert_same(windowed, expected, exact=True)
+    assert (expected["user_n"] > 1000).any() and (expected["burst_size"] >= 16).any()
+
+
+def pq_row_groups(path) -> int:
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(path).num_row_groups
