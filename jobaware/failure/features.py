@@ -115,7 +115,7 @@ class Featurizer:
         submit = jobs["submit_time"].to_numpy("datetime64[s]").astype(np.int64)
         if not len(jobs):
             empty = np.empty((0, len(STATE)))
-            return assemble(jobs, _submit_counts(jobs, self.submissions),
+            return assemble(jobs, submit, _submit_counts(jobs, self.submissions),
                             [history_columns(key, empty, submit) for key in ENTITIES])
         if self.last_submit is not None and submit.min() <= self.last_submit:
             raise ValueError("windows must come in submit order, each submit second in one window")
@@ -140,13 +140,13 @@ class Featurizer:
             asked = codes[key][mine]
             before = entity.now(asked)
             after = entity.fold(now[f"_{key}"].to_numpy(), now["time"].to_numpy(), now[list(EVENT)].to_numpy())
-            history.append(history_columns(key, Timeline.join(before, after).lookup(asked, submit), submit))
+            history.append(history_columns(key, Timeline(before, after).lookup(asked, submit), submit))
         earlier = self.submissions if past is None else pd.concat([self.submissions, recent_submissions(past, jobs)])
         counts = _submit_counts(jobs, earlier)
         day = pd.concat([earlier, jobs[["user", "submit_time"]]], ignore_index=True)
         self.submissions = day[day["submit_time"] >= jobs["submit_time"].max() - pd.Timedelta(hours=24)]
         self.last_submit = horizon
-        return assemble(jobs, counts, history)
+        return assemble(jobs, submit, counts, history)
 
 
 def history_columns(key: str, state: np.ndarray, submit: np.ndarray) -> dict[str, np.ndarray]:
@@ -165,38 +165,36 @@ def history_timelines(history: pd.DataFrame) -> dict[str, tuple[EntityStates, Ti
     for key in ENTITIES:
         entity = EntityStates()
         codes = entity.codes(history[key].to_numpy(dtype=object, na_value=None))[events.index]
-        timelines[key] = entity, entity.fold(codes, events["time"].to_numpy(), events[list(EVENT)].to_numpy())
+        timelines[key] = entity, Timeline(entity.fold(codes, events["time"].to_numpy(), events[list(EVENT)].to_numpy()))
     return timelines
 
 
-def assemble(jobs: pd.DataFrame, counts: pd.DataFrame, history: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """The feature table from prepared jobs, their submit counts and their per-entity history features."""
-    req = jobs["wallclock_req"].astype(float)
-    procs = jobs["processors_req"].astype(float)
-    mem = jobs["mem_req"].astype(float)
-    submit = jobs["submit_time"]
-    features = pd.DataFrame(
-        {
-            "log_wallclock_req": np.log1p(req),
-            "nodes_req": jobs["nodes_req"].astype(float),
-            "processors_req": procs,
-            "gpus_req": jobs["gpus_req"].astype(float),
-            "mem_req": mem,
-            "mem_set": (mem > 0).astype(float).where(mem.notna()),
-            "log_mem_per_proc": np.log1p(mem.where(mem > 0) / procs.where(procs > 0)),
-            "hour": submit.dt.hour.astype(float),
-            "weekday": submit.dt.weekday.astype(float),
-            "burst_size": counts["burst_size"],
-            "user_submits_24h": counts["user_submits_24h"],
-            "user_submits_1h": counts["user_submits_1h"],
+def assemble(jobs: pd.DataFrame, submit: np.ndarray, counts, history: list[dict[str, np.ndarray]]) -> pd.DataFrame:
+    """The feature table from canonical jobs, their submit seconds, their submit counts (`burst_size` and the
+    SUBMIT_WINDOWS) and their per-entity history features; one float block, then the categorical columns."""
+    number = {c: jobs[c].to_numpy(dtype=float, na_value=np.nan)
+              for c in ("wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req")}
+    req, procs, mem = number["wallclock_req"], number["processors_req"], number["mem_req"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        log_req = np.log1p(req)
+        columns = {
+            "log_wallclock_req": log_req, "nodes_req": number["nodes_req"], "processors_req": procs,
+            "gpus_req": number["gpus_req"], "mem_req": mem,
+            "mem_set": np.where(np.isnan(mem), np.nan, (mem > 0).astype(float)),
+            "log_mem_per_proc": np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan)),
+            "hour": (submit // 3600 % 24).astype(float), "weekday": ((submit // 86400 + 3) % 7).astype(float),
+            **{name: np.asarray(counts[name], dtype=float) for name in ("burst_size", *SUBMIT_WINDOWS)},
         }
-    )
-    features = pd.concat([features, *(pd.DataFrame(h, index=jobs.index) for h in history)], axis=1)
-    log_req = np.log1p(req)
-    compare = {}
-    for key in ("user", "name", "job_class"):
-        compare[f"{key}_req_vs_run_mean"] = log_req - features[f"{key}_log_run_mean"]
-        compare[f"{key}_req_vs_run_max"] = log_req - features[f"{key}_log_run_max"]
-        compare[f"{key}_req_vs_req_mean"] = log_req - features[f"{key}_log_req_mean"]
-    categorical = {key: jobs[key].astype("object").where(jobs[key].notna(), None) for key in CATEGORICAL}
-    return pd.concat([features, pd.DataFrame(compare), pd.DataFrame(categorical)], axis=1)[list(FEATURES)]
+        for entity in history:
+            columns.update(entity)
+        for key in ("user", "name", "job_class"):
+            columns[f"{key}_req_vs_run_mean"] = log_req - columns[f"{key}_log_run_mean"]
+            columns[f"{key}_req_vs_run_max"] = log_req - columns[f"{key}_log_run_max"]
+            columns[f"{key}_req_vs_req_mean"] = log_req - columns[f"{key}_log_req_mean"]
+    block = np.empty((len(NUMERIC), len(submit)))  # one row per feature: each filled in one contiguous write
+    for i, name in enumerate(NUMERIC):
+        block[i] = columns[name]
+    frame = pd.DataFrame(block.T, columns=list(NUMERIC), copy=False)
+    for key in CATEGORICAL:
+        frame[key] = jobs[key].to_numpy(dtype=object, na_value=None)
+    return frame

@@ -148,37 +148,33 @@ class EntityStates:
         return np.fromiter((self.code_of.get(v, -1) if isinstance(v, str) else -1 for v in values), np.int64,
                            len(values))
 
-    def now(self, codes: np.ndarray) -> Timeline:
-        """The current state of the given entities that have any history, each at the time of its last event."""
+    def now(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current state of the given entities that have any history, each at the time of its last event:
+        (entity codes, times, STATE rows)."""
         codes = np.unique(codes[codes >= 0])
         codes = codes[self.sums[codes, _N] > 0]
         rows = np.empty((len(codes), len(STATE)))
         _state_rows(self.sums, codes, rows)
-        return Timeline(codes, rows[:, -1].astype(np.int64), rows)
+        return codes, rows[:, -1].astype(np.int64), rows
 
-    def fold(self, codes: np.ndarray, times: np.ndarray, events: np.ndarray) -> Timeline:
+    def fold(self, codes: np.ndarray, times: np.ndarray, events: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fold events (sorted by time, then sequence; `events` holds the EVENT columns) of the entities `codes`
-        (-1: none); return the state after each event."""
+        (-1: none); return the state after each event: (entity codes, times, STATE rows)."""
         mine = codes >= 0
         codes, times, events = codes[mine], times[mine], np.ascontiguousarray(events[mine])
         rows = np.empty((len(codes), len(STATE)))
         _fold(codes, times.astype(float), events, self.sums, rows)
-        return Timeline(codes, times, rows)
+        return codes, times, rows
 
 
 class Timeline:
-    """States of entities after their events, sorted by (entity, time) so that many jobs are looked up at once;
-    among equal times the later state stays last."""
+    """States of entities after their events, sorted by (entity, time) so that many jobs are looked up at once."""
 
-    def __init__(self, codes: np.ndarray, times: np.ndarray, rows: np.ndarray):
-        order = np.lexsort((times, codes))
+    def __init__(self, *parts: tuple[np.ndarray, np.ndarray, np.ndarray]):
+        """From (codes, times, STATE rows) parts, each in time order and each later than the one before it."""
+        codes, times, rows = (np.concatenate(column) for column in zip(*parts, strict=True))
+        order = np.argsort(codes, kind="stable")  # keeps each entity's states in time order, the latest last
         self.codes, self.times, self.rows = codes[order], times[order], rows[order]
-
-    @staticmethod
-    def join(first: Timeline, then: Timeline) -> Timeline:
-        """`first`'s states, then `then`'s (later ones)."""
-        return Timeline(np.concatenate([first.codes, then.codes]), np.concatenate([first.times, then.times]),
-                        np.concatenate([first.rows, then.rows]))
 
     def lookup(self, codes: np.ndarray, submit: np.ndarray) -> np.ndarray:
         """Each job's state (STATE columns) as of its submit second: its entity's last state from an event

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.features import (
-    CATEGORICAL, ENTITIES, FEATURES, NUMERIC, SUBMIT_WINDOWS, history_columns, history_timelines, prepared,
+    ENTITIES, SUBMIT_WINDOWS, assemble, history_columns, history_timelines, prepared,
 )
 
 KEEP_SECONDS = 8 * 86400
@@ -83,40 +83,23 @@ class OnlineFeatures:
     def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Features of canonical jobs that have not ended; they join the submission log first.
 
-        Array code throughout, one frame at the end: the same values as `assemble` over `prepared` jobs.
+        Array code throughout, then the batch code's `assemble`.
         """
         submit = _seconds(jobs["submit_time"])
         users = jobs["user"].to_numpy(dtype=object, na_value=None)
         with self.submissions.lock:
             self.submissions.add(jobs)
             counts = self.submissions.counts(users, submit)
-        number = {c: jobs[c].to_numpy(dtype=float, na_value=np.nan) for c in ("wallclock_req", "nodes_req", "processors_req",
-                                                                             "gpus_req", "mem_req")}
-        req, procs, mem = number["wallclock_req"], number["processors_req"], number["mem_req"]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            log_req = np.log1p(req)
-            columns = {
-                "log_wallclock_req": log_req, "nodes_req": number["nodes_req"], "processors_req": procs,
-                "gpus_req": number["gpus_req"], "mem_req": mem,
-                "mem_set": np.where(np.isnan(mem), np.nan, (mem > 0).astype(float)),
-                "log_mem_per_proc": np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan)),
-                "hour": (submit // 3600 % 24).astype(float), "weekday": ((submit // 86400 + 3) % 7).astype(float),
-                "burst_size": counts[:, 0], "user_submits_24h": counts[:, 2], "user_submits_1h": counts[:, 1],
-            }
-            keys = {key: jobs[key].to_numpy(dtype=object, na_value=None) for key in ENTITIES if key in jobs}
-            keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in zip(users, procs, req, strict=True)]
-            keys["cluster"] = ["all"] * len(submit)
-            for key in ENTITIES:
-                entity, timeline = self.timelines[key]
-                columns.update(history_columns(key, timeline.lookup(entity.lookup_codes(keys[key]), submit), submit))
-            for key in ("user", "name", "job_class"):
-                columns[f"{key}_req_vs_run_mean"] = log_req - columns[f"{key}_log_run_mean"]
-                columns[f"{key}_req_vs_run_max"] = log_req - columns[f"{key}_log_run_max"]
-                columns[f"{key}_req_vs_req_mean"] = log_req - columns[f"{key}_log_req_mean"]
-        frame = pd.DataFrame(np.column_stack([columns[c] for c in NUMERIC]), columns=list(NUMERIC))
-        for key in CATEGORICAL:
-            frame[key] = jobs[key].to_numpy(dtype=object, na_value=None)
-        return frame[list(FEATURES)]
+        keys = {key: jobs[key].to_numpy(dtype=object, na_value=None) for key in ENTITIES if key in jobs}
+        procs, req = (jobs[c].to_numpy(dtype=float, na_value=np.nan) for c in ("processors_req", "wallclock_req"))
+        keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in zip(users, procs, req, strict=True)]
+        keys["cluster"] = ["all"] * len(submit)
+        history = []
+        for key in ENTITIES:
+            entity, timeline = self.timelines[key]
+            history.append(history_columns(key, timeline.lookup(entity.lookup_codes(keys[key]), submit), submit))
+        return assemble(jobs, submit, {"burst_size": counts[:, 0], "user_submits_1h": counts[:, 1],
+                                       "user_submits_24h": counts[:, 2]}, history)
 
 
 def _text(value: float, kind) -> str:
