@@ -174,21 +174,20 @@ class Timeline:
         """From (codes, times, STATE rows) parts, each in time order and each later than the one before it."""
         codes, times, rows = (np.concatenate(column) for column in zip(*parts, strict=True))
         order = np.argsort(codes, kind="stable")  # keeps each entity's states in time order, the latest last
-        self.codes, self.times, self.rows = codes[order], times[order], rows[order]
+        self.codes, self.rows = codes[order], rows[order]
+        times = times[order]
+        self.first = int(times.min()) if len(times) else 0
+        self.span = int(times.max()) - self.first + 2 if len(times) else 2
+        self.keys = self.codes * self.span + (times - self.first)  # (entity, time) as one sortable number
 
     def lookup(self, codes: np.ndarray, submit: np.ndarray) -> np.ndarray:
         """Each job's state (STATE columns) as of its submit second: its entity's last state from an event
         strictly before it; NaN but n = 0 when there is none."""
-        found = np.full(len(codes), -1)
-        if len(self.codes):
-            first = int(self.times.min())
-            span = int(self.times.max()) - first + 2
-            keys = self.codes * span + (self.times - first)
-            offset = np.clip(submit - first, 0, span - 1)
-            at = np.searchsorted(keys, codes * span + offset, side="left") - 1
-            hit = (codes >= 0) & (at >= 0)
-            hit[hit] = self.codes[at[hit]] == codes[hit]
-            found = np.where(hit, at, -1)
+        offset = np.clip(submit - self.first, 0, self.span - 1)
+        at = np.searchsorted(self.keys, codes * self.span + offset, side="left") - 1
+        hit = (codes >= 0) & (at >= 0)
+        hit[hit] = self.codes[at[hit]] == codes[hit]
+        found = np.where(hit, at, -1)
         state = np.full((len(codes), len(STATE)), np.nan)
         state[found >= 0] = self.rows[found[found >= 0]]
         state[:, 0] = np.where(np.isnan(state[:, 0]), 0.0, state[:, 0])
