@@ -1,5 +1,5 @@
 """Failure service latency (p50/p99) and throughput on loopback, against two peers measured in the same run:
-the in-process model on the same jobs (what features and model cost without HTTP) and the service's own
+the in-process model on the same jobs (what parsing, features and model cost without HTTP) and the service's own
 `/livez` round trip (what HTTP costs without the model). Bounded request counts.
 
     python bench/service.py [--jobs 100000] [--single 500] [--batches 40] [--batch-size 1000]
@@ -65,7 +65,8 @@ def main() -> None:
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import tracking
     from jobaware.failure.readers import read_jobs
-    from jobaware.failure.readers.slurm import parse_request_jobs
+    from jobaware.failure.predict import answer_rows
+    from jobaware.failure.readers.slurm import parse_request
     from jobaware.failure.steps import log_trained
     from jobaware.failure.synth import write
     from jobaware.failure.train import train
@@ -103,9 +104,12 @@ def main() -> None:
 
             livez = timed(lambda _: client.get(f"{url}/livez").raise_for_status(), range(args.single))
             for name, bodies in cases.items():
-                post(bodies[0]), bundle.predict(parse_request_jobs(bodies[0]))  # warm-up
+                def local_answer(body):  # what the service does with a request, without HTTP and pydantic
+                    return answer_rows(bundle.answer(parse_request(body)), "1")
+
+                post(bodies[0]), local_answer(bodies[0])  # warm-up
                 http = timed(post, bodies)
-                local = timed(lambda body: bundle.predict(parse_request_jobs(body)), bodies)
+                local = timed(local_answer, bodies)
                 size = len(bodies[0])
                 results[name] = {
                     "requests": len(bodies), "jobs_per_request": size,

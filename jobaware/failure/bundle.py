@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.capability import FEATURE_VERSION
-from jobaware.failure.features import build_features
+from jobaware.failure.features import CATEGORICAL, build_features
+from jobaware.failure.model import PROBABILITIES, FailureModel
 from jobaware.failure.online import OnlineFeatures
-from jobaware.failure.readers.common import to_canonical_dtypes
-from jobaware.failure.model import FailureModel
+from jobaware.failure.readers.common import NAT, JobColumns, to_canonical_dtypes
 from jobaware.failure.schema import FAILURES
 
 HISTORY_JOBS = 200_000
@@ -44,7 +44,7 @@ class FailureBundle:
     def warm(self) -> None:
         """Build what serving needs once per loaded model (entity timelines, the model's array view)."""
         if not self.history.empty:  # one bundled job asked about again: counted once, as every repeat is
-            self.model.predict_proba(self.online().features(self.history.tail(1).assign(end_time=pd.NaT)))
+            self.answer(JobColumns.from_frame(self.history.tail(1).assign(end_time=pd.NaT)))
 
     def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Features of `jobs` with the bundled history before them.
@@ -56,15 +56,28 @@ class FailureBundle:
         """
         jobs = to_canonical_dtypes(jobs)
         if jobs["end_time"].isna().all():
-            return self.online().features(jobs)
+            return self.online().features(JobColumns.from_frame(jobs))
         first_submit = jobs["submit_time"].min()
         past = self.history[self.history["end_time"] < first_submit] if pd.notna(first_submit) else self.history
         return build_features(jobs, past)
 
+    def answer(self, jobs: JobColumns) -> dict[str, np.ndarray]:
+        """Per job: job_id, p_fail, the outcome probabilities and the most likely failure, as arrays. Jobs that
+        have not ended (what a scheduler asks about) stay in arrays from the request to the answer."""
+        if (jobs["end_time"] == NAT).all():
+            block = self.online().block(jobs)
+            proba = self.model.probabilities(self.model.block_matrix(block, {c: jobs[c] for c in CATEGORICAL}))
+        else:
+            proba = self.model.probabilities(self.model.matrix(self.features(jobs.frame())))
+        return {"job_id": jobs["job_id"], **dict(zip(PROBABILITIES, proba.T, strict=True)),
+                "most_likely_failure": _FAILURES[proba[:, 2:].argmax(axis=1)]}
+
     def predict(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Per job: job_id, p_fail, the outcome probabilities and the most likely failure."""
-        proba = self.model.predict_proba(self.features(jobs)).reset_index(drop=True)
-        failures = proba[[f"p_{c}" for c in FAILURES]].to_numpy()
-        proba.insert(0, "job_id", pd.array(jobs["job_id"], dtype="Int64"))
-        proba["most_likely_failure"] = np.asarray(FAILURES, dtype=object)[failures.argmax(axis=1)]
-        return proba
+        jobs = to_canonical_dtypes(jobs)
+        table = pd.DataFrame(self.answer(JobColumns.from_frame(jobs)))
+        table["job_id"] = pd.array(jobs["job_id"], dtype="Int64")
+        return table
+
+
+_FAILURES = np.asarray(FAILURES, dtype=object)  # PROBABILITIES from the third on: p_FAILED, ... (OUTCOMES[1:])

@@ -13,9 +13,9 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.failure.readers import read_jobs
-from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.failure.readers.common import JobColumns
 from jobaware.failure.readers.slurm import FieldError, from_squeue
-from jobaware.failure.schema import COLUMNS, UNFINISHED
+from jobaware.failure.schema import UNFINISHED
 from jobaware.failure.writers import NrelWriter
 
 SQUEUE = ("squeue", "--json", "--states=all")
@@ -40,7 +40,7 @@ def poll(command: Sequence[str] = SQUEUE, env: dict | None = None) -> pd.DataFra
         except (FieldError, AttributeError) as exc:  # left out of this poll, named in the log; squeue shows it again
             logging.getLogger(__name__).warning("squeue job %s left out: %s", str(job.get("job_id"))[:40]
                                                 if isinstance(job, dict) else "?", exc)
-    return to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS)))
+    return JobColumns.from_rows(rows).frame()
 
 
 def finished(jobs: pd.DataFrame) -> pd.DataFrame:

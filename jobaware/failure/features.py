@@ -169,11 +169,29 @@ def history_timelines(history: pd.DataFrame) -> dict[str, tuple[EntityStates, Ti
     return timelines
 
 
+REQUEST_NUMBERS = ("wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req")
+
+
 def assemble(jobs: pd.DataFrame, submit: np.ndarray, counts, history: list[dict[str, np.ndarray]]) -> pd.DataFrame:
-    """The feature table from canonical jobs, their submit seconds, their submit counts (`burst_size` and the
-    SUBMIT_WINDOWS) and their per-entity history features; one float block, then the categorical columns."""
-    number = {c: jobs[c].to_numpy(dtype=float, na_value=np.nan)
-              for c in ("wallclock_req", "nodes_req", "processors_req", "gpus_req", "mem_req")}
+    """The feature table of canonical jobs (see `feature_block`), the categorical columns after the numbers."""
+    number = {c: jobs[c].to_numpy(dtype=float, na_value=np.nan) for c in REQUEST_NUMBERS}
+    categories = {key: jobs[key].to_numpy(dtype=object, na_value=None) for key in CATEGORICAL}
+    return features_frame(feature_block(number, submit, counts, history), categories)
+
+
+def features_frame(block: np.ndarray, categories: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The feature table from a `feature_block` and the CATEGORICAL columns."""
+    frame = pd.DataFrame(block.T, columns=list(NUMERIC), copy=False)
+    for key in CATEGORICAL:
+        frame[key] = categories[key]
+    return frame
+
+
+def feature_block(number: dict[str, np.ndarray], submit: np.ndarray, counts,
+                  history: list[dict[str, np.ndarray]]) -> np.ndarray:
+    """The NUMERIC features, one row per feature (len(NUMERIC) x jobs), from the jobs' REQUEST_NUMBERS (float,
+    NaN unknown), their submit seconds, their submit counts (`burst_size` and the SUBMIT_WINDOWS) and their
+    per-entity history features."""
     req, procs, mem = number["wallclock_req"], number["processors_req"], number["mem_req"]
     with np.errstate(invalid="ignore", divide="ignore"):
         log_req = np.log1p(req)
@@ -194,7 +212,4 @@ def assemble(jobs: pd.DataFrame, submit: np.ndarray, counts, history: list[dict[
     block = np.empty((len(NUMERIC), len(submit)))  # one row per feature: each filled in one contiguous write
     for i, name in enumerate(NUMERIC):
         block[i] = columns[name]
-    frame = pd.DataFrame(block.T, columns=list(NUMERIC), copy=False)
-    for key in CATEGORICAL:
-        frame[key] = jobs[key].to_numpy(dtype=object, na_value=None)
-    return frame
+    return block

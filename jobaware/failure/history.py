@@ -11,6 +11,8 @@ known before the job exists.
 
 from __future__ import annotations
 
+from itertools import repeat
+
 import numba
 import numpy as np
 import pandas as pd
@@ -145,8 +147,7 @@ class EntityStates:
 
     def lookup_codes(self, values) -> np.ndarray:
         """Each value's entity code without adding new ones (-1: unknown or no entity)."""
-        return np.fromiter((self.code_of.get(v, -1) if isinstance(v, str) else -1 for v in values), np.int64,
-                           len(values))
+        return np.fromiter(map(self.code_of.get, values, repeat(-1)), np.int64, len(values))
 
     def now(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The current state of the given entities that have any history, each at the time of its last event:

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import ColumnTransformer
 from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.frozen import FrozenEstimator
 from sklearn.impute import SimpleImputer
+from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
-from threadpoolctl import ThreadpoolController
 
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
@@ -25,13 +25,6 @@ from jobaware.failure.schema import OUTCOMES
 from jobaware.failure.trees import ArrayTrees
 
 MIN_CALIBRATION_ROWS = 100
-# below this many rows one thread predicts faster: the trees' thread pool costs more than it saves
-SMALL_BATCH = 200
-_OPENMP = ThreadpoolController()
-
-
-def _threads(limit: int | None):
-    return _OPENMP.limit(limits=limit, user_api="openmp") if limit else contextlib.nullcontext()
 
 
 @dataclass
@@ -63,16 +56,22 @@ def _object_categoricals(features: pd.DataFrame) -> pd.DataFrame:
     return features.assign(**{c: features[c].astype("object").fillna("<none>") for c in CATEGORICAL})
 
 
-def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd.DataFrame:
-    """p_fail and one probability column per outcome (0 for classes the estimator never saw)."""
+def _proba_array(raw: np.ndarray, classes, normalize: bool = False) -> np.ndarray:
+    """p_fail and one probability per outcome (0 for classes the estimator never saw), one row per job."""
     proba = np.zeros((len(raw), len(OUTCOMES)))
     for i, c in enumerate(classes):
         proba[:, OUTCOMES.index(c)] = raw[:, i]
     if normalize:
         total = proba.sum(axis=1, keepdims=True)
         proba = proba / np.where(total > 0, total, 1.0)
-    table = np.column_stack([1.0 - proba[:, OUTCOMES.index("COMPLETED")], proba])
-    return pd.DataFrame(table, index=index, columns=["p_fail", *(f"p_{c}" for c in OUTCOMES)])
+    return np.column_stack([1.0 - proba[:, OUTCOMES.index("COMPLETED")], proba])
+
+
+PROBABILITIES = ["p_fail", *(f"p_{c}" for c in OUTCOMES)]
+
+
+def _proba_table(raw: np.ndarray, classes, index, normalize: bool = False) -> pd.DataFrame:
+    return pd.DataFrame(_proba_array(raw, classes, normalize), index=index, columns=PROBABILITIES)
 
 
 class CalibratedArrays:
@@ -91,7 +90,7 @@ class CalibratedArrays:
         for calibrators, positions, n_classes in self.parts:
             proba = np.zeros((len(matrix), n_classes))
             for position, column, calibrator in zip(positions, decision.T, calibrators, strict=False):
-                proba[:, position + 1 if n_classes == 2 else position] = calibrator.predict(column)
+                proba[:, position + 1 if n_classes == 2 else position] = _calibrated(calibrator, column)
             if n_classes == 2:
                 proba[:, 0] = 1.0 - proba[:, 1]
             else:
@@ -100,6 +99,14 @@ class CalibratedArrays:
             proba[(1.0 < proba) & (proba <= 1.0 + 1e-5)] = 1.0
             mean += proba
         return mean / len(self.parts)
+
+
+def _calibrated(calibrator, scores: np.ndarray) -> np.ndarray:
+    """`calibrator.predict(scores)` without its input checks: IsotonicRegression's clip and interpolation
+    (out_of_bounds="clip", as CalibratedClassifierCV fits it) or _SigmoidCalibration's logistic."""
+    if isinstance(calibrator, IsotonicRegression):
+        return calibrator.f_(np.clip(scores, calibrator.X_min_, calibrator.X_max_)).astype(scores.dtype)
+    return expit(-(calibrator.a_ * scores + calibrator.b_))
 
 
 @dataclass
@@ -145,25 +152,36 @@ class FailureModel:
         return self
 
     def predict_proba(self, features: pd.DataFrame) -> pd.DataFrame:
-        """The fitted estimator's probabilities, computed on arrays: the column transformer's work is done once
-        here and the trees (and calibrators) see the same matrix the fitted pipeline would give them."""
-        matrix = self._matrix(features)
-        with _threads(1 if len(matrix) < SMALL_BATCH else None):
-            raw = self._on_arrays().predict_proba(matrix)
-        return _proba_table(raw, self.estimator.classes_, features.index, normalize=True)
+        """The fitted estimator's probabilities (PROBABILITIES columns), computed on arrays: the column
+        transformer's work is done once here and the trees (and calibrators) see the matrix the fitted pipeline
+        would give them."""
+        return pd.DataFrame(self.probabilities(self.matrix(features)), index=features.index, columns=PROBABILITIES)
+
+    def probabilities(self, matrix: np.ndarray) -> np.ndarray:
+        """PROBABILITIES per row of a `matrix` (or `block_matrix`)."""
+        return _proba_array(self._on_arrays().predict_proba(matrix), self.estimator.classes_, normalize=True)
 
     def _pipeline(self) -> Pipeline:
         if isinstance(self.estimator, CalibratedClassifierCV):
             return self.estimator.calibrated_classifiers_[0].estimator.estimator
         return self.estimator
 
-    def _matrix(self, features: pd.DataFrame) -> np.ndarray:
-        """What the fitted column transformer makes of `features`: encoded categories, then the numeric columns."""
+    def matrix(self, features: pd.DataFrame) -> np.ndarray:
+        """What the fitted column transformer makes of a feature table: encoded categories, then the numbers."""
+        return self._stacked({c: features[c].to_numpy(dtype=object) for c in CATEGORICAL},
+                             features[self.numeric_].to_numpy(dtype=float, na_value=np.nan))
+
+    def block_matrix(self, block: np.ndarray, categories: dict[str, np.ndarray]) -> np.ndarray:
+        """The same matrix from a feature block (NUMERIC rows x jobs) and the categorical columns."""
+        if getattr(self, "_numeric_rows", None) is None:
+            self._numeric_rows = np.array([NUMERIC.index(c) for c in self.numeric_], dtype=np.int64)
+        return self._stacked(categories, block[self._numeric_rows].T)
+
+    def _stacked(self, categories: dict[str, np.ndarray], numbers: np.ndarray) -> np.ndarray:
         codes = self._category_codes()
-        encoded = [[codes[i].get("<none>" if v is None or v is pd.NA else v, np.nan) for v in features[c].to_numpy(dtype=object)]
+        encoded = [[codes[i].get("<none>" if v is None or v is pd.NA else v, np.nan) for v in categories[c]]
                    for i, c in enumerate(CATEGORICAL)]
-        return np.hstack([np.array(encoded, dtype=float).T.reshape(len(features), len(CATEGORICAL)),
-                          features[self.numeric_].to_numpy(dtype=float, na_value=np.nan)])
+        return np.hstack([np.array(encoded, dtype=float).T.reshape(len(numbers), len(CATEGORICAL)), numbers])
 
     def _category_codes(self) -> list[dict]:
         """Per categorical column, the fitted encoder's own code for every category it knows (others: NaN)."""
@@ -185,7 +203,7 @@ class FailureModel:
 
     def __getstate__(self) -> dict:
         """What is saved: the fitted model, never the array view built from it."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_array_estimator", "_codes")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_array_estimator", "_codes", "_numeric_rows")}
 
 
 class SklearnBaseline:

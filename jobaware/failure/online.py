@@ -1,5 +1,5 @@
 """Serving-time features from entity states held in sorted arrays: the batch featurizer's answer, without pandas
-over the history per request.
+over the history per request, and without pandas at all from the request's columns to the feature block.
 
 For jobs that have not ended (what a scheduler asks about), `OnlineFeatures.features(jobs)` equals
 `build_features(jobs, history)` feature by feature, whatever the submit times (before, inside or after the
@@ -15,62 +15,68 @@ holds more than `MAX_SUBMISSIONS`.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left, bisect_right, insort
 
 import numpy as np
 import pandas as pd
 
 from jobaware.failure.features import (
-    ENTITIES, SUBMIT_WINDOWS, assemble, history_columns, history_timelines, prepared,
+    CATEGORICAL, ENTITIES, REQUEST_NUMBERS, SUBMIT_WINDOWS, feature_block, features_frame, history_columns,
+    history_timelines,
 )
+from jobaware.failure.readers.common import JobColumns
 
 KEEP_SECONDS = 8 * 86400
 MAX_SUBMISSIONS = 1_000_000
 
 
-def _seconds(times) -> np.ndarray:
-    """Datetimes as int64 seconds since the epoch (NaT: the minimum int64)."""
-    return np.asarray(times, dtype="datetime64[s]").astype(np.int64)
-
-
 class SubmitLog:
-    """Submit seconds per user, each job counted once by its id; safe to share between request threads."""
+    """Submit seconds per user (sorted lists), each job counted once by its id; safe to share between request
+    threads under `lock`."""
 
-    def __init__(self, jobs: pd.DataFrame):
-        self.times: dict[str, np.ndarray] = {}
+    def __init__(self, jobs: JobColumns):
+        self.times: dict[str, list[int]] = {}
         self.seen: dict = {}  # job id -> submit second
         self.lock = threading.Lock()
         self.add(jobs)
 
-    def add(self, jobs: pd.DataFrame) -> None:
-        known = jobs["user"].notna() & jobs["job_id"].notna()
-        by_user: dict[str, list[int]] = {}
-        for job_id, user, second in zip(jobs.loc[known, "job_id"], jobs.loc[known, "user"],
-                                        _seconds(jobs.loc[known, "submit_time"]), strict=True):
-            if job_id not in self.seen:
-                self.seen[job_id] = second
-                by_user.setdefault(user, []).append(second)
-        for user, seconds in by_user.items():
-            self.times[user] = np.sort(np.concatenate([self.times.get(user, np.empty(0, np.int64)), seconds]))
+    def add(self, jobs: JobColumns) -> None:
+        """Log the jobs not seen before (those with a user and a job id)."""
+        for job_id, user, second in zip(jobs["job_id"].tolist(), jobs["user"].tolist(),
+                                        jobs["submit_time"].tolist(), strict=True):
+            if user is None or job_id != job_id or job_id in self.seen:  # job_id != job_id: NaN, no id
+                continue
+            self.seen[job_id] = second
+            insort(self.times.setdefault(user, []), second)  # most land at the end: no element moves
         if len(self.seen) > MAX_SUBMISSIONS:
             self._forget()
 
     def _forget(self) -> None:
-        cutoff = max(int(t[-1]) for t in self.times.values() if len(t)) - KEEP_SECONDS
-        self.times = {u: t[t >= cutoff] for u, t in self.times.items() if t[-1] >= cutoff}
+        cutoff = max(t[-1] for t in self.times.values() if t) - KEEP_SECONDS
+        self.times = {u: t[bisect_left(t, cutoff):] for u, t in self.times.items() if t and t[-1] >= cutoff}
         self.seen = {job: second for job, second in self.seen.items() if second >= cutoff}
 
-    def counts(self, users, submit: np.ndarray) -> np.ndarray:
+    def counts(self, users: np.ndarray, submit: np.ndarray) -> np.ndarray:
         """Per job: its user's submissions in the same second, the hour and the day up to it (NaN: no user)."""
-        windows = {"burst_size": 0, **SUBMIT_WINDOWS}
-        out = np.full((len(users), len(windows)), np.nan)
-        for row, (user, second) in enumerate(zip(users, submit, strict=True)):
-            times = self.times.get(user) if isinstance(user, str) else None
-            if times is None:
-                continue
-            upto = np.searchsorted(times, second, side="right")
-            for column, seconds in enumerate(windows.values()):
-                out[row, column] = upto - np.searchsorted(times, second - seconds, side="left")
-        return out
+        hour, day = SUBMIT_WINDOWS["user_submits_1h"], SUBMIT_WINDOWS["user_submits_24h"]
+        found: dict[tuple, tuple] = {}
+        rows = []
+        for user, second in zip(users.tolist(), submit.tolist(), strict=True):
+            row = found.get((user, second))
+            if row is None:
+                times = self.times.get(user) if isinstance(user, str) else None
+                if times is None:
+                    row = _NO_USER
+                else:
+                    upto = bisect_right(times, second)
+                    row = (upto - bisect_left(times, second), upto - bisect_left(times, second - hour),
+                           upto - bisect_left(times, second - day))
+                found[user, second] = row
+            rows.append(row)
+        return np.array(rows, dtype=float).reshape(len(rows), 3)
+
+
+_NO_USER = (np.nan, np.nan, np.nan)
 
 
 class OnlineFeatures:
@@ -78,30 +84,32 @@ class OnlineFeatures:
 
     def __init__(self, history: pd.DataFrame):
         self.timelines = history_timelines(history)
-        self.submissions = SubmitLog(prepared(history))
+        self.submissions = SubmitLog(JobColumns.from_frame(history))
 
-    def features(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """Features of canonical jobs that have not ended; they join the submission log first.
-
-        Array code throughout, then the batch code's `assemble`.
-        """
-        submit = _seconds(jobs["submit_time"])
-        users = jobs["user"].to_numpy(dtype=object, na_value=None)
+    def block(self, jobs: JobColumns) -> np.ndarray:
+        """The NUMERIC features (`feature_block`: features x jobs) of jobs that have not ended; the jobs join the
+        submission log first."""
+        submit = jobs["submit_time"]
         with self.submissions.lock:
             self.submissions.add(jobs)
-            counts = self.submissions.counts(users, submit)
-        keys = {key: jobs[key].to_numpy(dtype=object, na_value=None) for key in ENTITIES if key in jobs}
-        procs, req = (jobs[c].to_numpy(dtype=float, na_value=np.nan) for c in ("processors_req", "wallclock_req"))
-        keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in zip(users, procs, req, strict=True)]
+            counts = self.submissions.counts(jobs["user"], submit)
+        keys = {key: jobs[key] for key in ("user", "account", "name", "qos", "partition")}
+        keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in
+                             zip(jobs["user"].tolist(), jobs["processors_req"].tolist(), jobs["wallclock_req"].tolist(),
+                                 strict=True)]
         keys["cluster"] = ["all"] * len(submit)
         history = []
         for key in ENTITIES:
             entity, timeline = self.timelines[key]
             history.append(history_columns(key, timeline.lookup(entity.lookup_codes(keys[key]), submit), submit))
-        return assemble(jobs, submit, {"burst_size": counts[:, 0], "user_submits_1h": counts[:, 1],
-                                       "user_submits_24h": counts[:, 2]}, history)
+        counts = {"burst_size": counts[:, 0], "user_submits_1h": counts[:, 1], "user_submits_24h": counts[:, 2]}
+        return feature_block({c: jobs[c] for c in REQUEST_NUMBERS}, submit, counts, history)
+
+    def features(self, jobs: JobColumns) -> pd.DataFrame:
+        """The feature table of jobs that have not ended (`block` and the categorical columns)."""
+        return features_frame(self.block(jobs), {key: jobs[key] for key in CATEGORICAL})
 
 
 def _text(value: float, kind) -> str:
     """A request number as the batch featurizer spells it in the job class key ("?" when unknown)."""
-    return "?" if np.isnan(value) else str(kind(value))
+    return "?" if value != value else str(kind(value))

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from jobaware.failure.model import PROBABILITIES
 from jobaware.failure.readers import iter_batches
 from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.readers.slurm import read_squeue_json
@@ -33,6 +35,13 @@ def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], lis
         problems += [str(p) for p in batch.problems]
     jobs = pd.concat(frames, ignore_index=True) if frames else to_canonical_dtypes(pd.DataFrame())
     return jobs, quarantined, problems
+
+
+def answer_rows(answer: dict[str, np.ndarray], version: str) -> list[dict]:
+    """A bundle's `answer` (arrays per field) as one plain dict per job, with the model version."""
+    names = ["job_id", *PROBABILITIES, "most_likely_failure"]
+    columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:])]
+    return [{**dict(zip(names, values, strict=True)), "model_version": version} for values in zip(*columns, strict=True)]
 
 
 def records(predictions: pd.DataFrame, version: str) -> list[dict]:

@@ -162,18 +162,65 @@ def to_canonical_dtypes(frame: pd.DataFrame) -> pd.DataFrame:
 _DTYPES = {c: _dtype(c) for c in COLUMNS}
 
 
-def canonical_frame(rows: list[dict]) -> pd.DataFrame:
-    """The canonical table of checked records (canonical field -> value or None), each column typed once:
-    the same frame as `to_canonical_dtypes(pd.DataFrame(rows))`, without casting a whole frame afterwards."""
-    typed = {}
-    for column in COLUMNS:
-        values = [row.get(column) for row in rows]
-        if column in INTEGER:
-            typed[column] = pd.array(values, dtype="Int64")
-        elif column in NUMERIC:
-            typed[column] = np.array([np.nan if v is None else v for v in values], dtype="float64")
-        elif column in TIME_COLUMNS:
-            typed[column] = pd.to_datetime(pd.Series(values, dtype=object)).astype("datetime64[s]").to_numpy()
-        else:
-            typed[column] = pd.array([None if v is None else str(v) for v in values], dtype="string")
-    return pd.DataFrame(typed)
+NAT = np.iinfo(np.int64).min  # a missing time in JobColumns: NumPy's NaT as an integer
+
+
+class JobColumns:
+    """Canonical jobs as one NumPy array per column, the serving path's table (no pandas per request): numbers
+    float64 (NaN: unknown; whole numbers and job ids are exact up to 2**53, the bound of LIMITS), times int64
+    seconds since the epoch (NAT: unknown), text as object arrays (None: unknown)."""
+
+    def __init__(self, columns: dict[str, np.ndarray]):
+        self.columns = columns
+
+    def __len__(self) -> int:
+        return len(self.columns["job_id"])
+
+    def __getitem__(self, column: str) -> np.ndarray:
+        return self.columns[column]
+
+    @classmethod
+    def from_rows(cls, rows: list[dict]) -> JobColumns:
+        """From checked records (canonical field -> value or None; times as epoch seconds)."""
+        columns = {}
+        for column in COLUMNS:
+            values = [row.get(column) for row in rows]
+            if column in NUMERIC or column in INTEGER:
+                columns[column] = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+            elif column in TIME_COLUMNS:
+                columns[column] = np.array([NAT if v is None else v for v in values], dtype=np.int64)
+            else:
+                columns[column] = np.array([None if v is None else str(v) for v in values], dtype=object)
+        return cls(columns)
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame) -> JobColumns:
+        """From a table with the canonical columns (missing ones are unknown)."""
+        columns = {}
+        for column in COLUMNS:
+            if column not in frame:
+                columns[column] = (np.full(len(frame), np.nan) if column in NUMERIC or column in INTEGER else
+                                   np.full(len(frame), NAT) if column in TIME_COLUMNS else
+                                   np.full(len(frame), None, dtype=object))
+            elif column in NUMERIC or column in INTEGER:
+                columns[column] = frame[column].to_numpy(dtype=np.float64, na_value=np.nan)
+            elif column in TIME_COLUMNS:
+                columns[column] = np.asarray(frame[column], dtype="datetime64[s]").astype(np.int64)
+            else:
+                columns[column] = frame[column].to_numpy(dtype=object, na_value=None)
+        return cls(columns)
+
+    def frame(self) -> pd.DataFrame:
+        """The canonical table, in the canonical pandas dtypes."""
+        typed = {}
+        for column in COLUMNS:
+            values = self.columns[column]
+            if column in INTEGER:
+                typed[column] = pd.array(values, dtype="Float64").astype("Int64")
+            elif column in NUMERIC:
+                typed[column] = values
+            elif column in TIME_COLUMNS:
+                typed[column] = values.view("datetime64[s]")
+            else:
+                typed[column] = pd.array(values, dtype="string")
+        return pd.DataFrame(typed)

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import canonical_frame
+from jobaware.failure.readers.common import NAT, JobColumns
 from jobaware.reading import abbreviated
 from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
                                      max_text, normalize_state, number_problem)
@@ -61,14 +63,14 @@ def _checked(field: str, value, canonical: str):
     return value
 
 
-def _epoch(field: str, value) -> pd.Timestamp | None:
+def _epoch(field: str, value) -> int | None:
+    """An squeue time (epoch seconds) as the canonical table keeps times: the local wall clock, in seconds."""
     value = _number(value)
     if value in (None, 0):
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not EPOCH_RANGE[0] <= value <= EPOCH_RANGE[1]:
         raise FieldError(field, "epoch seconds between 1970 and 2100", value)
-    local = datetime.fromtimestamp(int(value)).astimezone()
-    return pd.Timestamp(local.replace(tzinfo=None))
+    return int(value) + time.localtime(int(value)).tm_gmtoff
 
 
 def _text(record: dict, field: str, canonical: str) -> str | None:
@@ -123,7 +125,7 @@ def from_squeue(record: dict) -> dict:
         "submit_time": _epoch("submit_time", record.get("submit_time")),
         "start_time": start if ended or state == "RUNNING" else None,
         "end_time": end if ended else None,
-        "run_time": (end - start).total_seconds() if ended and start is not None and end is not None else None,
+        "run_time": float(end - start) if ended and start is not None and end is not None else None,
         "state": state,
         "name": _text(record, "name", "name"),
         "work_dir": _text(record, "current_working_directory", "work_dir"),
@@ -152,7 +154,7 @@ def read_squeue_json(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[s
         except FieldError as exc:
             problems.append(f"{path} job {number}: {exc}")
             quarantined.append({"file": str(path), "record": number, "reason": str(exc), "text": json.dumps(record)})
-    return canonical_frame(rows), quarantined, problems
+    return JobColumns.from_rows(rows).frame(), quarantined, problems
 
 
 def _field_error(where: str, field: str, expected: str, value) -> InputError:
@@ -160,27 +162,52 @@ def _field_error(where: str, field: str, expected: str, value) -> InputError:
 
 
 _TIME = "a time 'YYYY-MM-DD HH:MM:SS' or epoch milliseconds, between 1970 and 2100"
+_EPOCH = datetime(1970, 1, 1)
+_SECOND = timedelta(seconds=1)
+
+
+def _time_seconds(where: str, field: str, value) -> int:
+    """A request time (text, or epoch milliseconds) as epoch seconds of its wall clock (a zone is dropped, the
+    wall time kept; fractions of a second cut off, as the canonical table's whole seconds do)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str) or len(str(value)) > 64:
+        raise _field_error(where, field, _TIME, value)
+    try:
+        if isinstance(value, str):
+            if len(value) == 19 and value[10] in " T":  # the usual 'YYYY-MM-DD HH:MM:SS': the fast parser
+                seconds = (datetime.fromisoformat(value).replace(tzinfo=None) - _EPOCH) // _SECOND
+            else:
+                seconds = pd.Timestamp(value).tz_localize(None).value // 10**9
+        elif not EPOCH_RANGE[0] * 1000 <= value <= EPOCH_RANGE[1] * 1000:
+            raise ValueError("outside the range")
+        else:
+            seconds = int(value) // 1000
+    except (ValueError, OverflowError, TypeError):
+        raise _field_error(where, field, _TIME, value) from None
+    if not EPOCH_RANGE[0] <= seconds <= EPOCH_RANGE[1]:
+        raise _field_error(where, field, _TIME, value)
+    return seconds
+
+
+_KIND = {f: "time" if f in TIME_COLUMNS else "number" if f in NUMERIC or f in INTEGER else "state" if f == "state"
+         else "text" for f in COLUMNS}
+_ACCEPTED = {f: (*LIMITS[f], f in INTEGER) for f in LIMITS}  # (low, high, whole) of each number
+_LONGEST = {f: max_text(f) for f in COLUMNS}
 
 
 def _canonical_value(where: str, field: str, value):
+    """A request field's value, checked (numbers and text that pass at once take the first lines)."""
+    kind = _KIND[field]
+    if kind == "number" and (type(value) is int or type(value) is float):
+        low, high, whole = _ACCEPTED[field]
+        if low <= value <= high and (not whole or type(value) is int or value.is_integer()):
+            return value
+    elif kind == "text" and type(value) is str and 0 < len(value) <= _LONGEST[field]:
+        return value
     if value is None or value == "":
         return None
-    if field in TIME_COLUMNS:
-        if isinstance(value, bool) or not isinstance(value, int | float | str) or len(str(value)) > 64:
-            raise _field_error(where, field, _TIME, value)
-        try:
-            if isinstance(value, str):
-                time = pd.Timestamp(value).tz_localize(None)
-            elif not EPOCH_RANGE[0] * 1000 <= value <= EPOCH_RANGE[1] * 1000:
-                raise ValueError("outside the range")
-            else:
-                time = pd.Timestamp(int(value), unit="ms")
-        except (ValueError, OverflowError, TypeError):
-            raise _field_error(where, field, _TIME, value) from None
-        if not pd.Timestamp(EPOCH_RANGE[0], unit="s") <= time <= pd.Timestamp(EPOCH_RANGE[1], unit="s"):
-            raise _field_error(where, field, _TIME, value)
-        return time
-    if field in NUMERIC or field in INTEGER:
+    if kind == "time":
+        return _time_seconds(where, field, value)
+    if kind == "number":
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise _field_error(where, field, "a number", value)
         problem = number_problem(field, value)
@@ -199,12 +226,22 @@ def _canonical_value(where: str, field: str, value):
     return str(value)
 
 
-def parse_request_jobs(jobs) -> pd.DataFrame:
-    """Validate request records (canonical or squeue) into a canonical table; errors name the bad field."""
+_FIELDS = frozenset(COLUMNS)
+
+
+def parse_request(jobs) -> JobColumns:
+    """Validate request records (canonical or squeue) into canonical columns; errors name the bad field.
+    A job without a submit time was submitted now."""
     if not isinstance(jobs, list) or not jobs:
         raise InputError("jobs: expected a non-empty list of job records")
+    now = pd.Timestamp.now().floor("s").value // 10**9
+    columns = _valid_columns(jobs, now)
+    return columns if columns is not None else _record_by_record(jobs, now)
+
+
+def _record_by_record(jobs: list, now: int) -> JobColumns:
+    """Each record checked in turn, each field by `_canonical_value`: the first bad one is named."""
     rows = []
-    now = pd.Timestamp.now().floor("s")
     for i, record in enumerate(jobs):
         where = f"jobs[{i}]"
         if not isinstance(record, dict):
@@ -215,12 +252,80 @@ def parse_request_jobs(jobs) -> pd.DataFrame:
             except FieldError as exc:
                 raise InputError(f"{where}.{exc}") from None
         else:
-            unknown = sorted(set(record) - set(COLUMNS))
-            if unknown:
+            if not _FIELDS.issuperset(record):
+                unknown = sorted(set(record) - _FIELDS)
                 raise InputError(f"{where}.{unknown[0]}: unknown field; expected canonical fields ({', '.join(COLUMNS)}) or an squeue --json record")
-            row = {f: _canonical_value(where, f, record.get(f)) for f in COLUMNS}
-        if row["job_id"] is None:
+            row = {f: _canonical_value(where, f, v) for f, v in record.items()}
+        if row.get("job_id") is None:
             raise InputError(f"{where}.job_id: missing")
-        row["submit_time"] = row["submit_time"] or now
+        if row.get("submit_time") is None:
+            row["submit_time"] = now
         rows.append(row)
-    return canonical_frame(rows)
+    return JobColumns.from_rows(rows)
+
+
+def _valid_columns(jobs: list, now: int) -> JobColumns | None:
+    """The columns of a request whose records are all canonical and valid, checked a column at a time (what a
+    large batch from an adapter is); None as soon as anything is not, and `_record_by_record` then names it.
+    Accepts exactly what `_record_by_record` accepts, with the same values (a test holds them equal)."""
+    if not all(type(record) is dict for record in jobs):
+        return None
+    fields = set().union(*jobs)
+    if not fields <= _FIELDS or "job_id" not in fields:
+        return None
+    columns = {}
+    for field in COLUMNS:
+        values = [record.get(field) for record in jobs] if field in fields else [None] * len(jobs)
+        column = _valid_column(field, values)
+        if column is None:
+            return None
+        columns[field] = column
+    if np.isnan(columns["job_id"]).any():
+        return None
+    columns["submit_time"][columns["submit_time"] == NAT] = now
+    return JobColumns(columns)
+
+
+_NONE = type(None)
+
+
+def _valid_column(field: str, values: list):
+    """One request field's values as a JobColumns column, or None if any is not valid (or not plain)."""
+    kind, types = _KIND[field], set(map(type, values))
+    if kind == "number":
+        if not types <= {int, float, _NONE}:
+            return None
+        try:
+            numbers = np.array(values, dtype=np.float64)  # None -> NaN
+        except OverflowError:
+            return None
+        unknown = np.isnan(numbers)
+        known = numbers[~unknown]
+        low, high, whole = _ACCEPTED[field]
+        if int(unknown.sum()) != values.count(None) or (len(known) and (known.min() < low or known.max() > high)):
+            return None
+        return None if whole and (known != np.floor(known)).any() else numbers
+    if kind == "time":
+        if not types <= {str, int, float, _NONE}:
+            return None
+        try:
+            seconds = {v: _time_seconds("jobs", field, v) for v in set(values) if v is not None and v != ""}
+        except InputError:
+            return None
+        return np.array([NAT if v is None or v == "" else seconds[v] for v in values], dtype=np.int64)
+    if not types <= {str, _NONE}:
+        return None
+    texts = [v or None for v in values]  # "" is unknown
+    if kind == "state":
+        states = {v: normalize_state(v[:64]) for v in set(texts) if v is not None}
+        if not set(states.values()) <= set(STATES):
+            return None
+        texts = [None if v is None else states[v] for v in texts]
+    elif max(map(len, filter(None, texts)), default=0) > _LONGEST[field]:
+        return None
+    return np.array(texts, dtype=object)
+
+
+def parse_request_jobs(jobs) -> pd.DataFrame:
+    """Request records as a canonical table (`parse_request`'s columns in the canonical pandas dtypes)."""
+    return parse_request(jobs).frame()

@@ -136,17 +136,19 @@ def test_submissions_count_once_per_job_across_requests(jobs):
 
 def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice(monkeypatch):
     from jobaware.failure import online
+    from jobaware.failure.readers.common import JobColumns
 
     monkeypatch.setattr(online, "MAX_SUBMISSIONS", 3)
 
     def submitted(ids, day):
-        return pd.DataFrame({"job_id": ids, "user": "u", "submit_time": pd.Timestamp("2020-01-01") + pd.Timedelta(days=day)})
+        return JobColumns.from_frame(pd.DataFrame(
+            {"job_id": ids, "user": "u", "submit_time": pd.Timestamp("2020-01-01") + pd.Timedelta(days=day)}))
 
     log = online.SubmitLog(submitted([1, 2], 0))
     log.add(submitted([3, 4], 10))  # four jobs, more than three: those of day 0 are more than 8 days old, forgotten
     log.add(submitted([3], 10))  # asked about again: still counted once
     assert set(log.seen) == {3, 4}
-    second = online._seconds([pd.Timestamp("2020-01-11")])
+    second = np.array(["2020-01-11"], dtype="datetime64[s]").astype(np.int64)
     assert log.counts(np.array(["u"], dtype=object), second)[0].tolist() == [2.0, 2.0, 2.0]
 
 

@@ -10,7 +10,7 @@ from jobaware.errors import JobawareError
 from jobaware.failure.params import check_params
 from jobaware.failure.train import train
 from jobaware.failure.readers import read_jobs
-from jobaware.failure.features import FEATURES
+from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
 from jobaware.failure.model import _object_categoricals
 from jobaware.failure.trees import ArrayTrees
 from tests.conftest import CTC, KTH, NREL_CSV, THUNDER
@@ -19,12 +19,15 @@ from tests.conftest import CTC, KTH, NREL_CSV, THUNDER
 def assert_array_path_is_the_fitted_estimator(model, features: pd.DataFrame) -> None:
     """predict_proba works on arrays; it must give exactly what the fitted pipeline gives on the frame."""
     expected = model.estimator.predict_proba(_object_categoricals(features[list(FEATURES)]))
-    matrix = model._matrix(features)
+    matrix = model.matrix(features)
     np.testing.assert_array_equal(model._on_arrays().predict_proba(matrix), expected)
     one_by_one = np.vstack([model._on_arrays().predict_proba(matrix[i:i + 1]) for i in range(200)])
-    np.testing.assert_array_equal(one_by_one, expected[:200])  # small requests walk the trees in NumPy
+    np.testing.assert_array_equal(one_by_one, expected[:200])  # one row at a time, as a scheduler asks
     trees = ArrayTrees(model._pipeline().named_steps["gbt"])
-    np.testing.assert_array_equal(trees.walk(matrix), trees.booster._raw_predict(matrix))
+    np.testing.assert_array_equal(trees.raw(matrix), trees.booster._raw_predict(matrix))  # split across cores
+    block = features[list(NUMERIC)].to_numpy(dtype=float, na_value=np.nan).T  # the serving path's feature block
+    categories = {c: features[c].to_numpy(dtype=object) for c in CATEGORICAL}
+    np.testing.assert_array_equal(model.block_matrix(block, categories), matrix)
 
 
 def test_model_learns_the_synthetic_causes_and_is_scored_against_bayes(synthetic):

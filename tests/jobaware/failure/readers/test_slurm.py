@@ -3,6 +3,7 @@ import pytest
 
 from jobaware.errors import InputError
 from jobaware.failure.readers.slurm import from_squeue, parse_request_jobs, read_squeue_json
+from jobaware.failure.schema import COLUMNS, LIMITS
 from tests.conftest import SQUEUE
 
 
@@ -47,7 +48,7 @@ def test_request_records_are_refused_naming_the_bad_field(jobs, message):
 
 def test_request_records_become_the_same_frame_as_the_canonical_cast():
     from jobaware.failure.readers.common import to_canonical_dtypes
-    from jobaware.failure.schema import COLUMNS
+    from jobaware.failure.schema import COLUMNS, LIMITS
 
     records = [
         {"job_id": 1, "user": "u1", "partition": "p", "wallclock_req": 3600, "nodes_req": 2, "processors_req": 72,
@@ -61,3 +62,37 @@ def test_request_records_become_the_same_frame_as_the_canonical_cast():
     rows[1]["submit_time"] = pd.Timestamp(rows[1]["submit_time"], unit="ms")
     rows[1]["user"] = "7"
     pd.testing.assert_frame_equal(parsed, to_canonical_dtypes(pd.DataFrame(rows, columns=list(COLUMNS))))
+
+
+_EDGES = [
+    None, "", True, False, 0, -1, 7, 0.5, 2.0, float("nan"), float("inf"), float("-inf"), 2**53 - 1, 2**53, 10**19,
+    10**400, "abc", " ", "x" * 4096, "x" * 4097, "x" * 65_536, "x" * 65_537, [1], {"a": 1},
+    "2019-03-01 10:00:00", "2019-03-01T10:00:00", "2019-03-01 10:00:00.7", "2019-03-01T10:00+01", "soon",
+    "1970-01-01 00:00:00", "2100-01-01 00:00:00", "2100-01-01 00:00:01", 4_102_444_800_000, 4_102_444_800_001,
+    1_551_434_400_123, 1_551_434_400_123.5, "COMPLETED", "completed", "CANCELLED by 5", "TIMEOUT+", "DONE",
+    *{bound + step for low, high in LIMITS.values() for bound in (low, high) for step in (-1, 0, 1)},
+]
+
+
+@pytest.mark.parametrize("field", COLUMNS)
+def test_a_batch_checked_column_by_column_is_what_checking_each_record_gives(field):
+    """The column-at-a-time path accepts only what the record-by-record path accepts, with the same values:
+    every field, at every edge value, beside a plain valid record."""
+    from jobaware.failure.readers.slurm import _record_by_record, _valid_columns
+
+    valid = {"job_id": 5, "user": "u", "account": "a", "partition": "p", "qos": "q", "wallclock_req": 60.0,
+             "nodes_req": 1, "processors_req": 2, "gpus_req": 0, "mem_req": 100.0,
+             "submit_time": "2019-03-01 10:00:00", "start_time": None, "end_time": 1_551_434_400_000, "run_time": 3.0,
+             "state": "COMPLETED", "name": "n", "work_dir": "/w", "submit_line": "sbatch x"}
+    accepted = 0
+    for value in _EDGES:
+        jobs = [valid, {**valid, field: value}, {"job_id": 6}]
+        fast = _valid_columns(jobs, 1_700_000_000)
+        if fast is None:
+            continue
+        accepted += 1
+        slow = _record_by_record(jobs, 1_700_000_000)  # raises if the fast path let a bad value through
+        for column in COLUMNS:
+            assert fast[column].dtype == slow[column].dtype, (column, value)
+            assert [str(v) for v in fast[column]] == [str(v) for v in slow[column]], (column, value)
+    assert accepted >= 3  # the fast path is taken, not skipped
