@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,27 +54,52 @@ class ReadReport:
         }
 
 
-def line_blocks(handle: BinaryIO, block_bytes: int, first_line: int,
-                record_end: Callable[[bytes], int] = lambda chunk: chunk.rfind(b"\n") + 1) -> Iterator[tuple[bytes, int]]:
-    """(block of whole records, file line number of its first line) from `handle`'s current position on.
+@dataclass
+class Block:
+    """Whole records of a file: the bytes (a view, valid until the next block is asked for), the file line of the
+    first, and the number of line breaks, which a reader that learnt it from its own parse sets (else it is
+    counted when the next block is asked for)."""
 
-    `record_end(chunk)` is the offset just past the chunk's last complete record (0: none yet); the default cuts
-    after the last newline. The remainder is carried into the next block."""
-    line, rest = first_line, b""
+    data: memoryview
+    first_line: int
+    breaks: int | None = None
+
+
+def line_blocks(handle: BinaryIO, block_bytes: int, first_line: int,
+                record_end: Callable[[bytearray, int], int] = lambda data, end: data.rfind(b"\n", 0, end) + 1
+                ) -> Iterator[Block]:
+    """Blocks of whole records from `handle`'s current position on.
+
+    The blocks are read into one buffer that is used again for the next block (no fresh memory, no copy per
+    block). `record_end(data, end)` is the offset just past the last complete record in `data[:end]` (0: none
+    yet); the default cuts after the last newline. The remainder is carried into the next block; a record longer
+    than the buffer grows it."""
+    buffer, filled, line = bytearray(min(block_bytes, _left(handle) + 1)), 0, first_line
     while True:
-        chunk = handle.read(block_bytes)
-        if not chunk:
-            if rest.strip():
-                yield rest, line
+        read = handle.readinto(memoryview(buffer)[filled:])
+        filled += read
+        if not read:  # the end of the file: what is left is the last block
+            if filled and bytes(buffer[:filled]).strip():
+                yield Block(memoryview(buffer)[:filled], line)
             return
-        chunk = rest + chunk
-        cut = record_end(chunk)
+        cut = record_end(buffer, filled)
         if cut == 0:
-            rest = chunk
+            if filled == len(buffer):
+                buffer = buffer[:filled] + bytearray(len(buffer))
             continue
-        block, rest = chunk[:cut], chunk[cut:]
-        yield block, line
-        line += block.count(b"\n")
+        block = Block(memoryview(buffer)[:cut], line)
+        yield block
+        line += block.breaks if block.breaks is not None else buffer.count(b"\n", 0, cut)
+        buffer[: filled - cut] = buffer[cut:filled]  # the carry, to the front (the buffer keeps its size)
+        filled -= cut
+
+
+def _left(handle: BinaryIO) -> int:
+    """Bytes left in a file from the handle's position (a large number when that cannot be told)."""
+    try:
+        return max(os.fstat(handle.fileno()).st_size - handle.tell(), 0)
+    except (OSError, AttributeError, ValueError):
+        return 1 << 62
 
 
 def write_quarantine(output: Path, records: list[dict]) -> str | None:

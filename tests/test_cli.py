@@ -22,7 +22,7 @@ def run(*args, env=None, timeout=600):
 
 def test_validate_exit_codes_and_reports(tmp_path):
     good = run("data", "validate", "failure", NREL_CSV)
-    assert good.returncode == 0 and "all 14 expectations met on 700 rows" in good.stdout
+    assert good.returncode == 0 and "all 15 expectations met on 700 rows" in good.stdout
     assert run("data", "validate", "failure", KTH, "--json").returncode == 0
     lines = NREL_CSV.read_text().splitlines()
     lines[3] = lines[3].replace("COMPLETED", "RUNNING")

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import httpx
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from jobaware import capabilities, config, steps, tracking
+from jobaware import capabilities, config, contracts, steps, tracking
 from jobaware.errors import ContractError, JobawareError
 from tests.fuzzing import examples, fuzz_example, fuzz_service
 from tests.conftest import ROOT, free_port, wait_for
@@ -292,3 +293,24 @@ def test_the_service_answers_503_while_no_champion_exists(key, tmp_path):
     finally:
         _stop(process)
     assert not empty.exists() or not (empty / "mlflow.db").exists(), "a reading service created a store"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_contract_judges_arrow_text_as_it_judges_python_text(key, tmp_path):
+    """The contracts runner hands Great Expectations text columns as they are read (Arrow-backed strings): the
+    report, failures and examples included, is the one the same table gives as Python objects."""
+    capability = capabilities.get(key)
+    data = tmp_path / f"{key}-data"
+    capability.synth(data, min(capability.smoke[0], 1000), seed=7, fmt=None, progress=None)
+    steps.ingest(key, str(data), tmp_path / "dataset")
+    for table in (tmp_path / "dataset").glob("*.parquet"):
+        frame = pq.read_table(table).to_pandas(types_mapper=contracts._types)  # as validate_parquet reads it
+        suite = json.loads((ROOT / "data_contracts" / f"{table.stem}.json").read_text())
+        for item in suite["expectations"]:  # break each text check once, in its own row
+            column = item["kwargs"].get("column")
+            if column in frame and pd.api.types.is_string_dtype(frame[column]) and item["type"] != "expect_column_values_to_not_be_null":
+                frame.loc[len(frame) % 7, column] = "#bad value#"
+        frame.loc[1, frame.columns[1]] = None
+        as_arrow = contracts.validate_frames([frame], table.stem)
+        as_objects = contracts.validate_frames([frame.astype({c: object for c in frame.columns if pd.api.types.is_string_dtype(frame[c])})], table.stem)
+        assert as_arrow == as_objects and not as_arrow["success"]

@@ -90,7 +90,8 @@ def _blocks(path: Path) -> Iterator[tuple[bytes, int]]:
     """(block of whole lines, line number of its first line), the header excluded."""
     with _open(path) as handle:
         handle.readline(64 << 10)
-        yield from line_blocks(handle, BLOCK_BYTES, 2)
+        for block in line_blocks(handle, BLOCK_BYTES, 2):
+            yield bytes(block.data), block.first_line
 
 
 class _Rows:

@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from jobaware.contracts import format_report, require, validate_frames
+from jobaware.contracts import format_report, load_suite, require, validate_frames, validate_parquet
 from jobaware.errors import ContractError
 from jobaware.failure.readers import read_jobs
 from tests.conftest import KTH, NREL_CSV
@@ -25,7 +25,7 @@ def test_broken_table_fails_with_a_readable_report():
     assert failed[("expect_column_pair_values_a_to_be_greater_than_b", "end_time, start_time")]["unexpected_count"] == 3
     assert failed[("expect_column_values_to_be_between", "nodes_req")]["examples"] == [-3]
     text = format_report(report)
-    assert "3 of 14 expectations failed on 700 rows" in text and "column state: 1 row(s), e.g. ['RUNNING']" in text
+    assert "3 of 15 expectations failed on 700 rows" in text and "column state: 1 row(s), e.g. ['RUNNING']" in text
     with pytest.raises(ContractError, match="expectations failed"):
         require(report)
 
@@ -46,3 +46,21 @@ def test_swf_contract_accepts_what_the_format_leaves_unknown():
     jobs = read_jobs(KTH)[0]
     jobs.loc[::3, ["wallclock_req", "processors_req", "user", "account"]] = None
     assert validate_frames([jobs], "swf_jobs")["success"]
+
+
+def test_two_checks_of_one_column_are_both_kept_and_reported_in_the_contracts_order():
+    """The NREL contract bounds wallclock_req twice: never negative, and at least 1 s for 99 % of jobs. Great
+    Expectations keeps one expectation per type and column in a suite; both must still be checked and reported."""
+    jobs = read_jobs(NREL_CSV)[0]
+    jobs.loc[4, "wallclock_req"] = -60.0  # one job in 700: within the 1 % the second check allows
+    report = validate_frames([jobs], "nrel_jobs")
+    assert [r["expectation"] for r in report["results"]] == [e["type"] for e in load_suite("nrel_jobs")["expectations"]]
+    failed = [(f["expectation"], f["column"], f["unexpected_count"]) for f in report["failed"]]
+    assert failed == [("expect_column_values_to_be_between", "wallclock_req", 1)]
+
+
+def test_a_parquet_table_is_checked_on_the_columns_the_contract_reads_and_its_schema(tmp_path):
+    jobs = read_jobs(NREL_CSV)[0].drop(columns=["work_dir"])  # a column the contract only names
+    jobs.to_parquet(tmp_path / "jobs.parquet")
+    report = validate_parquet(tmp_path / "jobs.parquet", "nrel_jobs")
+    assert [f["expectation"] for f in report["failed"]] == ["expect_table_columns_to_match_set"]

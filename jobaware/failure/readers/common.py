@@ -2,26 +2,51 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from jobaware.errors import InputError
 from jobaware.reading import MAX_EXAMPLES, Problem
-from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_states)
+from jobaware.failure.schema import (CANONICAL, COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
+                                     max_text, normalize_state, normalize_states)
 
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
-@dataclass
 class Batch:
-    """Canonical rows, the problems met, and the quarantined raw records."""
+    """Canonical rows, the problems met, and the quarantined raw records. The rows come as an Arrow table (the
+    CSV reader's fast path) or a pandas frame (the other readers); each form is made from the other when asked."""
 
-    frame: pd.DataFrame
-    problems: list[Problem]
-    quarantined: list[dict]
+    def __init__(self, rows: pa.Table | pd.DataFrame, problems: list[Problem], quarantined: list[dict]):
+        self._table = rows if isinstance(rows, pa.Table) else None
+        self._frame = rows if isinstance(rows, pd.DataFrame) else None
+        self.problems, self.quarantined = problems, quarantined
+
+    def __len__(self) -> int:
+        return len(self._frame) if self._frame is not None else self._table.num_rows
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = pa.Table.from_pandas(self._frame, schema=CANONICAL, preserve_index=False)
+        return self._table
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        if self._frame is None:
+            self._frame = self._table.to_pandas(types_mapper=_pandas_type)
+        return self._frame
+
+
+def _pandas_type(arrow_type: pa.DataType):
+    """The canonical pandas dtype of an Arrow column: nullable integers and strings (the rest as Arrow maps them)."""
+    if pa.types.is_integer(arrow_type):
+        return pd.Int64Dtype()
+    if pa.types.is_string(arrow_type):
+        return pd.StringDtype()
+    return None
 
 
 def _text(value) -> str:
@@ -224,3 +249,96 @@ class JobColumns:
             else:
                 typed[column] = pd.array(values, dtype="string")
         return pd.DataFrame(typed)
+
+
+def valid_table(raw: pa.Table, *, require_state: bool = False) -> pa.Table | None:
+    """The canonical table of a block Arrow parsed (numbers typed, times as text), when every row passes the
+    checks `canonicalize` makes, with the values `canonicalize` would give; None as soon as any row does not
+    (the caller then takes `canonicalize`'s path, which names each bad record). Arrow throughout, no pandas."""
+    n = raw.num_rows
+    columns = []
+    for field in CANONICAL:
+        name = field.name
+        values = raw[name] if name in raw.column_names else pa.nulls(n, field.type)
+        if name in NUMERIC or name in INTEGER:
+            values = _valid_numbers(name, values)
+        elif name in TIME_COLUMNS:
+            values = _valid_times(values)
+        else:
+            values = _valid_text(name, values)
+        if values is None:
+            return None
+        columns.append(values.cast(field.type))
+    table = pa.Table.from_arrays(columns, schema=CANONICAL)
+    required = ("job_id", "submit_time", "state") if require_state else ("job_id", "submit_time")
+    return None if any(table[name].null_count for name in required) else table
+
+
+def _valid_numbers(name: str, values: pa.ChunkedArray):
+    if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_null(values.type)):
+        return None
+    if values.null_count == len(values):
+        return values
+    low, high = LIMITS[name]  # (infinities lie outside; "nan" is read as unknown, as the record path reads it)
+    extremes = pc.min_max(values)
+    return values if extremes["min"].as_py() >= low and extremes["max"].as_py() <= high else None
+
+
+_TIME_TEXT = len("2019-01-01 00:00:00")  # CSV_TIME_FORMAT's text, always this long
+# bytes that may begin or end text that str.strip() (and Arrow's utf8_trim_whitespace, the same set) would
+# shorten: ASCII white space and separators, and the first or last byte of any non-ASCII character
+_MAY_TRIM = np.zeros(256, dtype=bool)
+_MAY_TRIM[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+_MAY_TRIM[128:] = True
+
+
+def _byte_views(values: pa.ChunkedArray):
+    """Per chunk of a string column: its data bytes, each value's start offset and byte length (nulls: 0)."""
+    for chunk in values.chunks:
+        _, offsets, data = chunk.buffers()
+        bounds = np.frombuffer(offsets, np.int32)[chunk.offset: chunk.offset + len(chunk) + 1]
+        yield (np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)), bounds[:-1], np.diff(bounds)
+
+
+def _valid_times(values: pa.ChunkedArray):
+    """Text in CSV_TIME_FORMAT: 19 bytes, a space between date and time, and a date and time Arrow reads."""
+    if pa.types.is_null(values.type) or values.null_count == len(values):
+        return pa.nulls(len(values), pa.timestamp("s"))
+    if not pa.types.is_string(values.type):
+        return None
+    for data, starts, lengths in _byte_views(values):
+        given = lengths > 0
+        if (lengths[given] != _TIME_TEXT).any() or (data[starts[given] + 10] != ord(" ")).any():
+            return None
+    try:
+        times = values.cast(pa.timestamp("s"))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    extremes = pc.min_max(times.cast(pa.int64()))
+    return times if extremes["min"].as_py() >= EPOCH_RANGE[0] and extremes["max"].as_py() <= EPOCH_RANGE[1] else None
+
+
+def _valid_text(name: str, values: pa.ChunkedArray):
+    """Text trimmed of surrounding white space (as str.strip() does), empty text as unknown; states normalized
+    and known."""
+    if pa.types.is_null(values.type) or values.null_count == len(values):
+        return pa.nulls(len(values), pa.string())
+    if not pa.types.is_string(values.type):
+        return None
+    longest = 0
+    for data, starts, lengths in _byte_views(values):
+        given = lengths > 0
+        if _MAY_TRIM[data[starts[given]]].any() or _MAY_TRIM[data[starts[given] + lengths[given] - 1]].any():
+            values = pc.utf8_trim_whitespace(values)  # only where some value may need it: it costs a copy
+            values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+            break
+        longest = max(longest, int(lengths.max(initial=0)))
+    if name == "state":
+        known = pc.unique(values).drop_null().to_pylist()
+        normal = [normalize_state(v) for v in known]
+        if not set(normal) <= set(STATES):
+            return None
+        return pc.take(pa.array(normal, pa.string()), pc.index_in(values, pa.array(known, pa.string())))
+    if longest > max_text(name) and (pc.max(pc.utf8_length(values)).as_py() or 0) > max_text(name):
+        return None
+    return values

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from jobaware.failure.readers.common import Batch, to_canonical_dtypes
 from jobaware.reading import ReadReport
 from jobaware.failure.readers.nrel import iter_csv, iter_json, iter_parquet
 from jobaware.failure.readers.swf import iter_swf
-from jobaware.failure.schema import CANONICAL
+from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
     ".csv": iter_csv,
@@ -52,7 +53,7 @@ def _sniff(path: Path) -> str:
 
 
 def _account(report: ReadReport, batch: Batch, strict: bool) -> None:
-    report.rows += len(batch.frame)
+    report.rows += len(batch)
     report.bad_rows += len(batch.quarantined)
     report.add(batch.problems)
     if strict and batch.problems:
@@ -76,6 +77,11 @@ def contract_for(path: str | Path) -> str:
     return "swf_jobs" if swf else "nrel_jobs"
 
 
+# dictionaries for the columns with few distinct values only; statistics for the times that row filters use
+PARQUET_OPTIONS = {"use_dictionary": ["user", "account", "partition", "qos", "state"],
+                   "write_statistics": list(TIME_COLUMNS)}
+
+
 def ingest(
     sources: list[str],
     out_dir: str | Path,
@@ -91,16 +97,22 @@ def ingest(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = ReadReport(", ".join(str(s) for s in sources))
-    with pq.ParquetWriter(out_dir / f"{contracts.pop()}.parquet", CANONICAL) as writer, \
-            open(out_dir / "quarantine.jsonl", "w") as bad:
+    writing = None  # the previous batch's write, which runs while the next batch is read (Arrow frees the GIL)
+    with pq.ParquetWriter(out_dir / f"{contracts.pop()}.parquet", CANONICAL, **PARQUET_OPTIONS) as writer, \
+            open(out_dir / "quarantine.jsonl", "w") as bad, ThreadPoolExecutor(1) as background:
         for source in sources:
             for batch in iter_batches(source, require_state=require_state):
                 _account(report, batch, strict)
-                writer.write_table(pa.Table.from_pandas(batch.frame, schema=CANONICAL, preserve_index=False))
+                table = batch.table
+                if writing is not None:
+                    writing.result()
+                writing = background.submit(writer.write_table, table)
                 for record in batch.quarantined:
                     bad.write(json.dumps(record, default=str) + "\n")
                 if progress:
-                    progress(len(batch.frame) + len(batch.quarantined))
+                    progress(len(batch) + len(batch.quarantined))
+        if writing is not None:
+            writing.result()
     if report.rows == 0:
         raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
     return report
