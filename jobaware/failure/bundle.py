@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from jobaware.failure.capability import FEATURE_VERSION
 from jobaware.failure.features import CATEGORICAL, build_features
@@ -30,6 +35,22 @@ class FailureBundle:
         ended = jobs[jobs["end_time"].notna()].sort_values("end_time", kind="stable").tail(limit)
         last_day = jobs[jobs["submit_time"] >= jobs["submit_time"].max() - pd.Timedelta(hours=24)]
         return pd.concat([ended, last_day[~last_day.index.isin(ended.index)]]).reset_index(drop=True)
+
+    @staticmethod
+    def history_tail_file(jobs_table: Path, limit: int = HISTORY_JOBS) -> pd.DataFrame:
+        """`history_tail` of a canonical job table (Parquet) without reading the whole table: its end and submit
+        times first, then only the rows that can be in the tail (the same rows, in the same order)."""
+        times = pq.read_table(jobs_table, columns=["submit_time", "end_time"])
+        ends = times["end_time"].drop_null()
+        if not len(times):
+            return to_canonical_dtypes(pd.DataFrame())
+        last_day = pc.max(times["submit_time"]).as_py() - timedelta(hours=24)
+        wanted = [[("submit_time", ">=", last_day)]]
+        if len(ends):  # the tail ends at or after the limit-th latest end
+            ends, kth = ends.cast(pa.timestamp("s")).to_numpy(), max(len(ends) - limit, 0)
+            wanted.append([("end_time", ">=", pd.Timestamp(np.partition(ends, kth)[kth]))])
+        jobs = to_canonical_dtypes(pq.read_table(jobs_table, filters=wanted).to_pandas())
+        return FailureBundle.history_tail(jobs, limit)
 
     def __getstate__(self) -> dict:
         """What is saved: the model and the history, never the serving state built from them."""

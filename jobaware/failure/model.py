@@ -125,7 +125,10 @@ class FailureModel:
         self.classes_ = [c for c in OUTCOMES if c in set(y)]
         if len(self.classes_) < 2 or "COMPLETED" not in self.classes_:
             raise JobawareError(f"cannot train: training data needs COMPLETED and a failure state, found {self.classes_}")
-        X = _object_categoricals(features[list(FEATURES)])
+        X = features[list(FEATURES)]  # a copy, whose categorical columns are then made plain objects in place
+        del features  # (when the caller passed the only reference, the sample's memory goes now)
+        for column in CATEGORICAL:
+            X[column] = X[column].astype("object").fillna("<none>")
         # a feature the source never fills (no memory requests in a trace, say) carries nothing
         self.numeric_ = [c for c in NUMERIC if X[c].notna().any()]
         n_fit = len(X) if p["calibration"] == "none" else int(len(X) * (1 - p["calibration_fraction"]))
@@ -179,8 +182,8 @@ class FailureModel:
 
     def _stacked(self, categories: dict[str, np.ndarray], numbers: np.ndarray) -> np.ndarray:
         codes = self._category_codes()
-        encoded = [[codes[i].get("<none>" if v is None or v is pd.NA else v, np.nan) for v in categories[c]]
-                   for i, c in enumerate(CATEGORICAL)]
+        encoded = [[codes[i].get("<none>" if v is None or v is pd.NA or v != v else v, np.nan) for v in categories[c]]
+                   for i, c in enumerate(CATEGORICAL)]  # (v != v: NaN, a missing text in a frame read from Parquet)
         return np.hstack([np.array(encoded, dtype=float).T.reshape(len(numbers), len(CATEGORICAL)), numbers])
 
     def _category_codes(self) -> list[dict]:

@@ -25,6 +25,10 @@ class FailureParams(BaseModel):
     calibration: Literal["isotonic", "sigmoid", "none"] = "isotonic"
     calibration_fraction: Annotated[Fraction, Field(ge=0, lt=1)] = 0.2
     test_fraction: Annotated[Fraction, Field(gt=0, lt=1)] = 0.3
+    # the model and the baselines are fitted on at most about this many training jobs: each training job is kept
+    # with probability max_train_rows / (training jobs), one uniform draw per job in time order from a generator
+    # seeded with `seed`; features and evaluation still cover every job
+    max_train_rows: Annotated[Count, Field(ge=1000, le=100_000_000)] = 500_000
     seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
 
 

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import joblib
 import pandas as pd
+import pyarrow.parquet as pq
 
 from jobaware import steps, tracking
 from jobaware.errors import JobawareError
 from jobaware.failure import synth
 from jobaware.failure.params import check_params
-from jobaware.failure.train import evaluate, featurize_file, fit
+from jobaware.failure.bundle import FailureBundle
+from jobaware.failure.train import FeatureTable, evaluate, featurize_file, fit
 
 KEY = "failure"
 DEFAULT_SYNTH_JOBS = 150_000
@@ -33,13 +35,14 @@ def featurize_step(dataset: str, out: str, params: str) -> int:
 
 
 def train_step(features: str, dataset: str, params: str, validation: str, data: str, model_out: str) -> str:
-    """Fit on the train side; log parameters, validation result, quarantine and model; return the run id."""
+    """Fit on the training sample; log parameters, validation result, quarantine and model; return the run id.
+    Reads the feature table part by part and of the job table only the history the bundle keeps."""
     p = check_params(json.loads(params or "{}"))
-    table, jobs = pd.read_parquet(features), pd.read_parquet(jobs_table(dataset))
-    bundle = fit(table, jobs, p)
+    table = jobs_table(dataset)
+    bundle = fit(FeatureTable(features), FailureBundle.history_tail_file(table), p)
     joblib.dump(bundle, model_out)
     report = json.loads(Path(validation).read_text()) if validation else {}
-    run_id = tracking.start_run(KEY, {**p, "data": data, "rows": len(jobs)}, report,
+    run_id = tracking.start_run(KEY, {**p, "data": data, "rows": pq.ParquetFile(table).metadata.num_rows}, report,
                                 Path(dataset) / steps.QUARANTINE)
     tracking.log_model(run_id, KEY, bundle)
     return run_id
@@ -48,8 +51,9 @@ def train_step(features: str, dataset: str, params: str, validation: str, data: 
 def evaluate_step(run_id: str, model: str, features: str, params: str, data: str, truth: str, workdir: str) -> dict:
     """Score model and baselines on the test side; log metrics, plots and the gate's evaluation data."""
     truth_file = truth or (str(synth.truth_path(data)) if not data.startswith("[") else "")
-    truth_table = pd.read_parquet(truth_file) if truth_file and Path(truth_file).is_file() else None
-    evaluation = evaluate(joblib.load(model), pd.read_parquet(features), json.loads(params or "{}"), truth_table,
+    truth_table = (pd.read_parquet(truth_file, columns=synth.TRUTH_FOR_SCORES)
+                   if truth_file and Path(truth_file).is_file() else None)
+    evaluation = evaluate(joblib.load(model), FeatureTable(features), json.loads(params or "{}"), truth_table,
                           Path(workdir) / "plots")
     log_evaluation(run_id, evaluation, Path(workdir))
     return evaluation.metrics

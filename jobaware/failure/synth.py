@@ -262,6 +262,9 @@ def write(out: str | Path, n_jobs: int, fmt: str | None = None, seed: int = 0, p
     return truth_file
 
 
+TRUTH_FOR_SCORES = ["job_id", "p_CANCELLED", "p_COMPLETED"]  # the truth columns `bayes_scores` reads
+
+
 def bayes_scores(truth: pd.DataFrame) -> pd.DataFrame:
     """Per job, the true P(not COMPLETED | not CANCELLED), the Bayes-optimal P(fail) score."""
     stay = 1 - truth["p_CANCELLED"]

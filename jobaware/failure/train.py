@@ -5,12 +5,14 @@ The three steps are separate functions (the pipeline runs each as its own compon
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
@@ -74,22 +76,64 @@ def featurize_file(jobs_table: Path, out: Path, test_fraction: float = 0.3, wind
     return train_rows
 
 
-def _part(table: pd.DataFrame, side: str) -> tuple[pd.DataFrame, pd.Series]:
-    rows = table[table["split"] == side]
-    return rows[list(FEATURES)].reset_index(drop=True), rows["label"].reset_index(drop=True)
+PART_ROWS = 100_000  # a part of a feature file: about 110 MB of features, whatever the row groups hold
 
 
-def fit(table: pd.DataFrame, jobs: pd.DataFrame, params: dict | None = None) -> FailureBundle:
-    """Fit the calibrated model on the train side; bundle it with the job history live features need."""
-    x, y = _part(table, "train")
-    model = FailureModel(params=check_params(params or {})).fit(x, y)
-    return FailureBundle(model=model, history=FailureBundle.history_tail(jobs))
+class FeatureTable:
+    """`featurize`'s output, in memory or in a Parquet file (`featurize_file`'s), read part by part in time order,
+    so that fitting on a sample and evaluating every test job need memory for a part, not for the table."""
+
+    def __init__(self, source: pd.DataFrame | str | Path, part_rows: int = PART_ROWS):
+        self.source, self.part_rows = source, part_rows
+
+    def side(self, side: str, keep: Callable[[int], np.ndarray] | None = None) -> Iterator[pd.DataFrame]:
+        """The jobs on one side of the split ('train' or 'test'), part by part; `keep(n)`, when given, thins each
+        part's n jobs (a mask). A file's rows are chosen in Arrow before any is turned into pandas."""
+        if isinstance(self.source, pd.DataFrame):
+            rows = self.source[self.source["split"] == side]
+            yield rows[keep(len(rows))] if keep else rows
+            return
+        for batch in pq.ParquetFile(self.source).iter_batches(batch_size=self.part_rows):
+            rows = batch.filter(pc.equal(batch["split"], side))
+            yield (rows.filter(pa.array(keep(rows.num_rows))) if keep else rows).to_pandas()
+        pa.default_memory_pool().release_unused()  # what Arrow's allocator kept of the parts goes back now
+
+    def count(self, side: str) -> int:
+        """How many jobs are on one side of the split."""
+        if isinstance(self.source, pd.DataFrame):
+            return int((self.source["split"] == side).sum())
+        return int(pc.sum(pc.equal(pq.read_table(self.source, columns=["split"])["split"], side)).as_py() or 0)
+
+
+def training_sample(table: FeatureTable, max_rows: int, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+    """The training jobs a model is fitted on: every one when there are at most `max_rows`; else each is kept with
+    probability max_rows / (training jobs), by one uniform draw per training job in time order from a generator
+    seeded with `seed` (the same jobs however the table is cut into parts)."""
+    share = min(1.0, max_rows / max(table.count("train"), 1))
+    draws = np.random.default_rng(seed)
+    xs, ys = [], []
+    for rows in table.side("train", (lambda n: draws.random(n) < share) if share < 1.0 else None):
+        xs.append(rows[list(FEATURES)])
+        ys.append(rows["label"])
+    return pd.concat(xs, ignore_index=True), pd.concat(ys, ignore_index=True)
+
+
+def fit(table: pd.DataFrame | FeatureTable, history: pd.DataFrame, params: dict | None = None) -> FailureBundle:
+    """Fit the calibrated model on the training sample; bundle it with the job history live features need
+    (`FailureBundle.history_tail` of the jobs, or `history_tail_file` of their table)."""
+    p = check_params(params or {})
+    model = FailureModel(params=p).fit(*training_sample(_table(table), p["max_train_rows"], p["seed"]))
+    return FailureBundle(model=model, history=history)
+
+
+def _table(table: pd.DataFrame | FeatureTable) -> FeatureTable:
+    return table if isinstance(table, FeatureTable) else FeatureTable(table)
 
 
 @dataclass
 class Evaluation:
     metrics: dict[str, dict]
-    test_features: pd.DataFrame
+    test_features: pd.DataFrame  # the gate's evaluation data: every test job, or a seeded sample of GATE_ROWS
     test_labels: pd.Series
     plots: list[Path] = field(default_factory=list)
     importance: pd.Series | None = None
@@ -99,47 +143,77 @@ class Evaluation:
         return self.metrics["model"]
 
 
-def _importance(model: FailureModel, features: pd.DataFrame, y: pd.Series, seed: int) -> pd.Series:
-    take = np.random.default_rng(seed).permutation(len(features))[:IMPORTANCE_ROWS]
-    x, target = features.iloc[take], (y.iloc[take].astype(str) != "COMPLETED").astype(int)
+def _importance(model: FailureModel, x: pd.DataFrame, y: pd.Series, seed: int) -> pd.Series:
+    target = (y.astype(str) != "COMPLETED").astype(int)
     if target.nunique() < 2:
         return pd.Series(dtype=float)
 
     def auc(_, frame, target_):
-        return roc_auc_score(target_, model.predict_proba(pd.DataFrame(frame, columns=features.columns))["p_fail"])
+        return roc_auc_score(target_, model.predict_proba(pd.DataFrame(frame, columns=x.columns))["p_fail"])
 
     scores = permutation_importance(model, x, target, scoring=auc, n_repeats=2, random_state=seed)
-    return pd.Series(scores.importances_mean, index=features.columns)
+    return pd.Series(scores.importances_mean, index=x.columns)
 
 
-def evaluate(bundle: FailureBundle, table: pd.DataFrame, params: dict | None = None,
+GATE_ROWS = 200_000
+
+
+def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: dict | None = None,
              truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> Evaluation:
-    """Score the model and, in the same run, the baselines (fitted on the same train side) on the test side."""
+    """Score the model and, in the same run, the baselines (fitted on the model's training sample) on every test
+    job, part by part. The gate keeps every test job, or a seeded sample of GATE_ROWS of them; the feature
+    importance is measured on a seeded sample of IMPORTANCE_ROWS."""
     p = check_params(params or {})
-    x_train, y_train = _part(table, "train")
-    x_test, y_test = _part(table, "test")
-    if len(y_test) == 0:
+    table = _table(table)
+    tests = table.count("test")
+    if tests == 0:
         raise JobawareError("no labelled jobs after the split time; use more data or a larger test_fraction")
+    x_train, y_train = training_sample(table, p["max_train_rows"], p["seed"])
+    scorers = {"model": bundle.model, **{name: baseline.fit(x_train, y_train)
+                                         for name, baseline in baselines(p["seed"]).items()}}
+    del x_train
+    order = np.random.default_rng(p["seed"]).permutation(tests)
+    wanted = {"importance": order[:IMPORTANCE_ROWS], "gate": np.sort(order[:GATE_ROWS])}
+    kept = {name: ([], [], []) for name in wanted}  # per part: positions, features, labels
+    probabilities = {name: [] for name in scorers}
+    labels, job_ids, seen = [], [], 0
+    for rows in table.side("test"):
+        x, y = rows[list(FEATURES)].reset_index(drop=True), rows["label"].reset_index(drop=True)
+        if not len(y):
+            continue
+        for name, scorer in scorers.items():
+            probabilities[name].append(scorer.predict_proba(x))
+        for name, positions in wanted.items():
+            mine = positions[(positions >= seen) & (positions < seen + len(y))]
+            kept[name][0].append(mine)
+            kept[name][1].append(x.iloc[mine - seen])
+            kept[name][2].append(y.iloc[mine - seen])
+        labels.append(y)
+        job_ids.append(rows["job_id"].to_numpy())
+        seen += len(y)
+    y_test = pd.concat(labels, ignore_index=True)
     bayes = None
     if truth is not None:
         scores = bayes_scores(truth).drop_duplicates("job_id").set_index("job_id")["p_fail"]
-        bayes = scores.reindex(table.loc[table["split"] == "test", "job_id"].to_numpy()).to_numpy()
-    proba = bundle.model.predict_proba(x_test)
-    results = {"model": metrics(y_test, proba, bayes)}
-    for name, baseline in baselines(p["seed"]).items():
-        results[name] = metrics(y_test, baseline.fit(x_train, y_train).predict_proba(x_test))
-    results["model"].update(
-        train_rows=len(y_train), test_rows=len(y_test), calibrated=float(bundle.model.calibrated),
-    )
-    importance = _importance(bundle.model, x_test, y_test, p["seed"])
-    made = plots(y_test, proba, plot_dir, importance) if plot_dir else []
-    return Evaluation(results, x_test, y_test, made, importance)
+        bayes = scores.reindex(np.concatenate(job_ids)).to_numpy()
+    proba = {name: pd.concat(parts, ignore_index=True) for name, parts in probabilities.items()}
+    results = {"model": metrics(y_test, proba["model"], bayes)}
+    results.update({name: metrics(y_test, proba[name]) for name in scorers if name != "model"})
+    results["model"].update(train_rows=table.count("train"), fit_rows=len(y_train), test_rows=len(y_test),
+                            calibrated=float(bundle.model.calibrated))
+    sample = {}
+    for name, (positions, xs, ys) in kept.items():  # the rows in the order drawn
+        at = pd.Index(np.concatenate(positions)).get_indexer(wanted[name])
+        sample[name] = (pd.concat(xs).iloc[at].reset_index(drop=True), pd.concat(ys).iloc[at].reset_index(drop=True))
+    importance = _importance(bundle.model, *sample["importance"], p["seed"])
+    made = plots(y_test, proba["model"], plot_dir, importance) if plot_dir else []
+    return Evaluation(results, *sample["gate"], made, importance)
 
 
 def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
           plot_dir: Path | None = None) -> tuple[FailureBundle, Evaluation]:
-    """featurize -> fit -> evaluate in one call."""
+    """featurize -> fit -> evaluate in one call, in memory."""
     p = check_params(params or {})
     table = featurize(jobs, p["test_fraction"])
-    bundle = fit(table, jobs, p)
+    bundle = fit(table, FailureBundle.history_tail(jobs), p)
     return bundle, evaluate(bundle, table, p, truth, plot_dir)

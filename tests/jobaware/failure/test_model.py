@@ -4,6 +4,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from jobaware.errors import JobawareError
@@ -17,8 +18,13 @@ from tests.conftest import CTC, KTH, NREL_CSV, THUNDER
 
 
 def assert_array_path_is_the_fitted_estimator(model, features: pd.DataFrame) -> None:
-    """predict_proba works on arrays; it must give exactly what the fitted pipeline gives on the frame."""
+    """predict_proba works on arrays; it must give exactly what the fitted pipeline gives on the frame, also on a
+    frame read back from Parquet, where a missing category is NaN rather than None."""
+    features = features.copy()
+    features.loc[features.index[::50], "partition"] = None
     expected = model.estimator.predict_proba(_object_categoricals(features[list(FEATURES)]))
+    np.testing.assert_array_equal(model._on_arrays().predict_proba(model.matrix(
+        pa.Table.from_pandas(features, preserve_index=False).to_pandas())), expected)
     matrix = model.matrix(features)
     np.testing.assert_array_equal(model._on_arrays().predict_proba(matrix), expected)
     one_by_one = np.vstack([model._on_arrays().predict_proba(matrix[i:i + 1]) for i in range(200)])
@@ -85,3 +91,50 @@ def test_one_set_of_defaults_beats_both_quick_references_on_every_real_trace(tra
 def test_bad_parameters_are_refused(params, message):
     with pytest.raises(JobawareError, match=re.escape(message)):
         check_params(params)
+
+
+def test_the_bundled_history_read_from_the_table_file_is_the_in_memory_one(tmp_path):
+    from jobaware.failure.bundle import FailureBundle
+
+    for source in (KTH, THUNDER):
+        jobs, _ = read_jobs(source)
+        jobs.to_parquet(tmp_path / "jobs.parquet")
+        for limit in (10, 5000, 10**6):
+            pd.testing.assert_frame_equal(FailureBundle.history_tail_file(tmp_path / "jobs.parquet", limit),
+                                          FailureBundle.history_tail(jobs, limit))
+
+
+def test_fitting_on_a_sample_takes_the_same_jobs_from_a_file_read_in_parts(synthetic, tmp_path):
+    """The stated rule: each training job kept with probability max_train_rows / training jobs, by seeded draws in
+    time order; a feature file read in parts gives the same sample, hence the same model, as the table in memory."""
+    from jobaware.failure.train import FeatureTable, featurize, fit, training_sample
+
+    jobs, _ = read_jobs(synthetic[0])
+    table = featurize(jobs)
+    table.to_parquet(tmp_path / "features.parquet")
+    in_parts = FeatureTable(tmp_path / "features.parquet", part_rows=7_000)
+    x, y = training_sample(FeatureTable(table), 5_000, seed=3)
+    again_x, again_y = training_sample(in_parts, 5_000, seed=3)
+    pd.testing.assert_frame_equal(x, again_x, check_dtype=False)
+    assert y.tolist() == again_y.tolist()
+    assert abs(len(y) - 5_000) < 300 and in_parts.count("train") > 10_000
+    assert training_sample(in_parts, 10**6, seed=3)[1].size == in_parts.count("train")  # under the cap: all
+    params = {"max_iter": 20, "max_train_rows": 5_000, "seed": 3}
+    small = table[table["split"] != ""].head(3)
+    np.testing.assert_array_equal(fit(table, jobs.iloc[:0], params).model.predict_proba(small[list(FEATURES)]),
+                                  fit(in_parts, jobs.iloc[:0], params).model.predict_proba(small[list(FEATURES)]))
+
+
+def test_a_missing_category_read_back_from_parquet_is_the_fitted_models_missing_category(synthetic):
+    """A feature file read back from Parquet holds NaN where a category is missing; the array path must encode it
+    as the fitted pipeline does (as "<none>", a category the model learnt), not as an unknown category."""
+    from jobaware.failure.model import FailureModel
+    from jobaware.failure.train import featurize
+
+    table = featurize(read_jobs(synthetic[0])[0])
+    table.loc[table.index[::3], "partition"] = None
+    train = table[table["split"] == "train"]
+    model = FailureModel(params=check_params({"max_iter": 30, "calibration": "none"})).fit(
+        train[list(FEATURES)].reset_index(drop=True), train["label"].reset_index(drop=True))
+    assert "<none>" in model._category_codes()[0]
+    assert_array_path_is_the_fitted_estimator(model, table[table["split"] == "test"][list(FEATURES)].head(3000))
