@@ -47,8 +47,9 @@ class FailureService:
 
     @bentoml.api(route="/predict")
     async def predict(self, jobs: list[dict[str, Any]] = Field(description="job records, canonical or squeue --json")) -> Predictions:
-        """A few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread;
-        a batch goes to a worker thread, so that probes and small requests are not held up behind it."""
+        """Per job: P(fail), the probability of each outcome and the most likely failure."""
+        # a few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread; a
+        # batch goes to a worker thread, so that probes and small requests are not held up behind it
         bundle, version = self.champion.get()
         if len(jobs) <= INLINE_JOBS:
             return self._answer(bundle, version, jobs)
