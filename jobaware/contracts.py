@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -181,7 +182,22 @@ def validate_parquet(path: str | Path, contract: str) -> dict:
     schema = source.schema_arrow.empty_table().to_pandas(types_mapper=_types)
     frames = (batch.to_pandas(types_mapper=_types)
               for batch in source.iter_batches(batch_size=BATCH_ROWS, columns=columns))
-    return validate_frames(frames, contract, schema=schema)
+    with ThreadPoolExecutor(1, thread_name_prefix="contract-read") as reader:
+        return validate_frames(_read_ahead(reader, frames), contract, schema=schema)
+
+
+def _read_ahead(reader: ThreadPoolExecutor, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """The frames, each read by `reader` while the one before is checked (and the first while Great Expectations
+    is imported): Arrow decodes without the interpreter's lock, so reading and checking share the cores."""
+    pending = reader.submit(next, frames, None)
+
+    def ahead() -> Iterator[pd.DataFrame]:
+        nonlocal pending
+        while (frame := pending.result()) is not None:
+            pending = reader.submit(next, frames, None)
+            yield frame
+
+    return ahead()
 
 
 def _types(arrow_type):

@@ -48,7 +48,7 @@ def test_request_records_are_refused_naming_the_bad_field(jobs, message):
 
 def test_request_records_become_the_same_frame_as_the_canonical_cast():
     from jobaware.failure.readers.common import to_canonical_dtypes
-    from jobaware.failure.schema import COLUMNS, LIMITS
+    from jobaware.failure.schema import COLUMNS
 
     records = [
         {"job_id": 1, "user": "u1", "partition": "p", "wallclock_req": 3600, "nodes_req": 2, "processors_req": 72,
