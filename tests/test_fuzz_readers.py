@@ -95,6 +95,7 @@ def _files(source: Path) -> list[Path]:
 
 
 @pytest.mark.timeout(max(1800, examples(25) * 2))  # `make fuzz` runs long
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # printed, not raised: a failure too
 @pytest.mark.parametrize("name", list(SAMPLES))
 def test_a_mutated_source_ends_in_a_report_or_a_jobaware_error(name, samples, tmp_path_factory):
     key, sample = SAMPLES[name][0], samples[name]

@@ -130,19 +130,15 @@ def _valid_block(block: Block, header: list[str], require_state: bool) -> pa.Tab
     data, size = block.data, len(block.data)
     if data.obj.find(b'"', 0, size) >= 0 or data.obj.find(b"\r", 0, size) >= 0:
         return None
-    rejected: list[int] = []
-    try:
+    try:  # a row with the wrong number of fields raises (no handler: Arrow would decode its text for one)
         raw = pacsv.read_csv(
             pa.BufferReader(pa.py_buffer(data)),
             read_options=pacsv.ReadOptions(column_names=header, use_threads=True, block_size=FAST_BLOCK_BYTES),
-            parse_options=pacsv.ParseOptions(ignore_empty_lines=False,  # an empty line is a row, and not valid
-                                             invalid_row_handler=lambda row: rejected.append(row.number) or "skip"),
+            parse_options=pacsv.ParseOptions(ignore_empty_lines=False),  # an empty line is a row, and not valid
             convert_options=pacsv.ConvertOptions(column_types={c: _FAST_TYPES.get(c, pa.string()) for c in header},
                                                  strings_can_be_null=True),
         )
     except pa.ArrowInvalid:
-        return None
-    if rejected:
         return None
     table = valid_table(raw, require_state=require_state)
     if table is not None:

@@ -41,11 +41,17 @@ def swf_with(header: str | None = None, job: int | None = None, column: int = 0,
     return "\n".join(SWF_HEAD[:1] + ([header] if header else []) + SWF_HEAD[1:] + jobs) + "\n"
 
 
+# an exception inside a library's callback is printed to stderr, not raised: here it fails the test
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
 # name: (file name, content, expected message); a bad record names its file line (the header is line 1)
 QUARANTINED = {
     "a 3 MB field": ("big.csv", nrel_with("name", "x" * 3_000_000), ":6: field 'name': longer than 4,096 characters"),
     "non-UTF-8 bytes": ("latin.csv", nrel_with("name", "PLACE").encode().replace(b"PLACE", b"caf\xe9"),
                         ":6: field 'name': not UTF-8 text (got 'caf\\\\xe9')"),
+    "a record of too many fields with non-UTF-8 bytes": (
+        "extra.csv", nrel_with("name", "PLACE").encode().replace(b"PLACE", b"caf\xe9,extra"),
+        f":6: field '*': expected {len(HEADER)} fields"),
     "nodes_req 10^19": ("n19.csv", nrel_with("nodes_req", "1" + "0" * 19), ":6: field 'nodes_req': above the limit"),
     "nodes_req 2^63": ("n63.csv", nrel_with("nodes_req", str(2**63)), ":6: field 'nodes_req': above the limit"),
     "job_id 10^30": ("j30.csv", nrel_with("job_id", "1" + "0" * 30), ":6: field 'job_id': above the limit"),
