@@ -27,6 +27,13 @@ _ARROW_TYPES = {
 }
 
 
+def _columns_once(where: str, names: list[str]) -> None:
+    """Refuse a file whose columns are not named once each."""
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"{where} names a column more than once: {', '.join(map(repr, twice))}")
+
+
 def _csv_blocks(path: Path) -> Iterator[Block]:
     """Blocks of whole records (`line_blocks`), the header excluded."""
     with open(path, "rb") as handle:
@@ -75,6 +82,7 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         raise InputError(f"{path}: empty file, expected a CSV header line")
     if "job_id" not in header:
         raise InputError(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
+    _columns_once(f"{path}:1: header", header)
     for part in _csv_blocks(path):
         table = _valid_block(part, header, require_state)
         if table is not None:
@@ -243,6 +251,7 @@ def iter_parquet(path: Path, require_state: bool = False) -> Iterator[Batch]:
         source = pq.ParquetFile(path)
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+    _columns_once(f"{path}: schema", source.schema_arrow.names)
     first = 1
     for record_batch in source.iter_batches(batch_size=500_000):
         raw = record_batch.to_pandas()

@@ -41,6 +41,18 @@ def swf_with(header: str | None = None, job: int | None = None, column: int = 0,
     return "\n".join(SWF_HEAD[:1] + ([header] if header else []) + SWF_HEAD[1:] + jobs) + "\n"
 
 
+def parquet_with_a_column_twice() -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = ["job_id", "user", "state", "submit_time", "user"]
+    table = pa.Table.from_arrays([pa.array([1]), pa.array(["a"]), pa.array(["COMPLETED"]),
+                                  pa.array([1_546_300_800_000], pa.timestamp("ms")), pa.array(["b"])], names=names)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
 # an exception inside a library's callback is printed to stderr, not raised: here it fails the test
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
@@ -66,6 +78,10 @@ WHOLE_FILE = {
     "a missing state column": ("nostate.csv", "\n".join(",".join(f for j, f in enumerate(line.split(","))
                                                                  if j != HEADER.index("state")) for line in LINES),
                                "no 'state' column; a training table needs each job's final state"),
+    "a column named twice": ("twice.csv", "\n".join([LINES[0].replace("account", "user"), *LINES[1:]]),
+                             "1: header names a column more than once: 'user'"),
+    "a Parquet column named twice": ("twice.parquet", parquet_with_a_column_twice(),
+                                     ": schema names a column more than once: 'user'"),
     "deeply nested JSON": ("deep.json", "[" * 100_000 + "]" * 100_000, "JSON nested too deeply to read"),
     "SWF UnixStartTime: yesterday": ("y.swf", swf_with(header="; UnixStartTime: yesterday"),
                                      ":2: header UnixStartTime: expected epoch seconds between 1970 and 2100"),
