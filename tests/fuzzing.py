@@ -29,11 +29,14 @@ class FuzzReport:
     statuses: Counter = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
     slowest: float = 0.0
+    valid: Counter = field(default_factory=Counter)  # the statuses of bodies generated as valid by the schema
 
-    def record(self, response, seconds: float, what: str) -> None:
+    def record(self, response, seconds: float, what: str, valid: bool = False) -> None:
         """Count one answer; note it as a failure when it is a 5xx, a long 4xx or a slow one."""
         self.calls += 1
         self.statuses[response.status_code] += 1
+        if valid:
+            self.valid[response.status_code] += 1
         self.slowest = max(self.slowest, seconds)
         problem = None
         if response.status_code >= 500:
@@ -47,7 +50,12 @@ class FuzzReport:
 
     def line(self, name: str) -> str:
         codes = ", ".join(f"{code}: {count}" for code, count in sorted(self.statuses.items()))
-        return f"{name}: {self.calls} generated requests ({codes}); slowest {self.slowest:.2f} s; {len(self.failures)} failed"
+        valid = f"; valid by the schema: {self.answered_valid():.0%} of {sum(self.valid.values())} answered 2xx" if self.valid else ""
+        return f"{name}: {self.calls} generated requests ({codes}){valid}; slowest {self.slowest:.2f} s; {len(self.failures)} failed"
+
+    def answered_valid(self) -> float:
+        """The share of bodies valid by the schema that were answered 2xx."""
+        return sum(n for code, n in self.valid.items() if 200 <= code < 300) / max(sum(self.valid.values()), 1)
 
 
 def fuzz_service(url: str, n: int) -> FuzzReport:
@@ -70,7 +78,8 @@ def fuzz_service(url: str, n: int) -> FuzzReport:
                 started = time.monotonic()
                 response = case.call(base_url=url, timeout=60)
                 report.record(response, time.monotonic() - started,
-                              f"{operation.method} {operation.path} {mode.value} (body {str(case.body)[:200]})")
+                              f"{operation.method} {operation.path} {mode.value} (body {str(case.body)[:200]})",
+                              valid=mode == GenerationMode.POSITIVE)
 
             call()
     return report

@@ -99,3 +99,32 @@ def normalize_states(states):
     codes, uniques = pd.factorize(states)
     mapped = pd.array([normalize_state(u) for u in uniques] + [None], dtype="string")
     return pd.Series(mapped[codes], index=states.index)
+
+
+# A time in a request: 'YYYY-MM-DD HH:MM:SS' (or with a 'T') from 1970 to 2099, or epoch milliseconds
+TIME_TEXT_PATTERN = (r"^(19[7-9][0-9]|20[0-9][0-9])-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[ T]"
+                     r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
+
+
+def request_record_schema() -> dict:
+    """The JSON schema of one canonical job record in a prediction request, built from the bounds above (the
+    service's OpenAPI document shows it; the service checks requests with the same bounds)."""
+
+    def field(column: str) -> dict:
+        if column in INTEGER or column in NUMERIC:
+            low, high = LIMITS[column]
+            kind = {"type": "integer" if column in INTEGER else "number", "minimum": low, "maximum": high}
+        elif column in TIME_COLUMNS:
+            kind = {"anyOf": [{"type": "string", "pattern": TIME_TEXT_PATTERN},
+                              {"type": "integer", "minimum": EPOCH_RANGE[0] * 1000, "maximum": EPOCH_RANGE[1] * 1000}],
+                    "description": "'YYYY-MM-DD HH:MM:SS' or epoch milliseconds"}
+        elif column == "state":
+            kind = {"type": "string", "enum": list(STATES)}
+        else:
+            kind = {"type": "string", "maxLength": max_text(column)}
+        return kind if column == "job_id" else {"anyOf": [kind, {"type": "null"}]}
+
+    return {"type": "object", "properties": {column: field(column) for column in COLUMNS}, "required": ["job_id"],
+            "additionalProperties": False,
+            "description": "a job in the canonical schema; a missing submit_time is now; post-run fields describe "
+                           "ended jobs of the history"}

@@ -96,3 +96,36 @@ def test_a_batch_checked_column_by_column_is_what_checking_each_record_gives(fie
             assert fast[column].dtype == slow[column].dtype, (column, value)
             assert [str(v) for v in fast[column]] == [str(v) for v in slow[column]], (column, value)
     assert accepted >= 3  # the fast path is taken, not skipped
+
+
+def test_the_request_schema_and_the_request_check_agree_at_every_bound():
+    """What the service's OpenAPI document calls a valid record, parse_request accepts; one step past a bound it
+    describes, parse_request refuses naming the field."""
+    import re
+
+    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.schema import request_record_schema
+
+    schema = request_record_schema()
+    assert set(schema["properties"]) == set(COLUMNS) and schema["required"] == ["job_id"]
+    for column, described in schema["properties"].items():
+        kinds = [k for k in described.get("anyOf", [described]) if k.get("type") != "null"]
+        for kind in [*kinds, *(k for outer in kinds for k in outer.get("anyOf", []))]:
+            if kind.get("type") in ("integer", "number"):
+                edges, beyond = [kind["minimum"], kind["maximum"]], [kind["minimum"] - 1, kind["maximum"] + 1]
+            elif kind.get("enum"):
+                edges, beyond = kind["enum"], ["NOT_A_STATE"]
+            elif "maxLength" in kind:
+                edges, beyond = ["", "x" * kind["maxLength"]], ["x" * (kind["maxLength"] + 1)]
+            elif "pattern" in kind:
+                edges, beyond = ["1970-01-01 00:00:00", "2099-12-31T23:59:59"], ["2019-13-01 00:00:00"]
+                assert all(re.match(kind["pattern"], e) for e in edges) and not re.match(kind["pattern"], beyond[0])
+            else:
+                continue
+            for value in edges:
+                parse_request([{"job_id": 1, column: value}])
+            for value in beyond:
+                with pytest.raises(InputError, match=re.escape(f"jobs[0].{column}:")):
+                    parse_request([{"job_id": 1, column: value}])
+    with pytest.raises(InputError, match=r"jobs\[0\]\.no_such_field: unknown field"):  # additionalProperties: false
+        parse_request([{"job_id": 1, "no_such_field": 1}])
