@@ -5,6 +5,7 @@ Each capability may add commands of its own (`jobaware/<key>/commands.py`, named
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -321,26 +322,41 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
     for key in keys:
         pipeline_run(key, [], [], 0.01, "", False, False)
     examples = {}
-    for offset, key in enumerate(keys):
-        port = first_port + offset
-        log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-        started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
-                                        stderr=subprocess.STDOUT, start_new_session=True))
-        examples[key] = port
-    try:
+    try:  # from the first service started: a Ctrl-C at any point stops every one started
+        for offset, key in enumerate(keys):
+            port = first_port + offset
+            log = open(config.logs_dir() / f"serve-{key}.log", "wb")
+            started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True))
+            examples[key] = port
         _print_examples(examples)
         while all(p.poll() is None for p in started):
             time.sleep(1)
         raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
     finally:
-        for process in started:
+        stop_services(started)
+
+
+def stop_services(processes: list[subprocess.Popen], grace: float = 20.0) -> None:
+    """SIGTERM every service's process group, wait up to `grace` seconds for all of them together, then SIGKILL
+    what is left. Ctrl-C is ignored meanwhile: a second one (or a signal forwarded by `make` or `timeout`) would
+    otherwise cut the loop short and leave services holding their ports."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for process in processes:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in started:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for process in processes:
             try:
-                process.wait(20)
+                process.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _print_examples(ports: dict[str, int]) -> None:

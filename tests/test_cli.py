@@ -234,3 +234,31 @@ def test_classify_without_a_champion_says_what_to_run(tmp_path):
     env.pop("MLFLOW_TRACKING_URI", None)
     result = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert result.returncode == 1 and "no MLflow store" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_stopping_the_demo_services_survives_a_second_ctrl_c(monkeypatch):
+    """`make run`'s services are stopped, every one, even when Ctrl-C comes again while they are being stopped (as
+    it does when `make` or `timeout` forwards the first)."""
+    from jobaware import cli
+
+    services = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+                for _ in range(3)]
+    real_killpg = os.killpg
+
+    def killpg_then_ctrl_c(group, sig):
+        real_killpg(group, sig)
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, after the first service was signalled
+
+    monkeypatch.setattr(os, "killpg", killpg_then_ctrl_c)
+    try:
+        try:
+            cli.stop_services(services, grace=10)
+        except KeyboardInterrupt:
+            pytest.fail("the second Ctrl-C cut the stopping short")
+        ended = [service.poll() for service in services]
+    finally:
+        for service in services:
+            if service.poll() is None:
+                service.kill()
+                service.wait(5)
+    assert ended == [-signal.SIGTERM] * len(services)
