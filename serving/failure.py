@@ -11,23 +11,15 @@ from pydantic import BaseModel, Field, WithJsonSchema
 
 from jobaware.errors import InputError
 from jobaware.failure.predict import answer_rows
-from jobaware.failure.readers.slurm import parse_request
-from jobaware.failure.schema import LIMITS, STATES, request_record_schema
+from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden
 
 MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "10000"))
 INLINE_JOBS = 32  # up to this many jobs take well under a millisecond or two: answered on the event loop
 
-# What the OpenAPI document says a request holds; the records themselves are checked by `parse_request` (one set
-# of bounds with the readers, errors naming the field), not by pydantic
-SQUEUE_RECORD = {"type": "object", "required": ["job_id", "job_state"], "additionalProperties": True,
-                 "properties": {"job_id": {"type": "integer", "minimum": 0, "maximum": LIMITS["job_id"][1]},
-                                "job_state": {"anyOf": [{"type": "string", "enum": list(STATES)},
-                                                        {"type": "array", "items": {"type": "string", "enum": list(STATES)},
-                                                         "minItems": 1}]}},
-                 "description": "an `squeue --json` job record (Slurm's field names, read as `jobaware predict` reads them)"}
-JobRecords = Annotated[list[dict[str, Any]], WithJsonSchema(
-    {"type": "array", "minItems": 1, "maxItems": MAX_JOBS, "items": {"anyOf": [request_record_schema(), SQUEUE_RECORD]}})]
+# What the OpenAPI document says a request holds; the records themselves are checked by `parse_request`, not by
+# pydantic
+JobRecords = Annotated[list[dict[str, Any]], WithJsonSchema(request_schema(MAX_JOBS))]
 
 
 class JobPrediction(BaseModel):

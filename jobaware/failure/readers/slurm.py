@@ -18,7 +18,7 @@ from jobaware.errors import InputError
 from jobaware.failure.readers.common import NAT, JobColumns
 from jobaware.reading import abbreviated
 from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_state, number_problem)
+                                     max_text, normalize_state, number_problem, request_record_schema)
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")
@@ -227,6 +227,18 @@ def _canonical_value(where: str, field: str, value):
 
 
 _FIELDS = frozenset(COLUMNS)
+
+
+def request_schema(max_jobs: int) -> dict:
+    """The JSON schema of a prediction request's job list, as `parse_request` reads it: canonical records exactly
+    (`request_record_schema`), `squeue --json` records by the fields that make them one."""
+    squeue = {"type": "object", "required": ["job_id", "job_state"], "additionalProperties": True,
+              "properties": {"job_id": {"type": "integer", "minimum": 0, "maximum": LIMITS["job_id"][1]},
+                             "job_state": {"anyOf": [{"type": "string", "enum": list(STATES)},
+                                                     {"type": "array", "items": {"type": "string", "enum": list(STATES)},
+                                                      "minItems": 1}]}},
+              "description": "an `squeue --json` job record (Slurm's field names, read as `jobaware predict` reads them)"}
+    return {"type": "array", "minItems": 1, "maxItems": max_jobs, "items": {"anyOf": [request_record_schema(), squeue]}}
 
 
 def parse_request(jobs) -> JobColumns:
