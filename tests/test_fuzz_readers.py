@@ -5,6 +5,7 @@ jobaware's own error, within bounded time; never another exception. `make fuzz` 
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -101,15 +102,15 @@ def test_a_mutated_source_ends_in_a_report_or_a_jobaware_error(name, samples, tm
     key, sample = SAMPLES[name][0], samples[name]
     files = _files(sample)
     seen = {"report": 0, "error": 0}
+    work = tmp_path_factory.mktemp(f"case-{name}")  # one folder, emptied for each case: `make fuzz` fills no disk
 
     @fuzz_settings(examples(25))
     @given(which=st.integers(0, 10**6), mutations=st.lists(MUTATION, min_size=1, max_size=4))
     def read(which, mutations):
-        work = tmp_path_factory.mktemp("case")
+        shutil.rmtree(work)
+        work.mkdir()
         source = work / sample.name
         if sample.is_dir():
-            import shutil
-
             shutil.copytree(sample, source)
         target = source / files[which % len(files)].relative_to(sample) if sample.is_dir() else source
         target.write_bytes(mutate(files[which % len(files)].read_bytes(), mutations))
