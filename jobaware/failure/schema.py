@@ -101,9 +101,13 @@ def normalize_states(states):
     return pd.Series(mapped[codes], index=states.index)
 
 
-# A time in a request: 'YYYY-MM-DD HH:MM:SS' (or with a 'T') from 1970 to 2099, or epoch milliseconds
-TIME_TEXT_PATTERN = (r"^(19[7-9][0-9]|20[0-9][0-9])-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[ T]"
-                     r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
+# A time in a request: 'YYYY-MM-DD HH:MM:SS' (or with a 'T') of a calendar day from 1970 to 2099, or epoch
+# milliseconds. February 29th only in leap years (those divisible by 4: 2000 is one, 2100 lies outside).
+_YEAR = r"(?:19[7-9][0-9]|20[0-9][0-9])"
+_LEAP_YEAR = r"(?:19(?:7[26]|8[048]|9[26])|20(?:[02468][048]|[13579][26]))"
+_MONTH_DAY = r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+TIME_TEXT_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
+                     r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
 
 
 def request_record_schema() -> dict:
@@ -115,14 +119,14 @@ def request_record_schema() -> dict:
             low, high = LIMITS[column]
             kind = {"type": "integer" if column in INTEGER else "number", "minimum": low, "maximum": high}
         elif column in TIME_COLUMNS:
-            kind = {"anyOf": [{"type": "string", "pattern": TIME_TEXT_PATTERN},
+            kind = {"oneOf": [{"type": "string", "pattern": TIME_TEXT_PATTERN},
                               {"type": "integer", "minimum": EPOCH_RANGE[0] * 1000, "maximum": EPOCH_RANGE[1] * 1000}],
                     "description": "'YYYY-MM-DD HH:MM:SS' or epoch milliseconds"}
         elif column == "state":
             kind = {"type": "string", "enum": list(STATES)}
         else:
             kind = {"type": "string", "maxLength": max_text(column)}
-        return kind if column == "job_id" else {"anyOf": [kind, {"type": "null"}]}
+        return kind if column == "job_id" else {"oneOf": [kind, {"type": "null"}]}
 
     return {"type": "object", "properties": {column: field(column) for column in COLUMNS}, "required": ["job_id"],
             "additionalProperties": False,

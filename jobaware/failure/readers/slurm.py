@@ -234,11 +234,11 @@ def request_schema(max_jobs: int) -> dict:
     (`request_record_schema`), `squeue --json` records by the fields that make them one."""
     squeue = {"type": "object", "required": ["job_id", "job_state"], "additionalProperties": True,
               "properties": {"job_id": {"type": "integer", "minimum": 0, "maximum": LIMITS["job_id"][1]},
-                             "job_state": {"anyOf": [{"type": "string", "enum": list(STATES)},
+                             "job_state": {"oneOf": [{"type": "string", "enum": list(STATES)},
                                                      {"type": "array", "items": {"type": "string", "enum": list(STATES)},
                                                       "minItems": 1}]}},
               "description": "an `squeue --json` job record (Slurm's field names, read as `jobaware predict` reads them)"}
-    return {"type": "array", "minItems": 1, "maxItems": max_jobs, "items": {"anyOf": [request_record_schema(), squeue]}}
+    return {"type": "array", "minItems": 1, "maxItems": max_jobs, "items": {"oneOf": [request_record_schema(), squeue]}}
 
 
 def parse_request(jobs) -> JobColumns:
