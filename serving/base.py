@@ -9,6 +9,7 @@ outage and the loaded champion keeps serving.
 from __future__ import annotations
 
 import contextlib
+import copy
 import gc
 import json
 import logging
@@ -17,8 +18,10 @@ import threading
 import time
 
 from http import HTTPStatus
+from typing import Any
 
 from bentoml.exceptions import BentoMLException, InvalidArgument, ServiceUnavailable
+from pydantic import BaseModel, ConfigDict, create_model
 
 from jobaware import tracking
 from jobaware.errors import InputError, JobawareError, TooLargeError
@@ -110,6 +113,19 @@ class PayloadTooLarge(BentoMLException):
 def payload(**fields) -> dict:
     """The request body as the slice's parser expects it: the fields that were given."""
     return {name: value for name, value in fields.items() if value is not None}
+
+
+def request_body(name: str, schema: dict, fields: tuple[str, ...]) -> type[BaseModel]:
+    """The input model of an endpoint whose body the slice's own parser checks: the named fields pass as they
+    came (pydantic checks no value), any other field is refused naming it, and the OpenAPI document shows
+    `schema`, the slice's exact description of a valid body."""
+
+    def describe(generated: dict) -> None:
+        generated.clear()
+        generated.update(copy.deepcopy(schema))
+
+    return create_model(name, __config__=ConfigDict(extra="forbid", json_schema_extra=describe),
+                        **{field: (Any, None) for field in fields})
 
 
 class BodyLimit:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import bentoml
-from pydantic import Field
 
-from jobaware.hold.service import Limits, decide, parse_request
-from serving.base import ChampionFollower, answering, harden, payload
+from jobaware.hold.service import FIELDS, Limits, decide, parse_request, request_schema
+from serving.base import ChampionFollower, answering, harden, payload, request_body
+
+LIMITS = Limits.from_env()
+HoldRequest = request_body("HoldRequest", request_schema(LIMITS), FIELDS)
 
 
 @bentoml.service(name="jobaware-hold", traffic={"timeout": 60})
@@ -17,25 +17,16 @@ class HoldService:
 
     def __init__(self) -> None:
         self.champion = ChampionFollower("hold")
-        self.limits = Limits.from_env()
 
     def __is_ready__(self) -> bool:
         return self.champion.ready
 
-    @bentoml.api(route="/hold-decision")
-    def hold_decision(
-        self,
-        cluster: Any = Field(None, description="the held job's cluster id"),
-        proc: Any = Field(None, description="its proc id (default 0)"),
-        subproc: Any = Field(None, description="its subproc id (default 0)"),
-        log: Any = Field(None, description="the event log around it, as text"),
-        path: Any = Field(None, description="or a log path under JOBAWARE_HOLD_LOG_DIR"),
-    ) -> dict:
+    @bentoml.api(route="/hold-decision", input_spec=HoldRequest)
+    def hold_decision(self, **body) -> dict:
+        """P(release), the decision and the hold reason for a held job, from the event log around it."""
         bundle, version = self.champion.get()
         with answering():
-            request = parse_request(payload(cluster=cluster, proc=proc, subproc=subproc, log=log, path=path),
-                                    self.limits)
-            return decide(bundle, request, version)
+            return decide(bundle, parse_request(payload(**body), LIMITS), version)
 
 
 harden(HoldService)

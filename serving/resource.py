@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import bentoml
-from pydantic import Field
 
-from jobaware.resource.service import classify_request, pairing_request
-from serving.base import ChampionFollower, answering, harden, payload
+from jobaware.resource.service import classify_request, classify_schema, pairing_request, pairing_schema
+from serving.base import ChampionFollower, answering, harden, payload, request_body
+
+ClassifyRequest = request_body("ClassifyRequest", classify_schema(), ("scripts", "name", "text", "base64", "top"))
+PairingRequest = request_body("PairingRequest", pairing_schema(), ("jobs", "threshold"))
 
 
 @bentoml.service(name="jobaware-resource", traffic={"timeout": 60})
@@ -21,29 +21,19 @@ class ResourceService:
     def __is_ready__(self) -> bool:
         return self.champion.ready
 
-    @bentoml.api(route="/classify")
-    def classify(
-        self,
-        scripts: Any = Field(None, description='[{"name": ..., "text": ... | "base64": ...}, ...]'),
-        name: Any = Field(None, description="or one script: its name"),
-        text: Any = Field(None, description="its text"),
-        base64: Any = Field(None, description="or its bytes, base64-encoded"),
-        top: Any = Field(None, description="how many deciding features to report per script"),
-    ) -> dict:
+    @bentoml.api(route="/classify", input_spec=ClassifyRequest)
+    def classify(self, **body) -> dict:
+        """Each script's class, probabilities and deciding features."""
         bundle, version = self.champion.get()
         with answering():
-            return classify_request(payload(scripts=scripts, name=name, text=text, base64=base64, top=top),
-                                    bundle, version)
+            return classify_request(payload(**body), bundle, version)
 
-    @bentoml.api(route="/pairing")
-    def pairing(
-        self,
-        jobs: Any = Field(None, description='[{"id": ..., "class": ... | "text": ...}, ...]'),
-        threshold: Any = Field(None, description="the least score of a recommended pair"),
-    ) -> dict:
+    @bentoml.api(route="/pairing", input_spec=PairingRequest)
+    def pairing(self, **body) -> dict:
+        """Each job's class (given or classified) and the pairs whose bottlenecks differ."""
         bundle, version = self.champion.get()
         with answering():
-            return pairing_request(payload(jobs=jobs, threshold=threshold), bundle, version)
+            return pairing_request(payload(**body), bundle, version)
 
 
 harden(ResourceService)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import bentoml
-from pydantic import Field
 
-from jobaware.similarity.service import job_request, similar_request
-from serving.base import ChampionFollower, answering, harden, payload
+from jobaware.similarity.service import FIELDS, job_request, job_schema, request_schema, similar_request
+from serving.base import ChampionFollower, answering, harden, payload, request_body
+
+SimilarRequest = request_body("SimilarRequest", request_schema(), FIELDS)
+JobRequest = request_body("JobRequest", job_schema(), ("jobid",))
 
 
 @bentoml.service(name="jobaware-similarity", traffic={"timeout": 120})
@@ -21,25 +21,17 @@ class SimilarityService:
     def __is_ready__(self) -> bool:
         return self.champion.ready
 
-    @bentoml.api(route="/similar")
-    def similar(
-        self,
-        jobid: Any = Field(None, description="a job of the pool as the reference"),
-        coding: Any = Field(None, description="or an inline binary coding, e.g. '0:256:272:0'"),
-        levels: Any = Field(None, description="or inline per-metric levels (9 lists of 0..16)"),
-        values: Any = Field(None, description="or inline per-node values (for KS)"),
-        algorithm: Any = Field(None, description="b-all, b-aggz, q-lev, q-native, q-phases or ks"),
-        top_k: Any = Field(None, description="how many ranked jobs to return"),
-        consensus: Any = Field(None, description="several algorithms whose ranks are combined"),
-    ) -> dict:
+    @bentoml.api(route="/similar", input_spec=SimilarRequest)
+    def similar(self, **body) -> dict:
+        """The pool's jobs ranked by similarity to a pool job or an inline reference, with the histogram."""
         bundle, version = self.champion.get()
         with answering():
-            answer = similar_request(bundle, payload(jobid=jobid, coding=coding, levels=levels, values=values,
-                                                     algorithm=algorithm, top_k=top_k, consensus=consensus))
+            answer = similar_request(bundle, payload(**body))
         return {**answer, "model_version": version}
 
-    @bentoml.api(route="/job")
-    def job(self, jobid: Any = Field(None, description="a job of the pool")) -> dict:
+    @bentoml.api(route="/job", input_spec=JobRequest)
+    def job(self, jobid=None) -> dict:
+        """A pool job's codings and metadata."""
         bundle, version = self.champion.get()
         with answering():
             return {**job_request(bundle, jobid), "model_version": version}

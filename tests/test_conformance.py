@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -246,6 +247,19 @@ def _stop(process: subprocess.Popen) -> None:
         process.wait(10)
 
 
+# Why a body valid by a service's OpenAPI document may still be refused (its reason with numbers and quoted
+# values blanked as #): what no JSON Schema can state. Hold: the log must be an event log in which the job is on hold.
+UNSTATABLE = {
+    "any": [r"^request body too large"],
+    "failure": [],
+    "hold": [r"^log: # bad record", r"^log: no event in the log", r"^cluster: job [#.]+ (has no event|is not on hold)"],
+    "resource": [r"^jobs\[#\]\.id: duplicate of jobs\[#\]\.id"],
+    "similarity": [r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
+                   r"needs the reference's .*, which job # lacks$",  # a pool job without that coding
+                   r"^coding: b-aggz needs the reference's binary coding$"],  # no algorithm named: the model's own
+}
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(max(900, examples(30) * 4))  # `make fuzz` runs long
 @pytest.mark.parametrize("key", KEYS)
@@ -273,8 +287,13 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
                        fuzz_example(url, route, example, examples(30))):  # its own example, values made extreme
             print(fuzzed.line(key))
             assert fuzzed.calls and not fuzzed.failures, "\n".join(fuzzed.failures)
-        if key == "failure":  # its OpenAPI document describes a job record exactly: what it calls valid is answered
-            assert fuzzed_schema.answered_valid() >= 0.8, fuzzed_schema.line(key)
+        # each OpenAPI document describes its body exactly: a body valid by it is answered, or refused for what
+        # JSON Schema cannot state
+        unstated = [why for why in fuzzed_schema.refused_valid
+                    if not any(re.search(pattern, why) for pattern in (*UNSTATABLE[key], *UNSTATABLE["any"]))]
+        assert not unstated, f"bodies valid by the OpenAPI document refused: {unstated}"
+        if key in ("failure", "resource"):  # most valid bodies need nothing beyond the document
+            assert fuzzed_schema.answered_valid() >= 0.6, fuzzed_schema.line(key)
         assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
     finally:
         _stop(process)

@@ -93,15 +93,38 @@ def parse_request(payload: object, limits: Limits) -> HoldRequest:
     if "\x00" in path:
         raise InputError("path: contains a NUL character")
     root = limits.log_dir.resolve()
-    target = (root / path).resolve()
-    if not target.is_relative_to(root):
-        raise InputError(f"path: {path!r:.200} lies outside the service's log folder")
-    if not target.is_file():
-        raise InputError(f"path: {path!r:.200} is not a file in the service's log folder")
-    size = target.stat().st_size
+    try:
+        target = (root / path).resolve()
+        if not target.is_relative_to(root):
+            raise InputError(f"path: {path!r:.200} lies outside the service's log folder")
+        if not target.is_file():
+            raise InputError(f"path: {path!r:.200} is not a file in the service's log folder")
+        size = target.stat().st_size
+    except OSError as error:  # a name too long for the file system, a loop of links, no permission
+        raise InputError(f"path: {path!r:.200} cannot be read: {error.strerror or error}") from None
     if size > limits.max_log_bytes:
         raise InputError(f"path: {size:,} bytes, more than the limit of {limits.max_log_bytes:,}")
     return HoldRequest(cluster, proc, subproc, None, target)
+
+
+def request_schema(limits: Limits) -> dict:
+    """The JSON schema of a request body, from the same limits `parse_request` checks (the service's OpenAPI
+    document shows it). A path is described only where the service reads log files."""
+    number = {"type": "integer", "minimum": 0, "maximum": MAX_ID}
+    properties = {
+        "cluster": {**number, "description": "the held job's cluster id"},
+        "proc": {**number, "description": "its proc id"},
+        "subproc": {**number, "description": "its subproc id (default 0)"},
+        "log": {"type": "string", "maxLength": limits.max_log_bytes,
+                "description": f"the event log around it, as text (at most {limits.max_log_bytes:,} bytes in UTF-8)"},
+    }
+    sources = [{"required": ["log"]}]
+    if limits.log_dir is not None:
+        properties["path"] = {"type": "string", "minLength": 1, "maxLength": limits.max_path_chars,
+                              "description": "or the path of a log, relative to the service's log folder"}
+        sources.append({"required": ["path"]})
+    return {"type": "object", "properties": properties, "required": ["cluster", "proc"],
+            "oneOf": sources, "additionalProperties": False}
 
 
 def read_request_log(request: HoldRequest, options: ReadOptions | None = None) -> pd.DataFrame:

@@ -29,6 +29,10 @@ from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, NOT_A_JOB
 
 SCRIPT_FIELDS = {"name", "text", "base64"}
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+# integers every JSON reader keeps exactly (a float64 holds them; OpenAPI tools store bounds as floats)
+SAFE_INTEGER = {"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1}
+NOT_BOTH_SCRIPT_FORMS = {"not": {"anyOf": [{"required": ["text"]}, {"required": ["base64"]}]}}
 
 
 class PayloadTooLarge(TooLargeError):
@@ -63,14 +67,22 @@ def _unknown(item: dict, allowed: set[str], path: str) -> None:
         raise InputError(f"{path}.{unknown[0][:64]}: unknown field; expected some of {', '.join(sorted(allowed))}")
 
 
+def _identifier(value, path: str, limits: ServiceLimits) -> str:
+    """A name or id: a string of at most max_name_chars, or an integer within +-(2**53 - 1); as a string."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not SAFE_INTEGER["minimum"] <= value <= SAFE_INTEGER["maximum"]:
+            raise InputError(f"{path}: expected an integer within +-{SAFE_INTEGER['maximum']:,} (or a string), got {value}"[:200])
+        return str(value)
+    if not isinstance(value, str):
+        raise InputError(f"{path}: expected a string or an integer, got {_type(value)}")
+    if len(value) > limits.max_name_chars:
+        raise InputError(f"{path}: {len(value)} characters; at most {limits.max_name_chars}")
+    return value
+
+
 def _script(item: dict, path: str, limits: ServiceLimits) -> tuple[str, bytes | str, int]:
     """(name, script, size in bytes) of one script object, checked and bounded."""
-    name = item.get("name", item.get("id", ""))
-    if not isinstance(name, str | int) or isinstance(name, bool):
-        raise InputError(f"{path}.name: expected a string, got {_type(name)}")
-    name = str(name)
-    if len(name) > limits.max_name_chars:
-        raise InputError(f"{path}.name: {len(name)} characters; at most {limits.max_name_chars}")
+    name = _identifier(item.get("name", ""), f"{path}.name", limits)
     given = [k for k in ("text", "base64") if k in item]
     if len(given) != 1:
         raise InputError(f"{path}: give exactly one of 'text' or 'base64'")
@@ -103,6 +115,54 @@ def _top(payload: dict, limits: ServiceLimits) -> int:
     if not 0 <= top <= limits.max_top:
         raise InputError(f"top: expected 0 to {limits.max_top}, got {top}")
     return top
+
+
+def _script_properties(limits: ServiceLimits) -> dict:
+    return {"text": {"type": "string", "maxLength": limits.max_script_bytes,
+                     "description": f"the script (at most {limits.max_script_bytes:,} bytes in UTF-8)"},
+            "base64": {"type": "string", "pattern": BASE64_PATTERN,
+                       "maxLength": limits.max_script_bytes // 3 * 4, "description": "or its bytes, base64-encoded"}}
+
+
+def _name(limits: ServiceLimits, description: str) -> dict:
+    return {"oneOf": [{"type": "string", "maxLength": limits.max_name_chars}, SAFE_INTEGER], "description": description}
+
+
+def classify_schema(limits: ServiceLimits | None = None) -> dict:
+    """The JSON schema of a /classify body, from the limits `parse_classify` checks (the service's OpenAPI
+    document shows it): one script, or `scripts`; the bytes of all scripts together are bounded beyond it."""
+    limits = limits or ServiceLimits()
+    script = {"type": "object", "properties": {"name": _name(limits, "the script's name"), **_script_properties(limits)},
+              "oneOf": [{"required": ["text"]}, {"required": ["base64"]}], "additionalProperties": False}
+    single_fields = {"anyOf": [{"required": ["name"]}, {"required": ["text"]}, {"required": ["base64"]}]}
+    return {"type": "object",
+            "properties": {"scripts": {"type": "array", "items": script, "minItems": 1, "maxItems": limits.max_scripts},
+                           **script["properties"],
+                           "top": {"type": "integer", "minimum": 0, "maximum": limits.max_top,
+                                   "description": "how many deciding features to report per script"}},
+            "oneOf": [{"required": ["scripts"], "not": single_fields},
+                      {"required": ["text"], "not": {"required": ["scripts"]}},
+                      {"required": ["base64"], "not": {"required": ["scripts"]}}],
+            "additionalProperties": False,
+            "description": f"one script, or a batch of them (at most {limits.max_total_bytes:,} bytes of scripts in all)"}
+
+
+def pairing_schema(limits: ServiceLimits | None = None) -> dict:
+    """The JSON schema of a /pairing body, from the limits `parse_pairing` checks; job ids must also differ."""
+    limits = limits or ServiceLimits()
+    job = {"type": "object",
+           "properties": {"id": _name(limits, "the job's id, unique in the request"),
+                          "class": {"type": "string", "enum": [*CLASSES, NOT_A_JOB]}, **_script_properties(limits)},
+           "required": ["id"],
+           "oneOf": [{"required": ["class"], **NOT_BOTH_SCRIPT_FORMS},
+                     {"required": ["text"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["base64"]}]}},
+                     {"required": ["base64"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["text"]}]}}],
+           "additionalProperties": False}
+    return {"type": "object",
+            "properties": {"jobs": {"type": "array", "items": job, "minItems": 2, "maxItems": limits.max_jobs},
+                           "threshold": {"type": "number", "minimum": 0, "maximum": 1,
+                                         "description": "the least score of a recommended pair (default 0.5)"}},
+            "required": ["jobs"], "additionalProperties": False}
 
 
 def parse_classify(payload, limits: ServiceLimits | None = None) -> tuple[list[tuple[str, bytes | str, int]], int]:
@@ -173,12 +233,7 @@ def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[di
         path = f"jobs[{i}]"
         item = _object(item, path)
         _unknown(item, {"id", "class", "text", "base64"}, path)
-        job_id = item.get("id")
-        if not isinstance(job_id, str | int) or isinstance(job_id, bool):
-            raise InputError(f"{path}.id: expected a string or an integer, got {_type(job_id)}")
-        job_id = str(job_id)
-        if len(job_id) > limits.max_name_chars:
-            raise InputError(f"{path}.id: {len(job_id)} characters; at most {limits.max_name_chars}")
+        job_id = _identifier(item.get("id"), f"{path}.id", limits)
         if job_id in seen:
             raise InputError(f"{path}.id: duplicate of jobs[{seen[job_id]}].id ({job_id!r})")
         seen[job_id] = i

@@ -3,7 +3,7 @@
 `POST /similar` takes {"jobid": J} or an inline reference ({"coding": "0:256:..."} and/or {"levels": {metric:
 "0:3:..."}} and/or {"values": {metric: [..]}}), with "algorithm" (default: the bundle's), "top_k" (default:
 the bundle's) and optionally "consensus": [algorithms]; it answers the ranked jobs, the histogram, the
-counts and the index version. `GET /jobs/{jobid}` answers a job's codings and metadata. A bad request
+counts and the index version. `POST /job` ({"jobid": J}) answers a job's codings and metadata. A bad request
 raises `InputError` whose message starts with the JSON path of the bad field; every size is bounded before
 anything is built from it.
 """
@@ -21,15 +21,17 @@ import numpy as np
 from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.reading import write_quarantine
-from jobaware.similarity.algorithms import ALGORITHMS, check_algorithm
+from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.index import FEATURE_VERSION, Reference, SimilarityIndex
-from jobaware.similarity.schema import LEVEL_MAX, MAX_SEGMENTS, METRICS, SCORE_MAX, SYMBOL_MAX
+from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, MAX_SEGMENTS, METRICS, NODE_VALUES, SCORE_MAX,
+                                        SYMBOL_MAX)
 
 MAX_TOP_K = 1000
 MAX_VALUES = 200_000
-MAX_TEXT = 8 * MAX_SEGMENTS
 MAX_JOBID = 2**62
 FIELDS = ("jobid", "coding", "levels", "values", "algorithm", "top_k", "consensus")
+REFERENCE_FIELD = {CODINGS: "coding", LEVELS: "levels", NODE_VALUES: "values"}  # an algorithm's table, inline
+INLINE = tuple(REFERENCE_FIELD.values())
 
 
 @dataclass
@@ -56,8 +58,8 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _sequence(value, where: str, high: float, *, integer: bool, limit: int) -> np.ndarray:
-    """A ':'-separated string or a list of numbers, bounded in length and range."""
+def _sequence(value, where: str, high: float, *, integer: bool, limit: int, least: int = 1) -> np.ndarray:
+    """A ':'-separated string or a list of numbers, bounded in length (least..limit) and range."""
     if isinstance(value, str):
         if len(value) > limit * 8:
             raise InputError(f"{where}: longer than {limit * 8:,} characters")
@@ -70,6 +72,8 @@ def _sequence(value, where: str, high: float, *, integer: bool, limit: int) -> n
         raise InputError(f"{where}: empty")
     if len(items) > limit:
         raise InputError(f"{where}: {len(items):,} values, at most {limit:,}")
+    if len(items) < least:
+        raise InputError(f"{where}: {len(items)} value(s), at least {least}")
     out = np.empty(len(items), np.int64 if integer else np.float64)
     kind = f"an integer 0..{int(high)}" if integer else f"a number 0..{high:g}"
     for i, item in enumerate(items):
@@ -85,7 +89,7 @@ def _sequence(value, where: str, high: float, *, integer: bool, limit: int) -> n
     return out
 
 
-def _per_metric(value, where: str, high: float, *, integer: bool, limit: int) -> list[np.ndarray]:
+def _per_metric(value, where: str, high: float, *, integer: bool, limit: int, least: int = 1) -> list[np.ndarray]:
     if not isinstance(value, dict):
         raise InputError(f"{where}: expected an object with the nine metrics {', '.join(METRICS)}")
     unknown = sorted(set(value) - set(METRICS))
@@ -94,11 +98,77 @@ def _per_metric(value, where: str, high: float, *, integer: bool, limit: int) ->
     missing = [m for m in METRICS if m not in value]
     if missing:
         raise InputError(f"{where}.{missing[0]}: missing; all nine metrics are needed")
-    out = [_sequence(value[m], f"{where}.{m}", high, integer=integer, limit=limit) for m in METRICS]
+    out = [_sequence(value[m], f"{where}.{m}", high, integer=integer, limit=limit, least=least) for m in METRICS]
     for m, seq in zip(METRICS, out, strict=True):
         if len(seq) != len(out[0]):
             raise InputError(f"{where}.{m}: {len(seq)} values, {METRICS[0]} has {len(out[0])}")
     return out
+
+
+def _listed(value_pattern: str) -> str:
+    """A ':'-separated string of 1 to MAX_SEGMENTS values, each matching `value_pattern`."""
+    return rf"^(?:{value_pattern})(?::(?:{value_pattern})){{0,{MAX_SEGMENTS - 1}}}$"
+
+
+def _sequence_schema(high: int, value_pattern: str, description: str) -> dict:
+    return {"oneOf": [{"type": "string", "pattern": _listed(value_pattern)},
+                      {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": high},
+                       "minItems": 1, "maxItems": MAX_SEGMENTS}],
+            "description": description}
+
+
+def _per_metric_schema(item: dict, description: str) -> dict:
+    return {"type": "object", "properties": {m: item for m in METRICS}, "required": list(METRICS),
+            "additionalProperties": False, "description": description}
+
+
+def _needed_by(field: str, algorithms: list[str]) -> dict:
+    """An inline reference holds `field` where the algorithm or one of the consensus needs it."""
+    others = [a for a in ALGORITHMS if a not in algorithms]
+    return {"anyOf": [{"required": [field]},
+                      {"properties": {"algorithm": {"enum": others}, "consensus": {"items": {"enum": others}}}}]}
+
+
+JOBID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_JOBID, "description": "a job of the pool"}
+
+
+def request_schema() -> dict:
+    """The JSON schema of a `POST /similar` body, from the bounds `parse_request` checks (the service's OpenAPI
+    document shows it). Beyond what JSON Schema can say: a jobid must be in the pool, and the nine metrics of an
+    inline reference have as many values each (levels: as many as the coding's segments)."""
+    symbol = "[0-9]|[1-9][0-9]|[1-4][0-9]{2}|50[0-9]|51[01]"  # 0..SYMBOL_MAX (511)
+    level = "[0-9]|1[0-6]"  # 0..LEVEL_MAX
+    values = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": SCORE_MAX},
+              "minItems": KS_MIN_VALUES, "maxItems": MAX_VALUES}
+    inline = {"anyOf": [{"required": [field]} for field in INLINE]}
+    return {
+        "type": "object",
+        "properties": {
+            "jobid": JOBID_SCHEMA,
+            "coding": _sequence_schema(SYMBOL_MAX, symbol, "an inline binary coding, one symbol per 10 minutes"),
+            "levels": _per_metric_schema(_sequence_schema(LEVEL_MAX, level, "the metric's levels"),
+                                         "inline per-metric levels, as many as the coding's segments"),
+            "values": _per_metric_schema(values, "inline per-node values of each metric (for ks)"),
+            "algorithm": {"type": "string", "enum": list(ALGORITHMS)},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K},
+            "consensus": {"type": "array", "items": {"type": "string", "enum": list(ALGORITHMS)},
+                          "minItems": 1, "maxItems": len(ALGORITHMS),
+                          "description": "several algorithms whose ranks are combined"},
+        },
+        "oneOf": [{"required": ["jobid"], "not": inline},
+                  {"not": {"required": ["jobid"]}, **inline,
+                   "allOf": [_needed_by(field, [a for a in ALGORITHMS if REFERENCE_FIELD[NEEDS[a]] == field])
+                             for field in INLINE]}],
+        "additionalProperties": False,
+        "description": "a pool job or an inline reference; without `algorithm`, the model's own decides which "
+                       "coding an inline reference needs",
+    }
+
+
+def job_schema() -> dict:
+    """The JSON schema of a `POST /job` body."""
+    return {"type": "object", "properties": {"jobid": JOBID_SCHEMA}, "required": ["jobid"],
+            "additionalProperties": False}
 
 
 def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -> SimilarRequest:
@@ -108,7 +178,7 @@ def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -
     unknown = sorted(set(payload) - set(FIELDS))
     if unknown:
         raise InputError(f"{unknown[0]}: unknown field; expected some of {', '.join(FIELDS)}")
-    inline = [k for k in ("coding", "levels", "values") if payload.get(k) is not None]
+    inline = [k for k in INLINE if payload.get(k) is not None]
     if payload.get("jobid") is not None and inline:
         raise InputError(f"jobid: give either a jobid or an inline reference ({', '.join(inline)}), not both")
     if payload.get("jobid") is not None:
@@ -122,7 +192,8 @@ def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -
             if ref.coding is not None and len(ref.coding) != len(ref.levels[0]):
                 raise InputError(f"levels: {len(ref.levels[0])} segments, coding has {len(ref.coding)}")
         if payload.get("values") is not None:
-            ref.values = _per_metric(payload["values"], "values", SCORE_MAX, integer=False, limit=MAX_VALUES)
+            ref.values = _per_metric(payload["values"], "values", SCORE_MAX, integer=False, limit=MAX_VALUES,
+                                     least=KS_MIN_VALUES)  # fewer: not comparable by KS, the only use of values
     else:
         raise InputError("jobid: give a jobid or an inline reference (coding, levels or values)")
     name = payload.get("algorithm", algorithm)
@@ -144,7 +215,7 @@ def similar_request(bundle, payload) -> dict:
     """`POST /similar`: ranked jobs with scores, the histogram and the index version (JSON-ready)."""
     request = parse_request(payload, bundle.index, bundle.algorithm, bundle.top_k)
     reference = ({"jobid": request.reference.jobid} if request.reference.jobid is not None
-                 else {"inline": [k for k in ("coding", "levels", "values") if getattr(request.reference, k) is not None]})
+                 else {"inline": [k for k in INLINE if getattr(request.reference, k) is not None]})
     if request.consensus:
         ranking = bundle.index.consensus(request.reference, request.consensus, request.top_k, bundle.workers)
         return jsonable({"consensus": request.consensus, "top_k": request.top_k, "reference": reference,
@@ -159,7 +230,7 @@ def similar_request(bundle, payload) -> dict:
 
 
 def job_request(bundle, jobid) -> dict:
-    """`GET /jobs/{jobid}`: the job's codings and metadata (JSON-ready)."""
+    """`POST /job`: the job's codings and metadata (JSON-ready)."""
     return jsonable(bundle.index.job(_integer(jobid, "jobid", 1, MAX_JOBID)))
 
 
@@ -199,8 +270,6 @@ def predict_file(input_path: str, output: Path, bundle, version: str) -> dict:
     bundle's algorithm; one JSON line per query job. Bad records are counted and written to
     `<output>.quarantine.jsonl`."""
     from jobaware.similarity.readers import iter_blocks
-    from jobaware.similarity.schema import CODINGS, LEVELS
-
     algorithm = bundle.algorithm
     output = Path(output)
     output.parent.mkdir(parents=True, exist_ok=True)

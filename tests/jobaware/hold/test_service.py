@@ -80,3 +80,26 @@ def test_limits_come_from_the_environment(monkeypatch, tmp_path):
     assert Limits.from_env() == Limits(log_dir=tmp_path, max_log_bytes=1234)
     monkeypatch.delenv("JOBAWARE_HOLD_LOG_DIR")
     assert Limits.from_env().log_dir is None
+
+
+def test_the_request_schema_and_the_request_check_agree_at_every_bound(tmp_path):
+    """What the service's OpenAPI document calls valid, parse_request accepts; one step past a bound it states,
+    parse_request refuses naming the field (a path is checked against the folder too: only its length here)."""
+    from jsonschema_rs import Draft4Validator
+
+    from jobaware.hold.service import request_schema
+    from tests.schema_bounds import check_bounds
+
+    limits = Limits(log_dir=tmp_path, max_log_bytes=1000)
+    (tmp_path / "EventLog").write_text(HELD[:900])
+    schema = request_schema(limits)
+    bodies = [{"cluster": 1, "proc": 0, "subproc": 0, "log": "x"}, {"cluster": 1, "proc": 0, "path": "EventLog"}]
+    assert check_bounds(schema, bodies, lambda body: parse_request(body, limits), semantic=("path",)) >= 20
+    assert "path" not in request_schema(Limits())["properties"], "a service without a log folder reads no path"
+    validator = Draft4Validator(schema)
+    for body, words in [({"proc": 0, "log": "x"}, "^cluster: required"), ({"cluster": 1, "proc": 0}, "^log: give exactly one"),
+                        ({"cluster": 1, "proc": 0, "log": "x", "path": "p"}, "^log: give exactly one"),
+                        ({"cluster": 1, "proc": 0, "log": "x", "user": "me"}, "^user: unknown field")]:
+        assert not validator.is_valid(body)
+        with pytest.raises(InputError, match=words):
+            parse_request(body, limits)

@@ -58,7 +58,7 @@ def test_one_script_or_a_batch_text_or_base64(trained):
     ({"scripts": [{"base64": "not base64!"}]}, r"^scripts\[0\].base64: not valid base64"),
     ({"scripts": [{"text": "x", "mode": 1}]}, r"^scripts\[0\].mode: unknown field"),
     ({"text": "x", "extra": 1}, r"^body.extra: unknown field"),
-    ({"text": "x", "name": ["a"]}, r"^body.name: expected a string, got list"),
+    ({"text": "x", "name": ["a"]}, r"^body.name: expected a string or an integer, got list"),
     ({"text": "x", "top": 1.5}, r"^top: expected an integer, got float"),
     ({"text": "x", "top": 99}, r"^top: expected 0 to 20, got 99"),
 ])
@@ -156,3 +156,35 @@ def test_any_payload_is_answered_or_refused_with_an_input_error(trained, payload
             assert str(error) and "\n" not in str(error)
         else:
             assert _finite(answer) and json.dumps(answer, allow_nan=False)
+
+
+def test_the_request_schemas_and_the_request_checks_agree_at_every_bound():
+    """What the service's OpenAPI document calls valid, parse_classify / parse_pairing accept; one step past a
+    bound it states, they refuse naming the field. Job ids must also differ: the schema says so in words only."""
+    from jsonschema_rs import Draft4Validator
+
+    from jobaware.resource.service import BASE64_PATTERN, classify_schema, pairing_schema, parse_pairing
+    from tests.schema_bounds import check_bounds
+
+    units = {BASE64_PATTERN: "AAAA"}
+    classify = classify_schema()
+    bodies = [{"name": "a.sh", "text": "echo", "top": 3}, {"name": 7, "base64": "ZWNobw=="},
+              {"scripts": [{"name": "a.sh", "text": "echo"}], "top": 0}, {"scripts": [{"base64": "ZWNobw=="}]}]
+    assert check_bounds(classify, bodies, parse_classify, units) >= 40
+    pairing = pairing_schema()
+    bodies = [{"jobs": [{"id": "a", "class": "cpu"}, {"id": 2, "text": "echo"}], "threshold": 0.5},
+              {"jobs": [{"id": "a", "base64": "ZWNobw=="}, {"id": "b", "class": "io"}]}]
+    assert check_bounds(pairing, bodies, parse_pairing, units, semantic=("jobs",)) >= 30  # repeated: same ids
+    for schema, parse, body, words in [
+        (classify, parse_classify, {"name": "a"}, "body: give exactly one of 'text' or 'base64'"),
+        (classify, parse_classify, {"text": "x", "base64": "eA=="}, "body: give exactly one"),
+        (classify, parse_classify, {"scripts": [{"text": "x"}], "text": "y"}, "body.text: unknown field"),
+        (classify, parse_classify, {"text": "x", "base64": "eA=="}, "body: give exactly one"),
+        (classify, parse_classify, {"base64": "eA="}, "body.base64: not valid base64"),
+        (pairing, parse_pairing, {"jobs": [{"id": "a", "class": "cpu", "text": "x"}, {"id": "b", "class": "io"}]},
+         r"jobs\[0\]: give either 'class' or a script"),
+        (pairing, parse_pairing, {"jobs": [{"class": "cpu"}, {"id": "b", "class": "io"}]}, r"jobs\[0\]\.id: expected"),
+    ]:
+        assert not Draft4Validator(schema).is_valid(body), body
+        with pytest.raises(InputError, match=words):
+            parse(body)

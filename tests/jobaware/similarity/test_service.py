@@ -75,8 +75,8 @@ def test_consensus_request(bundle):
     ({"levels": {**{m: "1:2" for m in METRICS}, "disk": "1"}}, "levels.disk: unknown metric"),
     ({"levels": {**{m: "1:2" for m in METRICS}, "md_read": "1"}}, "levels.md_read: 1 values, md_file_create has 2"),
     ({"levels": {m: "17" for m in METRICS}}, r"levels.md_file_create \(segment 1\): expected an integer 0..16"),
-    ({"values": {m: [0.5, float("nan")] for m in METRICS}}, r"values.md_file_create\[1\]: expected a number 0..4"),
-    ({"values": {m: [1.0] * 3 for m in METRICS}, "algorithm": "ks"}, "values: the inline reference has 3 node value"),
+    ({"values": {m: [0.5, float("nan")] + [1.0] * 6 for m in METRICS}}, r"values.md_file_create\[1\]: expected a number 0..4"),
+    ({"values": {m: [1.0] * 3 for m in METRICS}, "algorithm": "ks"}, r"values.md_file_create: 3 value\(s\), at least 8"),
     ({"coding": "1", "consensus": ["b-all", "x"]}, r"consensus\[1\]: expected one of"),
 ])
 def test_bad_requests_name_the_field(bundle, payload, message):
@@ -168,3 +168,62 @@ def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
     quantised.write_text("\n".join((generated / synth.FILES[synth.LEVELS]).read_text().splitlines()[:101]) + "\n")
     levels = service.predict_file(str(quantised), tmp_path / "q.jsonl", q_bundle, "3")
     assert levels["predictions"] == 100
+
+
+def test_the_request_schema_and_the_request_check_agree_at_every_bound(generated_index, bundle):
+    """What the service's OpenAPI document calls valid, parse_request accepts; one step past a bound it states,
+    parse_request refuses naming the field. Beyond the schema: a jobid must be in the pool, and the nine metrics
+    of an inline reference must have as many values each (and as the coding)."""
+    from jsonschema_rs import Draft4Validator
+
+    from tests.schema_bounds import check_bounds
+
+    schema = service.request_schema()
+    validator = Draft4Validator(schema)
+
+    def parse(body):
+        return service.parse_request(body, generated_index, "b-aggz", 5)
+
+    jobid = int(generated_index.jobids[0])
+    per_metric = [f"{field}.{m}" for field in ("levels", "values") for m in METRICS]
+    bodies = [{"jobid": jobid, "algorithm": "q-lev", "top_k": 3, "consensus": ["b-all", "ks"]},
+              {"coding": [0, 256], "levels": {m: [0, 16] for m in METRICS}, "values": {m: [0.5, 4.0] * 4 for m in METRICS}}]
+    assert check_bounds(schema, bodies, parse, semantic=("jobid", "coding", *per_metric)) >= 100
+    check_bounds(service.job_schema(), [{"jobid": jobid}], lambda body: service.job_request(_Pool(generated_index), body["jobid"]),
+                 semantic=("jobid",))
+    most = ":".join(["511"] * 10_000)
+    for coding in ("0", "511", "0:256:272:0", most, [0], [511] * 10_000):
+        assert validator.is_valid({"coding": coding}) and parse({"coding": coding})
+    for coding, words in [("512", r"coding \(segment 1\)"), (most + ":0", "coding: 10,001 values"), ("", "coding: empty"),
+                          ("1::2", r"coding \(segment 2\)"), ("-1", r"coding \(segment 1\)")]:
+        assert not validator.is_valid({"coding": coding}), coding
+        with pytest.raises(InputError, match=words):
+            parse({"coding": coding})
+    levels = {m: "0:16" for m in METRICS}
+    assert validator.is_valid({"coding": "0:1", "levels": levels}) and parse({"coding": "0:1", "levels": levels})
+    for body, words in [({"jobid": jobid, "coding": "0"}, "jobid: give either a jobid or an inline reference"),
+                        ({"top_k": 3}, "jobid: give a jobid or an inline reference"),
+                        ({"coding": "0", "levels": {**levels, "md_mod": "0:17"}}, r"levels\.md_mod \(segment 2\)"),
+                        ({"coding": "0", "levels": {m: "0" for m in METRICS[1:]}}, f"levels.{METRICS[0]}: missing"),
+                        ({"coding": "0", "note": 1}, "note: unknown field")]:
+        assert not validator.is_valid(body), body
+        with pytest.raises(InputError, match=words):
+            parse(body)
+    values = {m: [1.0] * 8 for m in METRICS}
+    for body, words in [({"levels": levels, "algorithm": "b-all"}, "coding: b-all needs the reference's binary coding"),
+                        ({"coding": "0:1", "algorithm": "q-lev"}, "levels: q-lev needs the reference's per-metric levels"),
+                        ({"coding": "0:1", "consensus": ["b-all", "ks"]}, "values: ks needs the reference's node values"),
+                        ({"coding": "0", "values": {m: [1.0] * 7 for m in METRICS}}, f"values.{METRICS[0]}: 7 value")]:
+        assert not validator.is_valid(body), body  # the algorithm (or the consensus) needs what the body lacks
+        with pytest.raises(InputError, match=words):
+            service.similar_request(bundle, body)
+    for body in ({"coding": "0:1", "levels": levels, "values": values, "consensus": list(service.ALGORITHMS)},
+                 {"levels": levels, "algorithm": "q-phases"}, {"values": values, "algorithm": "ks"}):
+        assert validator.is_valid(body) and "results" in service.similar_request(bundle, body)
+
+
+class _Pool:
+    """A bundle as job_request sees it: only its index."""
+
+    def __init__(self, index):
+        self.index = index
