@@ -390,9 +390,10 @@ def _years(iso: np.ndarray, old: np.ndarray, year: np.ndarray, month: np.ndarray
     return out
 
 
-_TERMINATION = re.compile(rb"^\((\d)\) (Normal|Abnormal) termination \((?:return value|signal) (-?\d+)\)")
-_CODE_LINE = re.compile(rb"^Code (-?\d+) Subcode (-?\d+)")
-_EVICT_CODE = re.compile(rb" Code (-?\d+) Subcode (-?\d+)")
+# numbers of at most 9 digits (the int32 columns hold them); a longer one is no such line, its fields stay empty
+_TERMINATION = re.compile(rb"^\((\d)\) (Normal|Abnormal) termination \((?:return value|signal) (-?\d{1,9})\)")
+_CODE_LINE = re.compile(rb"^Code (-?\d{1,9}) Subcode (-?\d{1,9})(?!\d)")
+_EVICT_CODE = re.compile(rb" Code (-?\d{1,9}) Subcode (-?\d{1,9})(?!\d)")
 _VIA = re.compile(r"via (condor_\w+)")
 _BY_USER = re.compile(r"\(by user ([^)]+)\)")
 _TRANSFER = {b"Entered queue to transfer ": "queued", b"Started transferring ": "started",

@@ -162,6 +162,21 @@ def test_termination_return_value_signal_and_transfer_direction():
     assert len(abnormal) and (abnormal["signal"] == -1).all() and abnormal["return_value"].isna().all()
 
 
+def test_numbers_too_long_for_their_columns_leave_those_fields_empty(tmp_path):
+    """A return value, signal, hold code or subcode of more digits than an int32 holds is no such line (the event
+    is kept, the field empty), not an ArrowInvalid from the whole file; found by the reader fuzzer."""
+    log = tmp_path / "EventLog"
+    log.write_text(
+        "005 (1.000.000) 2025-02-01 10:00:00 Job terminated.\n\t(0) Abnormal termination (signal 99999999999999999999)\n...\n"
+        "005 (2.000.000) 2025-02-01 10:00:01 Job terminated.\n\t(1) Normal termination (return value -9223372036854775808)\n...\n"
+        "012 (3.000.000) 2025-02-01 10:00:02 Job was held.\n\tToo long\n\tCode 12345678901 Subcode 0\n...\n"
+        "005 (4.000.000) 2025-02-01 10:00:03 Job terminated.\n\t(1) Normal termination (return value 999999999)\n...\n")
+    events, report = read_events([str(log)])
+    assert len(events) == 4 and report.bad_rows == 0
+    assert events["signal"].isna().all() and events["return_value"].iloc[:2].isna().all()
+    assert events["code"].isna().all() and events["return_value"].iloc[3] == 999_999_999
+
+
 def test_job_ad_events_become_json_objects_of_their_key_value_lines():
     events, _ = read_events([str(CONDOR / "htcondor_python_bindings_test_log.txt")])
     ads = [json.loads(a) for a in events.loc[events["event_code"] == 28, "job_ad"]]
