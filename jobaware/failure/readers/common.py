@@ -78,6 +78,11 @@ def _parse_times(raw: pd.Series, epoch_unit: str | None) -> tuple[pd.Series, np.
     return values.where(~outside).astype("datetime64[s]"), outside
 
 
+def _line(line) -> int | None:
+    """A row's line number; None where the reader could not tell records from lines (the report names the file)."""
+    return None if line is None else int(line)
+
+
 def canonicalize(
     raw: pd.DataFrame,
     *,
@@ -105,7 +110,7 @@ def canonicalize(
     def flag(mask: np.ndarray, column: str, reason: str) -> None:
         nonlocal bad
         for i in np.flatnonzero(mask & ~bad)[:MAX_EXAMPLES]:
-            problems.append(Problem(file, int(lines[i]), column, _text(raw[column].iloc[i]), reason))
+            problems.append(Problem(file, _line(lines[i]), column, _text(raw[column].iloc[i]), reason))
         bad |= mask
 
     for column, mask in (undecodable or {}).items():
@@ -151,7 +156,7 @@ def canonicalize(
 
     frame = pd.DataFrame(out, index=raw.index)
     quarantined = [
-        {"file": file, "line": int(lines[i]), **{c: _text(raw[c].iloc[i]) for c in raw.columns}}
+        {"file": file, "line": _line(lines[i]), **{c: _text(raw[c].iloc[i]) for c in raw.columns}}
         for i in np.flatnonzero(bad)
     ]
     frame = frame.loc[~bad].reset_index(drop=True)

@@ -60,7 +60,7 @@ def _line_numbers(block: bytes, first_line: int, columns: int, parsed: int) -> t
         reader = csv.reader(io.StringIO(block.decode("utf-8", "replace"), newline=""))
         start = 0
         for record in reader:
-            if record and any(field.strip() for field in record):
+            if record:  # as Arrow reads: only an empty line is no record (a line of empty fields is one)
                 (good if len(record) == columns else wrong).append(first_line + start)
             start = reader.line_num
         return np.asarray(good if len(good) == parsed else [None] * parsed), wrong
