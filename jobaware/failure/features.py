@@ -69,9 +69,21 @@ def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
     return jobs.astype({c: "datetime64[s]" for c in ("submit_time", "start_time", "end_time") if c in jobs})
 
 
+def job_class_keys(users: list, processors: list[float], wallclocks: list[float]) -> list[str | None]:
+    """Each job's class key, "user|processors x wallclock" ("?" for an unknown request, None without a user):
+    the one spelling of the batch featurizer and the serving path."""
+    return [f"{u}|{_request_text(p, int)}x{_request_text(w, float)}" if isinstance(u, str) else None
+            for u, p, w in zip(users, processors, wallclocks, strict=True)]
+
+
+def _request_text(value: float, kind) -> str:
+    return "?" if value != value else str(kind(value))
+
+
 def _with_derived_keys(jobs: pd.DataFrame) -> pd.DataFrame:
-    shape = jobs["processors_req"].astype("string").fillna("?") + "x" + jobs["wallclock_req"].astype("string").fillna("?")
-    return jobs.assign(job_class=jobs["user"].astype("string") + "|" + shape, cluster="all")
+    keys = job_class_keys(jobs["user"].astype(object).tolist(), jobs["processors_req"].astype("float64").tolist(),
+                          jobs["wallclock_req"].astype("float64").tolist())
+    return jobs.assign(job_class=pd.array(keys, dtype="string"), cluster="all")
 
 
 def prepared(jobs: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,7 @@ import pandas as pd
 
 from jobaware.failure.features import (
     CATEGORICAL, ENTITIES, REQUEST_NUMBERS, SUBMIT_WINDOWS, feature_block, features_frame, history_columns,
-    history_timelines,
+    history_timelines, job_class_keys,
 )
 from jobaware.failure.readers.common import JobColumns
 
@@ -94,9 +94,8 @@ class OnlineFeatures:
             self.submissions.add(jobs)
             counts = self.submissions.counts(jobs["user"], submit)
         keys = {key: jobs[key] for key in ("user", "account", "name", "qos", "partition")}
-        keys["job_class"] = [None if u is None else f"{u}|{_text(p, int)}x{_text(w, float)}" for u, p, w in
-                             zip(jobs["user"].tolist(), jobs["processors_req"].tolist(), jobs["wallclock_req"].tolist(),
-                                 strict=True)]
+        keys["job_class"] = job_class_keys(jobs["user"].tolist(), jobs["processors_req"].tolist(),
+                                           jobs["wallclock_req"].tolist())
         keys["cluster"] = ["all"] * len(submit)
         history = []
         for key in ENTITIES:
@@ -108,8 +107,3 @@ class OnlineFeatures:
     def features(self, jobs: JobColumns) -> pd.DataFrame:
         """The feature table of jobs that have not ended (`block` and the categorical columns)."""
         return features_frame(self.block(jobs), {key: jobs[key] for key in CATEGORICAL})
-
-
-def _text(value: float, kind) -> str:
-    """A request number as the batch featurizer spells it in the job class key ("?" when unknown)."""
-    return "?" if value != value else str(kind(value))
