@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
-
 import anyio
 import bentoml
-from pydantic import BaseModel, Field, WithJsonSchema
+from pydantic import BaseModel, Field
 
 from jobaware.errors import InputError
 from jobaware.failure.predict import answer_rows
 from jobaware.failure.readers.slurm import parse_request, request_schema
-from serving.base import ChampionFollower, answering, harden
+from serving.base import ChampionFollower, answering, harden, request_body
 
 MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "10000"))
 INLINE_JOBS = 32  # up to this many jobs take well under a millisecond or two: answered on the event loop
 
-# What the OpenAPI document says a request holds; the records themselves are checked by `parse_request`, not by
-# pydantic
-JobRecords = Annotated[list[dict[str, Any]], WithJsonSchema(request_schema(MAX_JOBS))]
+PredictRequest = request_body("PredictRequest", {
+    "type": "object", "required": ["jobs"], "additionalProperties": False,
+    "properties": {"jobs": {**request_schema(MAX_JOBS), "description": "job records, canonical or squeue --json"}},
+}, ("jobs",))
 
 
 class JobPrediction(BaseModel):
@@ -49,20 +48,20 @@ class FailureService:
     def __is_ready__(self) -> bool:
         return self.champion.ready
 
-    @bentoml.api(route="/predict")
-    async def predict(self, jobs: JobRecords = Field(description="job records, canonical or squeue --json")) -> Predictions:
+    @bentoml.api(route="/predict", input_spec=PredictRequest)
+    async def predict(self, jobs=None) -> Predictions:
         """Per job: P(fail), the probability of each outcome and the most likely failure."""
         # a few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread; a
         # batch goes to a worker thread, so that probes and small requests are not held up behind it
         bundle, version = self.champion.get()
-        if len(jobs) <= INLINE_JOBS:
+        if not isinstance(jobs, list) or len(jobs) <= INLINE_JOBS:
             return self._answer(bundle, version, jobs)
         return await anyio.to_thread.run_sync(self._answer, bundle, version, jobs)
 
     @staticmethod
-    def _answer(bundle, version: str, jobs: list[dict]) -> Predictions:
+    def _answer(bundle, version: str, jobs) -> Predictions:
         with answering():
-            if len(jobs) > MAX_JOBS:
+            if isinstance(jobs, list) and len(jobs) > MAX_JOBS:
                 raise InputError(f"jobs: at most {MAX_JOBS} jobs per request, got {len(jobs)}")
             rows = answer_rows(bundle.answer(parse_request(jobs)), version)
         return Predictions.model_validate({"model_version": version, "predictions": rows})

@@ -32,7 +32,6 @@ SCRIPT_FIELDS = {"name", "text", "base64"}
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 # integers every JSON reader keeps exactly (a float64 holds them; OpenAPI tools store bounds as floats)
 SAFE_INTEGER = {"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1}
-NOT_BOTH_SCRIPT_FORMS = {"not": {"anyOf": [{"required": ["text"]}, {"required": ["base64"]}]}}
 
 
 class PayloadTooLarge(TooLargeError):
@@ -154,7 +153,7 @@ def pairing_schema(limits: ServiceLimits | None = None) -> dict:
            "properties": {"id": _name(limits, "the job's id, unique in the request"),
                           "class": {"type": "string", "enum": [*CLASSES, NOT_A_JOB]}, **_script_properties(limits)},
            "required": ["id"],
-           "oneOf": [{"required": ["class"], **NOT_BOTH_SCRIPT_FORMS},
+           "oneOf": [{"required": ["class"], "not": {"anyOf": [{"required": ["text"]}, {"required": ["base64"]}]}},
                      {"required": ["text"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["base64"]}]}},
                      {"required": ["base64"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["text"]}]}}],
            "additionalProperties": False}

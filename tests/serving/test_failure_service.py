@@ -38,8 +38,11 @@ def test_predicts_canonical_and_squeue_records(failure_service, champion):
     ({"jobs": [JOB, {**JOB, "nodes_req": -2}]}, "jobs[1].nodes_req: expected a non-negative number"),
     ({"jobs": [{**JOB, "colour": "red"}]}, "jobs[0].colour: unknown field"),
     ({"jobs": []}, "jobs: expected a non-empty list"),
-    ({"jobs": "all of them"}, '"loc":["jobs"]'),
-    ({"job": [JOB]}, '"loc":["jobs"]'),
+    ({"jobs": "all of them"}, "jobs: expected a non-empty list"),
+    ({"jobs": 7}, "jobs: expected a non-empty list"),
+    ({"job": [JOB]}, '"loc":["job"]'),
+    ({"jobs": [JOB], "colour": "red"}, '"loc":["colour"]'),
+    ({}, "jobs: expected a non-empty list"),
 ])
 def test_bad_requests_get_a_4xx_naming_the_field(failure_service, body, needle):
     response = post(failure_service, body)

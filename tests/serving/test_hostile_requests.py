@@ -46,7 +46,7 @@ HOSTILE = {
                                 '"memory_per_cpu":"a","cpus":100000000000}]}', "jobs[0]"),
     "deeply nested JSON": ('{"jobs":' + "[" * 100_000 + "]" * 100_000 + "}", ""),
     "a 1 MB user name": (canonical(user="u" * 1_000_000), "user"),
-    "2,000 items that are not jobs": ('{"jobs": [' + ",".join(["Infinity"] * 2_000) + "]}", "more_errors"),
+    "2,000 items that are not jobs": ('{"jobs": [' + ",".join(["Infinity"] * 2_000) + "]}", "jobs[0]: expected an object"),
 }
 
 

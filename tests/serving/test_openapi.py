@@ -1,6 +1,7 @@
-"""Each service's OpenAPI document shows its request body exactly as the slice describes it. BentoML rewrites a
-schema on its way into the document (it keeps only the first alternative of an `anyOf` or `allOf` in a field,
-and stores bounds as floats): the slices' schemas say alternatives with `oneOf` and keep bounds float-exact."""
+"""Each registered service's OpenAPI document shows every request body exactly as the slice declared it, and
+declares every field's type. BentoML rewrites a schema on its way into the document (it keeps only the first
+alternative of an `anyOf` or `allOf` in a field, and stores bounds as floats): the slices' schemas say
+alternatives with `oneOf` and keep bounds float-exact, and this test finds any that does not."""
 
 from __future__ import annotations
 
@@ -9,37 +10,40 @@ import json
 
 import pytest
 
-from jobaware.failure.readers.slurm import request_schema as failure_jobs
-from jobaware.hold.service import request_schema as hold_request
-from jobaware.resource.service import classify_schema, pairing_schema
-from jobaware.similarity.service import job_schema, request_schema as similar_request
+from jobaware import capabilities
 
-SERVICES = {
-    "failure": ("FailureService", {"/predict": None}),
-    "hold": ("HoldService", {"/hold-decision": None}),
-    "resource": ("ResourceService", {"/classify": classify_schema(), "/pairing": pairing_schema()}),
-    "similarity": ("SimilarityService", {"/similar": similar_request(), "/job": job_schema()}),
-}
+LOOSE = {"title", "description", "default", "examples"}
 
 
-def _served(key: str) -> dict[str, dict]:
-    module = importlib.import_module(f"serving.{key}")
-    document = json.loads(json.dumps(getattr(module, SERVICES[key][0]).openapi_spec.asdict(), default=str))
-    return {route: document["paths"][route]["post"]["requestBody"]["content"]["application/json"]["schema"]
-            for route in SERVICES[key][1]}, module
+def _service(key: str):
+    module, _, name = capabilities.get(key).service.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
-@pytest.mark.parametrize("key", list(SERVICES))
-def test_the_openapi_document_shows_the_slices_request_schema(key):
-    served, module = _served(key)
-    expected = dict(SERVICES[key][1])
-    if key == "failure":
-        jobs = served["/predict"]["properties"]["jobs"]
-        assert served["/predict"]["required"] == ["jobs"]
-        served = {"/predict": {k: v for k, v in jobs.items() if k not in ("title", "description")}}
-        expected["/predict"] = failure_jobs(module.MAX_JOBS)
-    if key == "hold":
-        expected["/hold-decision"] = hold_request(module.LIMITS)
-    for route, schema in expected.items():
-        shown = {k: v for k, v in served[route].items() if k != "title"}
-        assert shown == schema, f"{key} {route}: the document differs from the slice's schema"
+def _bodies(key: str) -> list[tuple[str, dict, dict]]:
+    """(route, declared schema, served schema) of each of the service's endpoints."""
+    service = _service(key)
+    document = json.loads(json.dumps(service.openapi_spec.asdict(), default=str))
+    return [(api.route, api.input_spec.model_json_schema(),
+             document["paths"][api.route]["post"]["requestBody"]["content"]["application/json"]["schema"])
+            for api in service.apis.values()]
+
+
+def _without_title(schema: dict) -> dict:
+    return {k: v for k, v in schema.items() if k != "title"}
+
+
+@pytest.mark.parametrize("key", capabilities.keys())
+def test_the_openapi_document_shows_each_request_schema_as_declared(key):
+    bodies = _bodies(key)
+    assert bodies, f"{key}: the service has no endpoint"
+    for route, declared, served in bodies:
+        assert _without_title(served) == _without_title(declared), f"{key} {route}: the document differs from the slice's schema"
+
+
+@pytest.mark.parametrize("key", capabilities.keys())
+def test_every_request_field_has_a_stated_type(key):
+    for route, declared, _ in _bodies(key):
+        assert declared.get("additionalProperties") is False, f"{key} {route}: unknown fields are not refused"
+        for name, field in declared["properties"].items():
+            assert set(field) - LOOSE, f"{key} {route}: field '{name}' is typed Any in the document"
