@@ -115,7 +115,10 @@ def training_sample(table: FeatureTable, max_rows: int, seed: int) -> tuple[pd.D
     for rows in table.side("train", (lambda n: draws.random(n) < share) if share < 1.0 else None):
         xs.append(rows[list(FEATURES)])
         ys.append(rows["label"])
-    return pd.concat(xs, ignore_index=True), pd.concat(ys, ignore_index=True)
+    x, y = pd.concat(xs, ignore_index=True), pd.concat(ys, ignore_index=True)
+    xs, ys, rows = None, None, None
+    pa.default_memory_pool().release_unused()  # the parts were Arrow's memory: it goes back before fitting
+    return x, y
 
 
 def fit(table: pd.DataFrame | FeatureTable, history: pd.DataFrame, params: dict | None = None) -> FailureBundle:
