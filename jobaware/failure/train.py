@@ -93,7 +93,8 @@ class FeatureTable:
             rows = self.source[self.source["split"] == side]
             yield rows[keep(len(rows))] if keep else rows
             return
-        for batch in pq.ParquetFile(self.source).iter_batches(batch_size=self.part_rows):
+        # no pre-buffering: it holds whole row groups' column chunks (at 11 M jobs, 2.6 GiB against 1.3 GiB)
+        for batch in pq.ParquetFile(self.source, pre_buffer=False).iter_batches(batch_size=self.part_rows):
             rows = batch.filter(pc.equal(batch["split"], side))
             yield (rows.filter(pa.array(keep(rows.num_rows))) if keep else rows).to_pandas()
         pa.default_memory_pool().release_unused()  # what Arrow's allocator kept of the parts goes back now

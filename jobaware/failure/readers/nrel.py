@@ -248,7 +248,7 @@ def _json_batch(path, rows, lines, problems, quarantined, require_state) -> Batc
 
 def iter_parquet(path: Path, require_state: bool = False) -> Iterator[Batch]:
     try:
-        source = pq.ParquetFile(path)
+        source = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering holds whole row groups' column chunks
     except (pa.ArrowInvalid, OSError) as exc:
         raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
     _columns_once(f"{path}: schema", source.schema_arrow.names)
