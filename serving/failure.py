@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
+
 import anyio
 import bentoml
 from pydantic import BaseModel, Field
 
-from jobaware.errors import InputError
 from jobaware.failure.predict import answer_rows
 from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body
@@ -61,9 +61,7 @@ class FailureService:
     @staticmethod
     def _answer(bundle, version: str, jobs) -> Predictions:
         with answering():
-            if isinstance(jobs, list) and len(jobs) > MAX_JOBS:
-                raise InputError(f"jobs: at most {MAX_JOBS} jobs per request, got {len(jobs)}")
-            rows = answer_rows(bundle.answer(parse_request(jobs)), version)
+            rows = answer_rows(bundle.answer(parse_request(jobs, MAX_JOBS)), version)
         return Predictions.model_validate({"model_version": version, "predictions": rows})
 
 

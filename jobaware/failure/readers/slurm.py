@@ -241,11 +241,13 @@ def request_schema(max_jobs: int) -> dict:
     return {"type": "array", "minItems": 1, "maxItems": max_jobs, "items": {"oneOf": [request_record_schema(), squeue]}}
 
 
-def parse_request(jobs) -> JobColumns:
-    """Validate request records (canonical or squeue) into canonical columns; errors name the bad field.
-    A job without a submit time was submitted now."""
+def parse_request(jobs, max_jobs: int | None = None) -> JobColumns:
+    """Validate request records (canonical or squeue, at most `max_jobs`) into canonical columns; errors name the
+    bad field. A job without a submit time was submitted now."""
     if not isinstance(jobs, list) or not jobs:
         raise InputError("jobs: expected a non-empty list of job records")
+    if max_jobs is not None and len(jobs) > max_jobs:
+        raise InputError(f"jobs: at most {max_jobs} jobs per request, got {len(jobs)}")
     now = pd.Timestamp.now().floor("s").value // 10**9
     columns = _valid_columns(jobs, now)
     return columns if columns is not None else _record_by_record(jobs, now)

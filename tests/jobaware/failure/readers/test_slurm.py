@@ -153,3 +153,11 @@ def test_the_time_pattern_and_the_request_check_agree_on_every_day():
             disagree.append(text)
         day += datetime.timedelta(days=1)
     assert not disagree, disagree[:5]
+
+
+def test_a_request_over_its_job_limit_is_refused_with_the_limit():
+    from jobaware.failure.readers.slurm import parse_request
+
+    assert len(parse_request([{"job_id": 1}, {"job_id": 2}], max_jobs=2)["job_id"]) == 2
+    with pytest.raises(InputError, match=r"^jobs: at most 2 jobs per request, got 3$"):
+        parse_request([{"job_id": i} for i in range(3)], max_jobs=2)
