@@ -29,6 +29,7 @@ fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per
 		tests/test_conformance.py -k "mutated or service_answers_400"
 
 bench: venv
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/ingest.py --jobs 1000000
 	$(BIN)/python bench/service.py
 

@@ -13,6 +13,7 @@ seeded draw), bundle the history, and evaluate the model and its baselines on ev
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import sys
@@ -32,6 +33,36 @@ def _pandas_read_csv(path: str) -> dict:
 
     frame = pd.read_csv(path)
     return {"seconds": time.perf_counter() - start, "rows": len(frame)}
+
+
+def _arrow_typed_parse(path: str) -> dict:
+    """What any ingest through Arrow spends first: Arrow's multi-threaded parse of the file into the column types
+    jobaware reads (no checks, no canonical table, no Parquet)."""
+    start = time.perf_counter()
+    import pyarrow.csv as pacsv
+
+    from jobaware.failure.readers.nrel import FAST_BLOCK_BYTES, FAST_TYPES
+
+    table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=FAST_BLOCK_BYTES),
+                           convert_options=pacsv.ConvertOptions(column_types=FAST_TYPES))
+    return {"seconds": time.perf_counter() - start, "rows": table.num_rows}
+
+
+def _polars_csv_to_parquet(path: str, folder: str) -> dict:
+    """A CSV-to-Parquet conversion by polars' streaming engine, typed as jobaware types it (no checks)."""
+    start = time.perf_counter()
+    import polars as pl
+
+    from jobaware.failure.readers.nrel import FAST_TYPES
+
+    types = {"int64": pl.Int64, "double": pl.Float64, "string": pl.String}
+    schema = {name: types[str(kind)] for name, kind in FAST_TYPES.items()}
+    header = open(path).readline().strip().split(",")
+    out = Path(folder) / "polars.parquet"
+    pl.scan_csv(path, schema={name: schema.get(name, pl.String) for name in header}).sink_parquet(out)
+    rows = pl.scan_parquet(out).select(pl.len()).collect().item()
+    out.unlink()
+    return {"seconds": time.perf_counter() - start, "rows": rows}
 
 
 def _ingest(path: str, folder: str) -> dict:
@@ -123,9 +154,16 @@ def main() -> None:
     if not data.exists():
         print(f"generating {args.jobs:,} jobs into {data} ...", file=sys.stderr)
         write(data, args.jobs, "csv", seed=1)
-    runs = {"pandas.read_csv": [], "jobaware": []}
-    for _ in range(args.repeats):  # interleaved, so drift hits both alike
+    runs = {"pandas.read_csv": [], "pyarrow.csv.read_csv (typed)": [], "jobaware": []}
+    polars = importlib.util.find_spec("polars") is not None  # `pip install -e '.[bench]'` (make bench) brings it
+    if polars:
+        runs["polars CSV to Parquet"] = []
+    for _ in range(args.repeats):  # interleaved, so drift hits all alike
         runs["pandas.read_csv"].append(measure(_pandas_read_csv, str(data)))
+        runs["pyarrow.csv.read_csv (typed)"].append(measure(_arrow_typed_parse, str(data)))
+        if polars:
+            with tempfile.TemporaryDirectory() as folder:
+                runs["polars CSV to Parquet"].append(measure(_polars_csv_to_parquet, str(data), folder))
         runs["jobaware"].append(_jobaware(str(data), not args.no_featurize, args.train))
     summary = {}
     for name, results in runs.items():
@@ -147,6 +185,11 @@ def main() -> None:
           f"pandas.read_csv alone; peak memory of the largest step {jw['median_peak_mib'] / pd_['median_peak_mib']:.2f}x")
     print(f"ingest alone: {jw['median_ingest_seconds'] / pd_['median_seconds']:.2f}x pandas.read_csv "
           f"(target: at most 1x: {'met' if jw['median_ingest_seconds'] <= pd_['median_seconds'] else 'missed'})")
+    for peer in ("pyarrow.csv.read_csv (typed)", "polars CSV to Parquet"):
+        if peer in summary:
+            seconds = summary[peer]["median_seconds"]
+            print(f"  {peer}: {seconds / pd_['median_seconds']:.2f}x pandas.read_csv; "
+                  f"jobaware's ingest {jw['median_ingest_seconds'] / seconds:.2f}x it")
     validate, ingest = jw["median_validate_seconds"], jw["median_ingest_seconds"]
     print(f"contract (validate) {validate / ingest:.2f}x ingest (target: at most 1x: {'met' if validate <= ingest else 'missed'})")
     for step in STEPS[2:]:

@@ -282,10 +282,10 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
         assert wrong.status_code == 400 and len(wrong.content) < 5000
         huge = httpx.post(f"{url}{route}", content=b" " * 200_000, headers={"content-type": "application/json"}, timeout=30)
         assert huge.status_code == 413 and "limit is 100,000 bytes" in huge.text
-        fuzzed_schema = fuzz_service(url, examples(30))
+        fuzzed_schema = fuzz_service(key, url, examples(30))
         for fuzzed in (fuzzed_schema,  # Schemathesis over the service's own OpenAPI document
-                       fuzz_example(url, route, example, examples(30))):  # its own example, values made extreme
-            print(fuzzed.line(key))
+                       fuzz_example(key, url, route, example, examples(30))):  # its own example, values made extreme
+            print(fuzzed.line())
             assert fuzzed.calls and not fuzzed.failures, "\n".join(fuzzed.failures)
         # each OpenAPI document describes its body exactly: a body valid by it is answered, or refused for what
         # JSON Schema cannot state
@@ -293,7 +293,7 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
                     if not any(re.search(pattern, why) for pattern in (*UNSTATABLE[key], *UNSTATABLE["any"]))]
         assert not unstated, f"bodies valid by the OpenAPI document refused: {unstated}"
         if key in ("failure", "resource"):  # most valid bodies need nothing beyond the document
-            assert fuzzed_schema.answered_valid() >= 0.6, fuzzed_schema.line(key)
+            assert fuzzed_schema.answered_valid() >= 0.6, fuzzed_schema.line()
         assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
     finally:
         _stop(process)

@@ -126,7 +126,7 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
 
 
 # the fast path reads times as text and checks their shape itself (Arrow's strptime is the slowest part of a read)
-_FAST_TYPES = {**_ARROW_TYPES, **{c: pa.string() for c in ("submit_time", "start_time", "end_time")}}
+FAST_TYPES = {**_ARROW_TYPES, **{c: pa.string() for c in ("submit_time", "start_time", "end_time")}}
 FAST_BLOCK_BYTES = 4 << 20  # Arrow parses blocks of this size in parallel
 
 
@@ -143,7 +143,7 @@ def _valid_block(block: Block, header: list[str], require_state: bool) -> pa.Tab
             pa.BufferReader(pa.py_buffer(data)),
             read_options=pacsv.ReadOptions(column_names=header, use_threads=True, block_size=FAST_BLOCK_BYTES),
             parse_options=pacsv.ParseOptions(ignore_empty_lines=False),  # an empty line is a row, and not valid
-            convert_options=pacsv.ConvertOptions(column_types={c: _FAST_TYPES.get(c, pa.string()) for c in header},
+            convert_options=pacsv.ConvertOptions(column_types={c: FAST_TYPES.get(c, pa.string()) for c in header},
                                                  strings_can_be_null=True),
         )
     except pa.ArrowInvalid:
