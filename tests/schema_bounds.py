@@ -2,7 +2,7 @@
 (the schema and the slice's parser should both accept them) and just past it (both should refuse, the parser
 naming the field).
 
-`bound_cases(schema, body)` walks the fields present in `body` (a valid body) and, for each, yields its JSON path,
+`bound_cases(schema, body)` walks the fields present in `body` (a valid body) that the schema describes and, for each, yields its JSON path,
 the bodies at its bounds and the bodies past them: minimum/maximum, minLength/maxLength, minItems/maxItems and
 enum, for every alternative of a `oneOf` (or `anyOf`). A string with a `pattern` is tried only where `units` gives a piece
 that keeps matching it when repeated.
@@ -47,6 +47,8 @@ def bound_cases(schema: dict, body, units: dict[str, str] | None = None, path: s
     units = units or {}
     if isinstance(body, dict) and "properties" in schema:
         for key, value in body.items():
+            if key not in schema["properties"]:  # a field the schema leaves open (additionalProperties)
+                continue
             yield from bound_cases(schema["properties"][key], value, units, f"{path}.{key}" if path else key,
                                    lambda v, key=key: rebuild({**body, key: v}))
         return

@@ -251,7 +251,8 @@ def _stop(process: subprocess.Popen) -> None:
 # values blanked as #): what no JSON Schema can state. Hold: the log must be an event log in which the job is on hold.
 UNSTATABLE = {
     "any": [r"^request body too large"],
-    "failure": [],
+    "failure": [r"^jobs\[#\]\.memory_per_cpu: expected at most [#,]+ MB in all",  # squeue: memory per CPU times cpus
+                r"^jobs\[#\]\.tres_req_str: expected at most [#,]+ GPUs"],  # a count inside Slurm's TRES text
     "hold": [r"^log: # bad record", r"^log: no event in the log", r"^cluster: job [#.]+ (has no event|is not on hold)"],
     "resource": [r"^jobs\[#\]\.id: duplicate of jobs\[#\]\.id"],
     "similarity": [r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
