@@ -57,7 +57,8 @@ def _polars_csv_to_parquet(path: str, folder: str) -> dict:
 
     types = {"int64": pl.Int64, "double": pl.Float64, "string": pl.String}
     schema = {name: types[str(kind)] for name, kind in FAST_TYPES.items()}
-    header = open(path).readline().strip().split(",")
+    with open(path) as handle:
+        header = handle.readline().strip().split(",")
     out = Path(folder) / "polars.parquet"
     pl.scan_csv(path, schema={name: schema.get(name, pl.String) for name in header}).sink_parquet(out)
     rows = pl.scan_parquet(out).select(pl.len()).collect().item()
