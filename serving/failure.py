@@ -6,7 +6,9 @@ import os
 
 import anyio
 import bentoml
+import pydantic_core
 from pydantic import BaseModel, Field
+from starlette.responses import Response
 
 from jobaware.failure.predict import answer_rows
 from jobaware.failure.readers.slurm import parse_request, request_schema
@@ -48,8 +50,8 @@ class FailureService:
     def __is_ready__(self) -> bool:
         return self.champion.ready
 
-    @bentoml.api(route="/predict", input_spec=PredictRequest)
-    async def predict(self, jobs=None) -> Predictions:
+    @bentoml.api(route="/predict", input_spec=PredictRequest, output_spec=Predictions)
+    async def predict(self, jobs=None) -> Response:
         """Per job: P(fail), the probability of each outcome and the most likely failure."""
         # a few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread; a
         # batch goes to a worker thread, so that probes and small requests are not held up behind it
@@ -59,10 +61,13 @@ class FailureService:
         return await anyio.to_thread.run_sync(self._answer, bundle, version, jobs)
 
     @staticmethod
-    def _answer(bundle, version: str, jobs) -> Predictions:
+    def _answer(bundle, version: str, jobs) -> Response:
+        """The answer as `Predictions` JSON, encoded here in one piece: BentoML would validate the rows against the
+        model again and send them in chunks, which costs more than the answer for a single job."""
         with answering():
             rows = answer_rows(bundle.answer(parse_request(jobs, MAX_JOBS)), version)
-        return Predictions.model_validate({"model_version": version, "predictions": rows})
+        return Response(pydantic_core.to_json({"model_version": version, "predictions": rows}, inf_nan_mode="null"),
+                        media_type="application/json")
 
 
 harden(FailureService)

@@ -19,12 +19,22 @@ def post(url, body, **kwargs):
     return httpx.post(f"{url}/predict", json=body, timeout=60, **kwargs)
 
 
+def response_validator(url):
+    """A validator of `POST /predict`'s 200 answer, as the service's OpenAPI document describes it."""
+    from jsonschema_rs import Draft4Validator
+
+    document = httpx.get(f"{url}/docs.json").json()
+    schema = document["paths"]["/predict"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+    return Draft4Validator({**schema, "components": document["components"]})
+
+
 def test_predicts_canonical_and_squeue_records(failure_service, champion):
     squeue_jobs = json.loads(SQUEUE.read_text())["jobs"]
     response = post(failure_service, {"jobs": [JOB, *squeue_jobs]})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model_version"] == champion
+    assert response_validator(failure_service).is_valid(body)  # what the OpenAPI document promises
     predictions = body["predictions"]
     assert [p["job_id"] for p in predictions] == [11, 1, 2, 3, 4]
     for p in predictions:
