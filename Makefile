@@ -18,7 +18,7 @@ run: venv
 	$(BIN)/jobaware demo
 
 test: venv
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=25 tests
 
 test-fast: venv  # the edit loop: everything but servers, pipelines and clusters
 	$(BIN)/python -m pytest -q -m "not slow" tests
