@@ -93,15 +93,21 @@ def _state(value) -> str | None:
     return normalize_state(state)
 
 
+# the squeue fields `from_squeue` reads as numbers: (the canonical column whose bounds hold, JSON type, scale)
+_SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
+                   "memory_per_node": ("mem_req", "number", 1), "memory_per_cpu": ("mem_req", "number", 1),
+                   "time_limit": ("wallclock_req", "integer", 60)}  # minutes
+_SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
+                 "current_working_directory": "work_dir", "command": "submit_line"}
+
+
 def from_squeue(record: dict) -> dict:
     """One `squeue --json` job record as a canonical row; FieldError names a field that cannot be read."""
-    cpus = _checked("cpus", record.get("cpus"), "processors_req")
-    per_node = _checked("memory_per_node", record.get("memory_per_node"), "mem_req")
-    per_cpu = _checked("memory_per_cpu", record.get("memory_per_cpu"), "mem_req")
+    cpus, per_node, per_cpu = (_squeue_number(record, field) for field in ("cpus", "memory_per_node", "memory_per_cpu"))
     mem = float(per_node) if per_node else (float(per_cpu) * cpus if per_cpu and cpus else 0.0)
     if number_problem("mem_req", mem):
         raise FieldError("memory_per_cpu", f"at most {LIMITS['mem_req'][1]:,} MB in all (times cpus)", per_cpu)
-    limit = _checked("time_limit", record.get("time_limit"), "wallclock_req")
+    limit = _squeue_number(record, "time_limit")
     if limit is not None and number_problem("wallclock_req", limit * 60.0):
         raise FieldError("time_limit", f"at most {LIMITS['wallclock_req'][1] // 60:,} minutes", limit)
     state = _state(record.get("job_state"))
@@ -111,14 +117,10 @@ def from_squeue(record: dict) -> dict:
         raise FieldError("tres_req_str", f"at most {LIMITS['gpus_req'][1]:,} GPUs", gpus.group(0))
     start, end = _epoch("start_time", record.get("start_time")), _epoch("end_time", record.get("end_time"))
     ended = state not in (None, "PENDING", "RUNNING", "SUSPENDED")
-    return {
+    row = {
         "job_id": _checked("job_id", record.get("job_id"), "job_id"),
-        "user": _text(record, "user_name", "user"),
-        "account": _text(record, "account", "account"),
-        "partition": _text(record, "partition", "partition"),
-        "qos": _text(record, "qos", "qos"),
         "wallclock_req": None if limit is None else float(limit) * 60.0,
-        "nodes_req": _checked("node_count", record.get("node_count"), "nodes_req"),
+        "nodes_req": _squeue_number(record, "node_count"),
         "processors_req": cpus,
         "gpus_req": gpus_req,
         "mem_req": mem,
@@ -127,10 +129,13 @@ def from_squeue(record: dict) -> dict:
         "end_time": end if ended else None,
         "run_time": float(end - start) if ended and start is not None and end is not None else None,
         "state": state,
-        "name": _text(record, "name", "name"),
-        "work_dir": _text(record, "current_working_directory", "work_dir"),
-        "submit_line": _text(record, "command", "submit_line"),
     }
+    return row | {column: _text(record, field, column) for field, column in _SQUEUE_TEXTS.items()}
+
+
+def _squeue_number(record: dict, field: str):
+    """An squeue number field, checked against the bounds of the canonical column it becomes."""
+    return _checked(field, record.get(field), _SQUEUE_NUMBERS[field][0])
 
 
 def read_squeue_json(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[str]]:
@@ -234,14 +239,6 @@ def request_schema(max_jobs: int) -> dict:
     (`request_record_schema`), `squeue --json` records by the fields `from_squeue` reads (`squeue_record_schema`)."""
     return {"type": "array", "minItems": 1, "maxItems": max_jobs,
             "items": {"oneOf": [request_record_schema(), squeue_record_schema()]}}
-
-
-# the squeue fields `from_squeue` reads as numbers: (the canonical column whose bounds hold, JSON type, scale)
-_SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
-                   "memory_per_node": ("mem_req", "number", 1), "memory_per_cpu": ("mem_req", "number", 1),
-                   "time_limit": ("wallclock_req", "integer", 60)}  # minutes
-_SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
-                 "current_working_directory": "work_dir", "command": "submit_line"}
 
 
 def squeue_record_schema() -> dict:
