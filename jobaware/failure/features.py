@@ -72,12 +72,15 @@ def _same_time_unit(jobs: pd.DataFrame) -> pd.DataFrame:
 def job_class_keys(users: list, processors: list[float], wallclocks: list[float]) -> list[str | None]:
     """Each job's class key, "user|processors x wallclock" ("?" for an unknown request, None without a user):
     the one spelling of the batch featurizer and the serving path."""
-    return [f"{u}|{_request_text(p, int)}x{_request_text(w, float)}" if isinstance(u, str) else None
+    cores, limits = _spelled(processors, int), _spelled(wallclocks, float)
+    return [f"{u}|{cores.get(p, '?')}x{limits.get(w, '?')}" if isinstance(u, str) else None
             for u, p, w in zip(users, processors, wallclocks, strict=True)]
 
 
-def _request_text(value: float, kind) -> str:
-    return "?" if value != value else str(kind(value))
+def _spelled(values: list[float], kind) -> dict[float, str]:
+    """Each distinct known request spelled once (an unknown one, NaN, is not a key: it is "?"; -0.0 is 0.0)."""
+    known = {v for v in values if v == v}
+    return {v: str(kind(v + 0.0)) for v in known}
 
 
 def _with_derived_keys(jobs: pd.DataFrame) -> pd.DataFrame:

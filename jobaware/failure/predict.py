@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -39,9 +40,9 @@ def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], lis
 
 def answer_rows(answer: dict[str, np.ndarray], version: str) -> list[dict]:
     """A bundle's `answer` (arrays per field) as one plain dict per job, with the model version."""
-    names = ["job_id", *PROBABILITIES, "most_likely_failure"]
-    columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:])]
-    return [{**dict(zip(names, values, strict=True)), "model_version": version} for values in zip(*columns, strict=True)]
+    names = ["job_id", *PROBABILITIES, "most_likely_failure", "model_version"]
+    columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:-1])]
+    return [dict(zip(names, values)) for values in zip(*columns, repeat(version, len(columns[0])), strict=True)]
 
 
 def records(predictions: pd.DataFrame, version: str) -> list[dict]:

@@ -9,6 +9,7 @@ import json
 import re
 import time
 from datetime import datetime, timedelta
+from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -318,7 +319,7 @@ def _valid_columns(jobs: list, now: int) -> JobColumns | None:
         return None
     columns = {}
     for field in COLUMNS:
-        values = [record.get(field) for record in jobs] if field in fields else [None] * len(jobs)
+        values = list(map(dict.get, jobs, repeat(field, len(jobs)))) if field in fields else [None] * len(jobs)
         column = _valid_column(field, values)
         if column is None:
             return None

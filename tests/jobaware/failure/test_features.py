@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobaware.failure.features import FEATURES, build_features
+from jobaware.failure.features import FEATURES, build_features, job_class_keys
 from jobaware.failure.readers import read_jobs
 from jobaware.failure.readers.slurm import parse_request_jobs
 from tests.conftest import KTH
@@ -181,3 +181,10 @@ def pq_row_groups(path) -> int:
     import pyarrow.parquet as pq
 
     return pq.ParquetFile(path).num_row_groups
+
+
+def test_job_class_keys_spell_each_request_one_way():
+    nan = float("nan")
+    keys = job_class_keys(["u1", "u1", "u1", None, "u2"], [4.0, 4.0, nan, 4.0, -0.0], [3600.0, 3600.0, 60.5, 1.0, nan])
+    assert keys == ["u1|4x3600.0", "u1|4x3600.0", "u1|?x60.5", None, "u2|0x?"]
+    assert job_class_keys(["u"], [0.0], [-0.0]) == job_class_keys(["u"], [0.0], [0.0]) == ["u|0x0.0"]
