@@ -83,9 +83,18 @@ def _reason(response) -> str:
 
 def body_validator(document: dict, path: str):
     """A validator of the JSON request body of `POST path`, as the service's OpenAPI document describes it."""
+    return _validator(document, document["paths"][path]["post"]["requestBody"])
+
+
+def answer_validator(document: dict, path: str):
+    """A validator of the JSON 200 answer of `POST path`, as the service's OpenAPI document describes it."""
+    return _validator(document, document["paths"][path]["post"]["responses"]["200"])
+
+
+def _validator(document: dict, part: dict):
     from jsonschema_rs import Draft4Validator
 
-    schema = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    schema = part["content"]["application/json"]["schema"]
     return Draft4Validator({**schema, "components": document.get("components", {})})  # its $refs resolve
 
 

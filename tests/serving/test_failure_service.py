@@ -8,6 +8,7 @@ import pytest
 
 from jobaware import tracking
 from tests.conftest import SQUEUE
+from tests.fuzzing import answer_validator
 
 pytestmark = pytest.mark.slow
 JOB = {"job_id": 11, "user": "user0001", "account": "account0001", "partition": "partition002", "qos": "normal",
@@ -19,22 +20,14 @@ def post(url, body, **kwargs):
     return httpx.post(f"{url}/predict", json=body, timeout=60, **kwargs)
 
 
-def response_validator(url):
-    """A validator of `POST /predict`'s 200 answer, as the service's OpenAPI document describes it."""
-    from jsonschema_rs import Draft4Validator
-
-    document = httpx.get(f"{url}/docs.json").json()
-    schema = document["paths"]["/predict"]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
-    return Draft4Validator({**schema, "components": document["components"]})
-
-
 def test_predicts_canonical_and_squeue_records(failure_service, champion):
     squeue_jobs = json.loads(SQUEUE.read_text())["jobs"]
     response = post(failure_service, {"jobs": [JOB, *squeue_jobs]})
     assert response.status_code == 200, response.text
     body = response.json()
     assert body["model_version"] == champion
-    assert response_validator(failure_service).is_valid(body)  # what the OpenAPI document promises
+    document = httpx.get(f"{failure_service}/docs.json").json()
+    assert answer_validator(document, "/predict").is_valid(body)  # what the OpenAPI document promises
     predictions = body["predictions"]
     assert [p["job_id"] for p in predictions] == [11, 1, 2, 3, 4]
     for p in predictions:
