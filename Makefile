@@ -24,9 +24,11 @@ test-fast: venv  # the edit loop: everything but servers, pipelines and clusters
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 FUZZ_EXAMPLES ?= 100000
-fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per reader and per endpoint and mode
+fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per reader, per endpoint and mode,
+	# and per generator of requests that reach a model
 	JOBAWARE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -s tests/test_fuzz_readers.py \
-		tests/test_conformance.py -k "mutated or service_answers_400"
+		tests/test_conformance.py tests/jobaware/hold/test_generated_requests.py \
+		tests/jobaware/similarity/test_generated_requests.py -k "mutated or service_answers_400 or generated"
 
 bench: venv
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'

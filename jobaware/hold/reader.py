@@ -390,10 +390,17 @@ def _years(iso: np.ndarray, old: np.ndarray, year: np.ndarray, month: np.ndarray
     return out
 
 
-# numbers of at most 9 digits (the int32 columns hold them); a longer one is no such line, its fields stay empty
-_TERMINATION = re.compile(rb"^\((\d)\) (Normal|Abnormal) termination \((?:return value|signal) (-?\d{1,9})\)")
-_CODE_LINE = re.compile(rb"^Code (-?\d{1,9}) Subcode (-?\d{1,9})(?!\d)")
-_EVICT_CODE = re.compile(rb" Code (-?\d{1,9}) Subcode (-?\d{1,9})(?!\d)")
+_TERMINATION = re.compile(rb"^\((\d)\) (Normal|Abnormal) termination \((?:return value|signal) (-?\d+)\)")
+_CODE_LINE = re.compile(rb"^Code (-?\d+) Subcode (-?\d+)")
+_EVICT_CODE = re.compile(rb" Code (-?\d+) Subcode (-?\d+)")
+
+
+def _int32(digits: bytes) -> int | None:
+    """A number of a body line as its int32 column holds it; one out of that range is left empty (None)."""
+    if len(digits) > 11:
+        return None
+    value = int(digits)
+    return value if -(2**31) <= value < 2**31 else None
 _VIA = re.compile(r"via (condor_\w+)")
 _BY_USER = re.compile(r"\(by user ([^)]+)\)")
 _TRANSFER = {b"Entered queue to transfer ": "queued", b"Started transferring ": "started",
@@ -547,7 +554,7 @@ def _body_fields(buf, pad, starts, content_end, h, t, code, text_start, text_end
         if first_body[e] < terminator[e]:
             match = _TERMINATION.match(line(first_body[e]))
             if match:
-                value = int(match.group(3))
+                value = _int32(match.group(3))
                 normal[e] = match.group(2) == b"Normal"
                 if normal[e]:
                     return_value[e] = value
@@ -559,7 +566,7 @@ def _body_fields(buf, pad, starts, content_end, h, t, code, text_start, text_end
             raw = line(i)
             match = _CODE_LINE.match(raw) if wants_code else None
             if match:
-                code_v[e], subcode_v[e] = int(match.group(1)), int(match.group(2))
+                code_v[e], subcode_v[e] = _int32(match.group(1)), _int32(match.group(2))
                 break
             if i == first_body[e] and raw:
                 reason[e] = _text(raw)
@@ -572,7 +579,7 @@ def _body_fields(buf, pad, starts, content_end, h, t, code, text_start, text_end
     for e in visit((4,)):
         match = _EVICT_CODE.search(buf[header_text_start[e]:header_text_end[e]])
         if match:
-            code_v[e], subcode_v[e] = int(match.group(1)), int(match.group(2))
+            code_v[e], subcode_v[e] = _int32(match.group(1)), _int32(match.group(2))
         for i in range(first_body[e], terminator[e]):
             raw = line(i)
             if raw.startswith(b"Reason: "):

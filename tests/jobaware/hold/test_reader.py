@@ -163,18 +163,25 @@ def test_termination_return_value_signal_and_transfer_direction():
 
 
 def test_numbers_too_long_for_their_columns_leave_those_fields_empty(tmp_path):
-    """A return value, signal, hold code or subcode of more digits than an int32 holds is no such line (the event
-    is kept, the field empty), not an ArrowInvalid from the whole file; found by the reader fuzzer."""
+    """A return value, signal, hold code or subcode out of an int32's range leaves that field empty, the rest of
+    its line read (the event is kept), not an ArrowInvalid from the whole file; found by the reader fuzzer. A
+    10-digit subcode that fits is kept, with its code (found by the generated hold requests)."""
     log = tmp_path / "EventLog"
     log.write_text(
         "005 (1.000.000) 2025-02-01 10:00:00 Job terminated.\n\t(0) Abnormal termination (signal 99999999999999999999)\n...\n"
         "005 (2.000.000) 2025-02-01 10:00:01 Job terminated.\n\t(1) Normal termination (return value -9223372036854775808)\n...\n"
         "012 (3.000.000) 2025-02-01 10:00:02 Job was held.\n\tToo long\n\tCode 12345678901 Subcode 0\n...\n"
-        "005 (4.000.000) 2025-02-01 10:00:03 Job terminated.\n\t(1) Normal termination (return value 999999999)\n...\n")
+        "005 (4.000.000) 2025-02-01 10:00:03 Job terminated.\n\t(1) Normal termination (return value 999999999)\n...\n"
+        "012 (5.000.000) 2025-02-01 10:00:04 Job was held.\n\tBig subcode\n\tCode 1 Subcode 1000000000\n...\n"
+        "012 (6.000.000) 2025-02-01 10:00:05 Job was held.\n\tToo big\n\tCode 7 Subcode 2147483648\n...\n")
     events, report = read_events([str(log)])
-    assert len(events) == 4 and report.bad_rows == 0
+    assert len(events) == 6 and report.bad_rows == 0
     assert events["signal"].isna().all() and events["return_value"].iloc[:2].isna().all()
-    assert events["code"].isna().all() and events["return_value"].iloc[3] == 999_999_999
+    assert events["terminated_normally"].iloc[:2].tolist() == [False, True]
+    assert events["return_value"].iloc[3] == 999_999_999
+    held = events[events["event_code"] == 12]
+    assert held["code"].tolist()[0] is pd.NA and held["code"].iloc[1:].tolist() == [1, 7]
+    assert held["subcode"].iloc[:2].tolist() == [0, 1_000_000_000] and held["subcode"].iloc[2] is pd.NA
 
 
 def test_job_ad_events_become_json_objects_of_their_key_value_lines():
