@@ -393,6 +393,10 @@ def _years(iso: np.ndarray, old: np.ndarray, year: np.ndarray, month: np.ndarray
 _TERMINATION = re.compile(rb"^\((\d)\) (Normal|Abnormal) termination \((?:return value|signal) (-?\d+)\)")
 _CODE_LINE = re.compile(rb"^Code (-?\d+) Subcode (-?\d+)")
 _EVICT_CODE = re.compile(rb" Code (-?\d+) Subcode (-?\d+)")
+_VIA = re.compile(r"via (condor_\w+)")
+_BY_USER = re.compile(r"\(by user ([^)]+)\)")
+_TRANSFER = {b"Entered queue to transfer ": "queued", b"Started transferring ": "started",
+             b"Finished transferring ": "finished"}
 
 
 def _int32(digits: bytes) -> int | None:
@@ -401,10 +405,6 @@ def _int32(digits: bytes) -> int | None:
         return None
     value = int(digits)
     return value if -(2**31) <= value < 2**31 else None
-_VIA = re.compile(r"via (condor_\w+)")
-_BY_USER = re.compile(r"\(by user ([^)]+)\)")
-_TRANSFER = {b"Entered queue to transfer ": "queued", b"Started transferring ": "started",
-             b"Finished transferring ": "finished"}
 
 
 def _text(raw: bytes) -> str:
