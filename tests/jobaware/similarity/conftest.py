@@ -59,3 +59,11 @@ def trained(generated_dataset, tmp_path_factory):
 
     params = {"eval_references": 60, "eval_pool_jobs": 4000, "timing": True}
     return train(generated_dataset, params, tmp_path_factory.mktemp("train"))
+
+
+@pytest.fixture(scope="module")
+def bundle(generated_index):
+    """The generated pool as the service holds it: b-aggz by default, top 5, one worker."""
+    from jobaware.similarity.bundle import SimilarityBundle
+
+    return SimilarityBundle(generated_index, "b-aggz", top_k=5, workers=1)

@@ -9,20 +9,13 @@ from __future__ import annotations
 import json
 import math
 
-import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from jobaware.similarity import service
 from jobaware.similarity.algorithms import ALGORITHMS, NEEDS
-from jobaware.similarity.bundle import SimilarityBundle
 from jobaware.similarity.schema import LEVEL_MAX, METRICS, SCORE_MAX, SYMBOL_MAX
 from tests.fuzzing import examples, fuzz_settings
-
-
-@pytest.fixture(scope="module")
-def bundle(generated_index):
-    return SimilarityBundle(generated_index, "b-aggz", top_k=5, workers=1)
 
 
 def _sequence(values: list[int], as_text: bool):

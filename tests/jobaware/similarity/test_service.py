@@ -15,11 +15,6 @@ from jobaware.similarity.schema import METRICS
 from .conftest import REAL
 
 
-@pytest.fixture(scope="module")
-def bundle(generated_index):
-    return SimilarityBundle(generated_index, "b-aggz", top_k=5, workers=1)
-
-
 def _busy_jobid(index) -> int:
     return next(j for j in index.jobids.tolist() if len(index.reference(j).coding) > 3 and index.reference(j).coding.any())
 
