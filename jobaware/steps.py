@@ -17,9 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
-import joblib
-
-from jobaware import capabilities, contracts, sources, tracking
+from jobaware import capabilities, sources
 from jobaware.jsonable import jsonable
 from jobaware.errors import ContractError, JobawareError
 from jobaware.reading import ReadReport
@@ -52,6 +50,8 @@ def ingest(key: str, data: str | list[str], out_dir: str | Path, *, strict: bool
 
 def validate(dataset: str | Path, budget: float = DEFAULT_BUDGET) -> dict:
     """Every table against its contract, and the bad records against the budget: one report."""
+    from jobaware import contracts
+
     dataset = Path(dataset)
     if not 0 <= budget <= 1:
         raise JobawareError(f"bad-record budget: expected a fraction in [0, 1], got {budget}")
@@ -74,6 +74,8 @@ def validate(dataset: str | Path, budget: float = DEFAULT_BUDGET) -> dict:
 
 def format_validation(report: dict) -> str:
     """Failed expectations and bad records, readable; one line when all is well."""
+    from jobaware import contracts
+
     read = report["read"]
     lines = [contracts.format_report(r) for r in report["contracts"]]
     if read["bad_rows"]:
@@ -98,10 +100,14 @@ def validate_step(dataset: str, report_out: str, budget: float = DEFAULT_BUDGET)
 
 
 def register_step(key: str, run_id: str) -> str:
+    from jobaware import tracking
+
     return tracking.register(key, run_id)
 
 
 def promote_step(key: str, version: str) -> dict:
+    from jobaware import tracking
+
     decision = tracking.promote(key, version)
     print(json.dumps(jsonable(decision), default=str))
     return decision
@@ -111,6 +117,10 @@ def train_step(key: str, dataset: str, params: str, validation: str, data: str, 
                model_out: str) -> tuple[str, dict[str, float]]:
     """Fit and evaluate with the capability's `train`; log the run (parameters, validation, quarantine, model,
     metrics, plots, the gate's evaluation folder); return the MLflow run id and the model's metrics."""
+    import joblib
+
+    from jobaware import tracking
+
     capability = capabilities.get(key)
     p = capability.check_params(json.loads(params or "{}"))
     extra = {"truth": truth} if truth else {}

@@ -372,7 +372,7 @@ def list_models() -> list[dict]:
     """Every registered version of every capability, with aliases and the primary metric."""
     _, client = mlflow_client()
     rows = []
-    for key, capability in capabilities.registry().items():
+    for capability in capabilities.registry().values():
         name = capability.model_name
         versions = _registry_call(lambda: client.search_model_versions(f"name='{name}'"), name)  # noqa: B023
         if not versions:

@@ -337,3 +337,23 @@ def test_a_contract_judges_arrow_text_as_it_judges_python_text(key, tmp_path):
         as_arrow = contracts.validate_frames([frame], table.stem)
         as_objects = contracts.validate_frames([frame.astype({c: object for c in frame.columns if pd.api.types.is_string_dtype(frame[c])})], table.stem)
         assert as_arrow == as_objects and not as_arrow["success"]
+
+
+HEAVY = ("torch", "sklearn", "bentoml", "kfp", "mlflow", "pandas", "great_expectations")
+
+
+def test_reading_the_registry_and_starting_the_cli_import_no_model_code():
+    """The registry's first promise: listing the capabilities (and so `jobaware --help`) loads no model code."""
+    probe = ("import sys; from jobaware import capabilities; capabilities.registry(); import jobaware.cli; "
+             f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert loaded.stdout.strip() == "[]", f"imported at start: {loaded.stdout.strip()}"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
+    """The gate's constants and the feature version live in the registration, read without importing the slice."""
+    capability = capabilities.get(key)
+    module = sys.modules[f"jobaware.{key}.capability"]
+    assert module.FEATURE_VERSION == capability.feature_version
+    assert capability.min_eval_rows > 0 and capability.primary_metric

@@ -13,12 +13,12 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
+from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold import features as F
 from jobaware.hold.labels import decisions, describe_hold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
 
 # Bump whenever the features a model is fed change: a bundle built with other feature code is refused.
-FEATURE_VERSION = "1"
 INPUT_COLUMNS = ("seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode", "reason",
                  "terminated_normally", "return_value", "decide")
 REQUIRED = ("cluster", "proc", "event_code", "time")

@@ -1,9 +1,12 @@
 """Registration of `hold`: an HTCondor job went on hold — release it or remove it?"""
 
 from jobaware.capabilities import Capability, Ref
-from jobaware.hold.bundle import FEATURE_VERSION
 from jobaware.hold.params import Params
-from jobaware.hold.train import MIN_EVAL_ROWS, PRIMARY_METRIC
+
+# Bump whenever the tensors or features a model is fed change: a bundle built by other feature code is refused.
+FEATURE_VERSION = "1"
+PRIMARY_METRIC = ("f1_remove", True)  # (name, higher is better): what the promotion gate compares
+MIN_EVAL_ROWS = 200
 
 EXAMPLE_LOG = (
     "000 (4242.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>\n...\n"

@@ -12,14 +12,14 @@ from typing import Annotated
 import typer
 
 from jobaware.console import err, progress, show
-from jobaware.hold.labels import decisions, label_records
-from jobaware.hold.reader import ReadOptions, read_events, write_events
 
 
 def parse_events(logs: list[str], out: str | Path, *, strict: bool = False, year: int | None = None,
                  progress=None) -> dict:
     """Read event logs (files, globs, folders) into one canonical Parquet file; bad records go to
     `<out stem>.quarantine.jsonl` beside it. Returns the summary the command prints."""
+    from jobaware.hold.reader import ReadOptions, write_events
+
     out = Path(out)
     quarantine = out.with_name(out.stem + ".quarantine.jsonl")
     report, stats = write_events(logs, out, quarantine, strict=strict, progress=progress,
@@ -32,6 +32,9 @@ def label_holds(logs: list[str], *, strict: bool = False, include_unresolved: bo
                 nonzero_exit_is_failure: bool = False) -> list[dict]:
     """One record per hold: {"cluster", "proc", "hold_time", "hold_code", "hold_subcode", "label"}, in log order
     (holds still unresolved at the end of the logs only with `include_unresolved`, their label null)."""
+    from jobaware.hold.labels import decisions, label_records
+    from jobaware.hold.reader import ReadOptions, read_events
+
     events, _ = read_events(logs, ReadOptions(year=year), strict=strict)
     return label_records(decisions(events, nonzero_exit_is_failure), include_unresolved)
 

@@ -30,14 +30,13 @@ from jobaware.errors import InputError, JobawareError
 from jobaware.hold import features as F
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
 from jobaware.hold.bundle import HoldBundle, as_events, example_rows
+from jobaware.hold.capability import PRIMARY_METRIC
 from jobaware.hold.evaluate import choose_threshold, metrics, plots
 from jobaware.hold.labels import decisions
 from jobaware.hold.model import HoldNetwork, StaticEncoder, fit, predict_proba, threads
 from jobaware.hold.params import check_params
 from jobaware.hold.reader import CONTRACT
 
-PRIMARY_METRIC = ("f1_remove", True)  # (name, higher is better): what the promotion gate compares
-MIN_EVAL_ROWS = 200
 EVENT_COLUMNS = ["seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode",
                  "terminated_normally", "return_value"]  # what training reads (hold reason texts are not features)
 EVAL_HISTORY = 7 * 86400  # the evaluation folder keeps the events of jobs active from this long before the test

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.resource.features import FEATURE_VERSION, ScriptFeatures, extract
+from jobaware.resource.capability import FEATURE_VERSION
+from jobaware.resource.features import ScriptFeatures, extract
 from jobaware.resource.model import MajorityModel, RichModel, SeedSVM, does_work
 from jobaware.resource.parsing import ParseLimits, parse_script
 from jobaware.resource.schema import BINDING, CLASSES, NOT_A_JOB

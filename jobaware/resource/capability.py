@@ -1,8 +1,12 @@
 """Registration of `resource`: is this job script CPU-, memory-, network- or I/O-bound?"""
 
 from jobaware.capabilities import Capability, Ref
-from jobaware.resource.features import FEATURE_VERSION
-from jobaware.resource.train import MIN_EVAL_ROWS, PRIMARY_METRIC, Params
+from jobaware.resource.params import Params
+
+# Bump whenever the script features change: a bundle built by other feature code is refused.
+FEATURE_VERSION = "resource-features-1"
+PRIMARY_METRIC = ("macro_f1", True)  # name, higher is better
+MIN_EVAL_ROWS = 60
 
 CAPABILITY = Capability(
     key="resource",

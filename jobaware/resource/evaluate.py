@@ -96,7 +96,7 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
     n = len(classes)
     predictions = np.empty((repeats, n), dtype=object)
     probabilities = np.zeros((repeats, n, len(BINDING)))
-    for (repeat, fold), held in fold_table.groupby(["repeat", "fold"]):
+    for (repeat, _fold), held in fold_table.groupby(["repeat", "fold"]):
         test = held["row"].to_numpy()
         in_test = np.zeros(n, bool)
         in_test[test] = True

@@ -40,7 +40,6 @@ from jobaware.resource.parsing import ParsedScript
 from jobaware.resource.resolve import BUILTINS, Resolver
 from jobaware.resource.shell import ShellScript, duration_minutes, size_mb
 
-FEATURE_VERSION = "resource-features-1"
 SEED_FEATURES = ("loops", "fdefs", "fcalls", "loads", "asmts")
 MAX_SEQUENCE = 4096
 MAX_LOG10 = 400.0  # literal sizes beyond 10**400 count as 10**400

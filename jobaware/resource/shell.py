@@ -57,9 +57,8 @@ CATEGORIES = {
 PROGRAM_CATEGORY = {program: category for category, programs in CATEGORIES.items() for program in programs}
 LAUNCHERS = {"srun", "mpirun", "mpiexec", "mpiexec.hydra", "ibrun", "aprun", "jsrun", "orterun", "charmrun"}
 LAUNCHER_VALUE_OPTIONS = {"-n", "-np", "-N", "-c", "-p", "-t", "-J", "-o", "-e", "-G", "-w", "-x", "-C", "-m",
-                          "-d", "-D", "-c", "-r", "-a", "-g", "-host", "-hosts", "-f", "-hostfile",
-                          "-machinefile", "-ppn", "-npernode", "--map-by", "--bind-to", "--rank-by", "-x",
-                          "--mca", "-mca", "--hostfile", "-genv", "-env", "--ntasks", "--nodes", "--mpi",
+                          "-d", "-D", "-r", "-a", "-g", "-host", "-hosts", "-f", "-hostfile",
+                          "-machinefile", "-ppn", "-npernode", "--map-by", "--bind-to", "--rank-by", "--mca", "-mca", "--hostfile", "-genv", "-env", "--ntasks", "--nodes", "--mpi",
                           "--cpu-bind", "--gres", "--mem", "--partition", "--time", "--cpus-per-task"}
 SERVERS = {"tensorboard", "code-server", "redis-server", "mongod", "postgres", "nginx", "httpd", "sshd", "rserver"}
 WRAPPERS = {"time", "nohup", "exec", "env", "nice", "stdbuf", "command", "builtin", "xargs", "parallel"}

@@ -30,11 +30,8 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from jobaware.errors import InputError, JobawareError
 from jobaware.resource.bundle import ResourceBundle, limits_from, make_model
@@ -47,14 +44,14 @@ from jobaware.resource.evaluate import (
     plot_confusion,
     training_set,
 )
-from jobaware.resource.features import FEATURE_VERSION, extract
+from jobaware.resource.capability import FEATURE_VERSION, MIN_EVAL_ROWS, PRIMARY_METRIC
+from jobaware.resource.features import extract
+from jobaware.resource.params import Params, check_params
 from jobaware.resource.model import does_work
 from jobaware.resource.parsing import parse_script
 from jobaware.resource.reader import load_table, near_duplicate_groups, read_scripts
 from jobaware.resource.schema import BINDING
 
-PRIMARY_METRIC = ("macro_f1", True)  # name, higher is better
-MIN_EVAL_ROWS = 60
 REAL_SAMPLE_ENV = "JOBAWARE_RESOURCE_REAL"
 
 
@@ -66,50 +63,6 @@ def real_sample_path() -> Path:
 BASELINES = ("majority", "seed_svm")
 TIE = 0.005
 EVAL_COLUMNS = ["file", "class", "group", "origin", "content"]
-
-
-class Params(BaseModel):
-    """Everything a pipeline run may tune."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
-
-    seed: int = Field(0, ge=0, le=2**31 - 1)
-    cv_folds: int = Field(5, ge=2, le=10)
-    cv_repeats: int = Field(3, ge=1, le=20)
-    candidates: list[Literal["rich", "sequence"]] = Field(default_factory=lambda: ["rich", "sequence"],
-                                                          min_length=1, max_length=2)
-    rich_c: float = Field(0.1, gt=0, le=1000)
-    svm_c: float = Field(1.0, gt=0, le=1000)
-    sequence_architecture: Literal["cnn", "gru"] = "cnn"
-    embedding_dim: int = Field(32, ge=4, le=512)
-    hidden_size: int = Field(64, ge=4, le=1024)
-    kernel_size: int = Field(5, ge=1, le=15)
-    max_len: int = Field(1024, ge=16, le=4096)
-    max_epochs: int = Field(20, ge=1, le=500)
-    batch_size: int = Field(16, ge=1, le=1024)
-    learning_rate: float = Field(3e-3, gt=0, le=1)
-    weight_decay: float = Field(1e-4, ge=0, le=1)
-    dropout: float = Field(0.3, ge=0, lt=1)
-    min_token_count: int = Field(2, ge=1, le=1000)
-    torch_threads: int = Field(1, ge=1, le=64)
-    bundled_real: bool = True
-    synthetic_shell_weight: float = Field(1.0, ge=0, le=10)
-    synthetic_python_weight: float = Field(0.05, ge=0, le=10)
-    abstain_threshold: float = Field(0.0, ge=0, le=1)
-    max_parse_bytes: int = Field(256 * 1024, ge=1024, le=4 * 1024 * 1024)
-    parse_seconds: float = Field(5.0, gt=0, le=60)
-
-
-def check_params(params: dict | Params | None) -> Params:
-    """Parameters with defaults filled in; a bad one is an InputError naming it."""
-    if isinstance(params, Params):
-        return params
-    try:
-        return Params.model_validate(params or {})
-    except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "params"
-        raise InputError(f"{where}: {first['msg']} (got {first.get('input')!r})") from None
 
 
 @dataclass

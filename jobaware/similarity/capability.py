@@ -1,16 +1,20 @@
 """Registration of `similarity`: which past jobs had I/O behaviour like this one?"""
 
 from jobaware.capabilities import Capability, Ref
-from jobaware.similarity.index import FEATURE_VERSION
 from jobaware.similarity.params import Params
+
+# Bump whenever the index's tables or algorithms change: an index built by other code is refused.
+FEATURE_VERSION = "1"
+PRIMARY_METRIC = "precision_at_k"
+MIN_EVAL_ROWS = 50
 
 CAPABILITY = Capability(
     key="similarity",
     question="which past jobs had I/O behaviour like this one?",
     params=Params,
-    primary_metric="precision_at_k",
+    primary_metric=PRIMARY_METRIC,
     higher_is_better=True,
-    min_eval_rows=50,
+    min_eval_rows=MIN_EVAL_ROWS,
     feature_version=FEATURE_VERSION,
     ingest=Ref("jobaware.similarity.readers:ingest"),
     synth=Ref("jobaware.similarity.synth:write"),

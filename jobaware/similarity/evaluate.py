@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from jobaware.errors import InputError
 from jobaware.similarity import variants
 from jobaware.similarity.algorithms import ALGORITHMS, NEEDS
+from jobaware.similarity.capability import PRIMARY_METRIC
 from jobaware.similarity.flat import parse
 from jobaware.similarity.index import SimilarityIndex, rank
 from jobaware.similarity.schema import (
@@ -40,9 +41,6 @@ from jobaware.similarity.schema import (
     format_sequence,
 )
 
-PRIMARY_METRIC = "precision_at_k"
-HIGHER_IS_BETTER = True
-MIN_EVAL_ROWS = 50
 TIMING_SEGMENTS = (25, 48, 400)
 EVAL_JSON, QUERIES, TRUTH, POOL = "eval.json", "queries.parquet", "truth.parquet", "pool"
 BIT_METRIC = np.arange(len(METRICS))

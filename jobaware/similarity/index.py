@@ -28,10 +28,10 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError, JobawareError
 from jobaware.similarity import algorithms as alg
+from jobaware.similarity.capability import FEATURE_VERSION
 from jobaware.similarity.flat import parse, ragged_arange, texts
 from jobaware.similarity.schema import CODINGS, JOBS, LEVELS, METRICS, NODE_VALUES, SCHEMAS, aggregate_zeros_flat
 
-FEATURE_VERSION = "1"
 FORMAT = 1
 BINS = np.linspace(0.0, 1.0, 41)
 MAX_GRID = 64

@@ -22,7 +22,8 @@ from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
-from jobaware.similarity.index import FEATURE_VERSION, Reference, SimilarityIndex
+from jobaware.similarity.capability import FEATURE_VERSION
+from jobaware.similarity.index import Reference, SimilarityIndex
 from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, MAX_SEGMENTS, METRICS, NODE_VALUES, SCORE_MAX,
                                         SYMBOL_MAX)
 

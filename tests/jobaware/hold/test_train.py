@@ -10,7 +10,8 @@ import pytest
 
 from jobaware.errors import JobawareError
 from jobaware.hold.params import check_params
-from jobaware.hold.train import MIN_EVAL_ROWS, PRIMARY_METRIC, load_dataset, run_trial, score
+from jobaware.hold.capability import MIN_EVAL_ROWS, PRIMARY_METRIC
+from jobaware.hold.train import load_dataset, run_trial, score
 from tests.jobaware.hold.conftest import SMALL
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from jobaware.errors import InputError
 from jobaware.resource.bundle import OUTPUT_COLUMNS, input_example, signature
-from jobaware.resource.features import FEATURE_VERSION
+from jobaware.resource.capability import FEATURE_VERSION
 
 
 def test_predict_gives_one_row_per_script_in_the_signature_columns(trained, tmp_path):

@@ -2,7 +2,8 @@ import csv
 
 import pytest
 
-from jobaware.resource.features import FEATURE_VERSION, extract, identifier_words, seed_counts_tokens
+from jobaware.resource.capability import FEATURE_VERSION
+from jobaware.resource.features import extract, identifier_words, seed_counts_tokens
 from jobaware.resource.lexer import python_tokens
 from jobaware.resource.parsing import parse_script
 from jobaware.resource.reader import read_scripts

@@ -5,9 +5,11 @@ import shutil
 import pandas as pd
 import pytest
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, JobawareError
 from jobaware.resource.reader import ingest
-from jobaware.resource.train import MIN_EVAL_ROWS, PRIMARY_METRIC, Params, check_params, read_eval, score, train
+from jobaware.resource.capability import MIN_EVAL_ROWS, PRIMARY_METRIC
+from jobaware.resource.params import Params, check_params
+from jobaware.resource.train import read_eval, score, train
 from tests.jobaware.resource.conftest import QUICK, SCRIPTS
 
 
@@ -17,7 +19,7 @@ def test_params_are_validated_strictly():
                          ({"cv_folds": 1}, "cv_folds"), ({"rich_c": float("nan")}, "rich_c"),
                          ({"candidates": ["svm"]}, "candidates.0"), ({"nope": 1}, "nope"),
                          ({"sequence_architecture": "lstm"}, "sequence_architecture"), ({"seed": "1"}, "seed")]:
-        with pytest.raises(InputError, match=rf"^{message}: "):
+        with pytest.raises(JobawareError, match=rf"^parameters of resource: {message}: "):
             check_params(bad)
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from jobaware.errors import InputError, JobawareError
 from jobaware.similarity import evaluate as ev
+from jobaware.similarity.capability import MIN_EVAL_ROWS
 from jobaware.similarity.params import check_params
 from jobaware.similarity.train import build, default_data
 
@@ -15,7 +16,7 @@ def test_train_builds_the_index_and_measures_every_algorithm(trained, generated_
     bundle, evaluation = trained
     assert bundle.algorithm == "b-aggz" and bundle.index.version == generated_index.version
     model = evaluation.metrics["model"]
-    assert model["references"] >= ev.MIN_EVAL_ROWS
+    assert model["references"] >= MIN_EVAL_ROWS
     assert model["self_match_rate"] == 1.0
     for algorithm in ("b-all", "b-aggz", "q-lev", "q-native", "q-phases", "ks"):
         assert 0 <= model[f"precision_at_k_{algorithm}"] <= 1
