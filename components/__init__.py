@@ -1,4 +1,6 @@
-"""KFP components: one module per step verb, each a thin wrapper over `jobaware`."""
+"""KFP components, each a thin wrapper over one `jobaware` step function: the generic steps every capability
+shares, one module per verb (`ingest`, `validate`, `train`, `register`, `promote`, taking the key), and a capability's
+own steps in a module named by its key (`failure`, `hold`)."""
 
 import os
 
