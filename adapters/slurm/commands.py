@@ -46,8 +46,7 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
     if not cluster:
         raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
 
     def shown(number: int, result, seconds: float) -> None:
         status = "ok" if not result.failed else "retry next: " + ", ".join(result.failed[:3])
@@ -61,6 +60,8 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
         finally:
             if notices is not None:
                 notices.close()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 @slurm_app.command("collect")

@@ -45,6 +45,13 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def start(self, timeout: float = 60) -> SlurmCluster:
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()  # nothing that started is left behind
+            raise
+
+    def _start(self, timeout: float) -> SlurmCluster:
         r = self.root
         for d in ("munge", "state", "spool", "log", "jobs"):
             (r / d).mkdir(parents=True, exist_ok=True)
