@@ -30,6 +30,7 @@ FIRST_WINDOW = 86_400     # seconds of accounting a store's first sacct call loo
 MAX_WINDOW = 86_400       # seconds of accounting one sacct call covers at most (a long outage catches up a day a call)
 OVERLAP = 300             # seconds each sacct window re-reads before the checkpoint (late accounting records)
 SCRIPT_TRIES = 3          # `scontrol write batch_script` attempts per job before the collector stops asking
+NOTICE_TRIES = 3          # squeue attempts for a batch of notices before it is acknowledged (a poll finds the jobs)
 
 
 def is_final(state: str | None) -> bool:
@@ -118,6 +119,7 @@ class Collector:
         self.accounting: bool | None = None  # unknown until the first sacct call
         self.script_tries: dict[JobKey, int] = {}
         self.gone: set[JobKey] = set()       # neither squeue nor scontrol knows them, and no accounting
+        self.notice_failures = 0
 
     # ------------------------------------------------------------------ one interval
     def poll(self) -> PollResult:
@@ -175,8 +177,10 @@ class Collector:
             result.new += 1
         state = row["state"]
         if stored is None or not stored["final"] or stored["final"]["source"] != "sacct" or source == "sacct":
-            self.store.put_job(key, {**(stored or {}).get("row", {}), **{k: v for k, v in row.items() if v is not None}})
-        if state:
+            merged = {**(stored or {}).get("row", {}), **{k: v for k, v in row.items() if v is not None}}
+            if stored is None or merged != stored["row"]:
+                self.store.put_job(key, merged)
+        if state and (stored is None or not stored["states"] or stored["states"][-1]["state"] != state):
             self.store.add_state(key, state, now)
         if is_final(state) and self.store.put_final(key, state, source, code):
             result.finished += 1
@@ -200,7 +204,7 @@ class Collector:
         checkpoint = self.store.checkpoint(self.cluster)
         since = int(checkpoint.get("sacct_until", now - FIRST_WINDOW)) - OVERLAP
         until = int(min(now, since + OVERLAP + MAX_WINDOW))
-        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))  # noqa: E731
+        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
         output = self.slurm.run("sacct", "--json", "--allusers", "-X", f"--starttime={stamp(since)}",
                                 f"--endtime={stamp(until)}")
         if output is None:
@@ -266,7 +270,7 @@ class Collector:
             started = time.monotonic()
             try:
                 result = self.poll()
-            except Exception as exc:  # noqa: BLE001 - a store or scheduler outage: logged, tried next interval
+            except Exception as exc:
                 log.exception("poll failed")
                 result = PollResult(failed=[f"poll ({type(exc).__name__}: {str(exc)[:200]})"])
             done += 1
@@ -282,7 +286,7 @@ class Collector:
                     continue
                 try:
                     self.take_notices(notices, wait)
-                except Exception:  # noqa: BLE001 - the topic is down: the polls go on
+                except Exception:
                     log.exception("notices failed")
                     stop.wait(wait)
         return done
@@ -293,10 +297,13 @@ class Collector:
         if not batch:
             return 0
         ids = sorted({job_id for _, job_id in batch if job_id is not None})
-        if ids:
-            result = self.fetch(ids)
-            if "squeue" in result.failed:
+        if ids and "squeue" in self.fetch(ids).failed:
+            self.notice_failures += 1
+            if self.notice_failures < NOTICE_TRIES:
                 return 0  # not acknowledged: read again
+            log.warning("notices for jobs %s: squeue failed %d times; acknowledged, the polls will find them",
+                        ids[:10], self.notice_failures)
+        self.notice_failures = 0
         notices.ack([token for token, _ in batch])
         return len(batch)
 

@@ -67,7 +67,7 @@ class RedisNotices:
         entries = answer[0][1] if answer else []
         if self.backlog and not entries:
             self.backlog = False
-        return [(entry_id, job_id_of(fields.get(b"job_id"))) for entry_id, fields in entries]
+        return [(entry_id, job_id_of((fields or {}).get(b"job_id"))) for entry_id, fields in entries]
 
     def ack(self, tokens: list) -> None:
         if tokens:

@@ -8,10 +8,10 @@ its batch script, its final state and where that came from; predictions and outc
 
 from __future__ import annotations
 
-from jobaware.store.base import FINAL_SOURCES, JobKey, JobStore
 from jobaware.errors import JobawareError
+from jobaware.store.base import FINAL_SOURCES, JobKey, JobStore
 
-__all__ = ["FINAL_SOURCES", "JobKey", "JobStore", "open_store", "is_store"]
+__all__ = ["FINAL_SOURCES", "JobKey", "JobStore", "is_store", "open_store"]
 
 
 def is_store(uri: str) -> bool:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from adapters.slurm.collector import Collector, Slurm, exit_codes, sacct_as_squeue
+from adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
 from jobaware.failure.from_store import export
 from jobaware.failure.readers import read_jobs
@@ -75,7 +76,7 @@ def test_accounting_gives_final_states_exit_codes_and_moves_the_checkpoint(tmp_p
     row = store.get(store.keys()[2])["row"]
     assert (row["mem_req"], row["processors_req"], row["wallclock_req"], row["nodes_req"]) == (50.0, 1, 60.0, 1)
     assert store.checkpoint("jobaware-test") == {"sacct_until": int(now)}
-    window = [c for c in slurm.commands if c[0] == "sacct"][0]
+    window = next(c for c in slurm.commands if c[0] == "sacct")
     assert any(a.startswith("--starttime=") for a in window) and any(a.startswith("--endtime=") for a in window)
     # a later observation never overrides accounting
     assert not store.put_final(store.keys()[1], "COMPLETED", "observed")
@@ -110,3 +111,35 @@ def test_fields_with_commas_quotes_and_newlines_round_trip(tmp_path):
     jobs, report = read_jobs(out)
     assert report.bad_rows == 0 and len(jobs) == added == 2
     assert sorted(jobs["partition"]) == sorted(jobs["account"]) == sorted(odd[:2])
+
+
+class Topic:
+    """Notices held in a list, as the Redis and Kafka consumers hand them over."""
+
+    def __init__(self, *values):
+        self.pending = [(i, job_id_of(v)) for i, v in enumerate(values)]
+        self.acked = []
+
+    def read(self, timeout):
+        return list(self.pending)
+
+    def ack(self, tokens):
+        self.acked += tokens
+        self.pending = [n for n in self.pending if n[0] not in tokens]
+
+
+def test_a_notice_is_acknowledged_after_its_job_is_stored(tmp_path):
+    capture = json.loads(SQUEUE.read_text())
+    slurm = Replay(squeue=json.dumps(capture), **NO_ACCOUNTING)
+    store = open_store(str(tmp_path / "store"))
+    topic = Topic(str(capture["jobs"][0]["job_id"]), b'{"job_id": 5}', b"garbage", b"-3")
+    assert Collector(store, "c", slurm).take_notices(topic, 0.1) == 4 and topic.acked == [0, 1, 2, 3]
+    named = "--jobs=" + ",".join(map(str, sorted({capture["jobs"][0]["job_id"], 5})))
+    assert [c for c in slurm.commands if c[0] == "squeue"] == [("squeue", "--json", "--states=all", named)]
+    assert list(store.records()) and not topic.pending
+
+
+def test_notices_wait_while_squeue_fails_then_go_to_the_polls(tmp_path):
+    collector = Collector(open_store(str(tmp_path / "store")), "c", Replay(squeue=None, **NO_ACCOUNTING))
+    topic = Topic(b"7")
+    assert [collector.take_notices(topic, 0.1) for _ in range(3)] == [0, 0, 1] and topic.acked == [0]

@@ -39,7 +39,7 @@ def test_every_job_once_with_states_script_and_final_state_from_accounting(accou
     first = collector.poll()
     assert first.calls <= 3 + 10 and "sacct" not in first.failed, first
     accounted.run("scancel", str(ids["stopped"]))
-    finals = lambda: {r["job_id"]: r["final"] for r in store.records()}  # noqa: E731
+    finals = lambda: {r["job_id"]: r["final"] for r in store.records()}
     collect_until(collector, lambda: all((finals().get(i) or {}).get("source") == "sacct" for i in ids.values()))
     records = {r["job_id"]: r for r in store.records()}
     assert len(store.keys()) == len(records) == len(ids)
@@ -142,9 +142,8 @@ def test_a_kafka_notice_brings_a_job_in(accounted, tmp_path):
 def wait_for_job(store, job_id: int, seconds: float = 30.0) -> dict:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        for key in store.keys():
-            record = store.get(key)
-            if key.job_id == job_id and record["script"]:
+        for record in store.records():
+            if record["job_id"] == job_id and record["script"]:
                 return record
         time.sleep(0.2)
     raise AssertionError(f"job {job_id} did not come in within {seconds} s")

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from itertools import pairwise
 
 import pytest
 
@@ -64,4 +65,4 @@ def test_sigkill_at_20_random_moments_loses_and_duplicates_nothing(accounted, tm
         assert record["final"] == {"state": state, "source": "sacct", "exit_code": code}, record
         assert record["script"] == script and record["states"][-1]["state"] == state
         states = [s["state"] for s in record["states"]]
-        assert all(a != b for a, b in zip(states, states[1:])), f"a state change stored twice: {states}"
+        assert all(a != b for a, b in pairwise(states)), f"a state change stored twice: {states}"
