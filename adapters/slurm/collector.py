@@ -123,7 +123,11 @@ class Collector:
 
     # ------------------------------------------------------------------ one interval
     def poll(self) -> PollResult:
-        """One interval's calls: squeue, sacct, then scontrol within the budget."""
+        """One interval's calls: squeue, sacct, then scontrol within the budget (the store's changes as one batch)."""
+        with self.store.batch():
+            return self._poll()
+
+    def _poll(self) -> PollResult:
         result, calls, self.budget = PollResult(), self.slurm.calls, self.max_calls
         now = self.clock()
         listed = self.slurm.jobs("squeue", "--json", "--states=all")
@@ -145,6 +149,10 @@ class Collector:
 
     def fetch(self, job_ids: list[int]) -> PollResult:
         """The jobs that notices named, at once: one squeue call for all of them, then their scripts."""
+        with self.store.batch():
+            return self._fetch(job_ids)
+
+    def _fetch(self, job_ids: list[int]) -> PollResult:
         result, calls, self.budget = PollResult(), self.slurm.calls, max(self.budget, len(job_ids))
         now = self.clock()
         listed = self.slurm.jobs("squeue", "--json", "--states=all", "--jobs=" + ",".join(map(str, job_ids)))

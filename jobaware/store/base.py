@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -82,6 +83,11 @@ class JobStore(ABC):
 
     def close(self) -> None:
         """Release the backend's resources."""
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Changes made inside are durable together when it ends (a backend may sync once instead of each)."""
+        yield
 
     def __enter__(self) -> JobStore:
         return self

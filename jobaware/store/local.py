@@ -1,4 +1,4 @@
-"""The embedded job store: a folder with one append-only log of changes, each line fsynced before it counts.
+"""The embedded job store: a folder with one append-only log of changes, each fsynced (or a batch of them at once).
 
 Opening replays the log; a line cut short by a crash (no newline) is not a change and is cut off by the next
 writer. One writer at a time (an exclusive lock on the folder, freed when the process dies); any number of readers.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from jobaware.errors import JobawareError
@@ -32,6 +34,7 @@ class LocalStore(JobStore):
         self.checkpoints: dict[str, dict] = {}
         self.handle = None
         self.lock = None
+        self.batching = self.unsynced = False
         if self.path.exists():
             self._replay(self.path.read_bytes())
 
@@ -70,9 +73,27 @@ class LocalStore(JobStore):
         if self.handle is None:
             self._open_for_writing()
         self.handle.write(json.dumps(change, separators=(",", ":")).encode() + b"\n")
-        self.handle.flush()
-        os.fsync(self.handle.fileno())
+        self.handle.flush()  # in the kernel: a killed process loses nothing written
+        if self.batching:
+            self.unsynced = True
+        else:
+            os.fsync(self.handle.fileno())
         self._apply(change)
+
+    def _sync(self) -> None:
+        if self.unsynced:
+            os.fsync(self.handle.fileno())
+            self.unsynced = False
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """One fsync for the changes made inside, when it ends (a crash of the machine loses at most those)."""
+        self.batching = True
+        try:
+            yield
+        finally:
+            self.batching = False
+            self._sync()
 
     def _open_for_writing(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -141,7 +162,12 @@ class LocalStore(JobStore):
 
     def put_checkpoint(self, cluster: str, checkpoint: dict) -> None:
         if self.checkpoints.get(cluster) != _plain(checkpoint):
-            self._write("ckpt", cluster, checkpoint)
+            self._sync()  # what the checkpoint covers is on disk before the checkpoint is
+            batching, self.batching = self.batching, False
+            try:
+                self._write("ckpt", cluster, checkpoint)
+            finally:
+                self.batching = batching
 
     def close(self) -> None:
         for handle in (self.handle, self.lock):

@@ -99,3 +99,16 @@ def test_bad_stores_are_one_line_errors(tmp_path):
         open_store(str(folder))
     with pytest.raises(ValueError, match="final state source"):
         open_store(str(tmp_path / "other")).put_final(A, "FAILED", "guess")
+
+
+def test_a_batch_syncs_once_and_the_checkpoint_after_what_it_covers(tmp_path, monkeypatch):
+    synced = []
+    monkeypatch.setattr("jobaware.store.local.os.fsync", lambda fd: synced.append(fd))
+    with open_store(str(tmp_path / "store")) as store:
+        with store.batch():
+            play(store)
+            assert store.get(A)["final"]["source"] == "sacct"  # applied at once, synced at the end
+        in_batch = len(synced)
+        store.put_job(C, {"job_id": 3, "name": "x"})
+        assert len(synced) == in_batch + 1
+    assert in_batch == 3  # the folder, the changes before the checkpoint, the checkpoint
