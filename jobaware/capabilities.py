@@ -53,6 +53,8 @@ class Capability:
           the primary metric of a bundle on a stored evaluation folder, and its number of rows
       predict_file(input: str, output: Path, bundle, version: str) -> dict
           predictions for a whole file, written as JSON Lines; returns counts for the summary line
+      from_store(uri: str, out_dir: Path) -> str  (optional)
+          the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
       commands(app: typer.Typer) -> None  (optional)
           adds the capability's own CLI commands
       train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
@@ -82,6 +84,7 @@ class Capability:
     smoke: tuple[int, dict]
     commands: Ref | None = None
     train: Ref | None = None
+    from_store: Ref | None = None
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
 
     @property

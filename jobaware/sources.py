@@ -9,6 +9,7 @@ from pathlib import Path
 from jobaware.errors import InputError
 
 SCHEMES = ("s3://", "gs://", "gcs://", "hdfs://", "abfs://", "abfss://", "file://")
+STORE_SCHEMES = ("redis://", "rediss://")  # a job store (jobaware.store), read by the capability's from_store
 
 
 def parse(data: str | list[str]) -> list[str]:
@@ -39,7 +40,7 @@ def is_remote(source: str) -> bool:
 def expand(source: str) -> list[str]:
     """A local path as absolute paths: a glob (`*`, `?`, `[...]`, `**`) that names no existing path becomes
     the sorted files it matches; a URI stays as it is. Raises InputError when nothing is there."""
-    if is_remote(source):
+    if is_remote(source) or source.startswith(STORE_SCHEMES):
         return [source]
     if Path(source).exists():
         return [str(Path(source).resolve())]

@@ -21,6 +21,7 @@ from jobaware import capabilities, sources
 from jobaware.jsonable import jsonable
 from jobaware.errors import ContractError, JobawareError
 from jobaware.reading import ReadReport
+from jobaware.store import is_store
 
 DEFAULT_BUDGET = 0.01
 READ_REPORT = "read.json"
@@ -42,10 +43,19 @@ def ingest(key: str, data: str | list[str], out_dir: str | Path, *, strict: bool
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        local = sources.localize(sources.parse(data), Path(tmp))
-        report = capabilities.get(key).ingest(local, out_dir, strict=strict, progress=progress)
+        capability = capabilities.get(key)
+        local = [_from_store(capability, source, Path(tmp) / f"store{i}") if is_store(source) else source
+                 for i, source in enumerate(sources.localize(sources.parse(data), Path(tmp)))]
+        report = capability.ingest(local, out_dir, strict=strict, progress=progress)
     (out_dir / READ_REPORT).write_text(json.dumps(report.as_dict(), indent=2))
     return report
+
+
+def _from_store(capability, uri: str, workdir: Path) -> str:
+    """A job store's records as the file the capability's ingest reads."""
+    if capability.from_store is None:
+        raise JobawareError(f"{uri}: a job store; {capability.key} does not train from a job store")
+    return capability.from_store(uri, workdir)
 
 
 def validate(dataset: str | Path, budget: float = DEFAULT_BUDGET) -> dict:

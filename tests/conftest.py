@@ -101,3 +101,47 @@ def failure_service(champion, tmp_path_factory):
             process.wait(20)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory):
+    """Debian's `redis-server` on a free loopback port, append-only persistence on; db 0 flushed per test user."""
+    import shutil
+    import subprocess
+    import time
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        reason = "redis-server is not installed here; apt-get install redis-server"
+        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    port, folder = free_port(), tmp_path_factory.mktemp("redis")
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--appendonly", "yes",
+                                "--dir", str(folder), "--save", "", "--daemonize", "no"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import redis
+
+        client = redis.Redis(port=port, socket_connect_timeout=1)
+        for _ in range(100):  # bounded: 10 s
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        client.close()
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(20)
+
+
+@pytest.fixture
+def fresh_redis(redis_url) -> str:
+    """The session's Redis, emptied for this test."""
+    import redis
+
+    with redis.Redis.from_url(redis_url) as client:
+        client.flushdb()
+    return redis_url + "/0"

@@ -29,6 +29,6 @@ CAPABILITY = Capability(
         "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72, "gpus_req": 0, "mem_req": 0.0,
         "submit_time": "2019-03-01 10:00:00"}]}),
     smoke=(6000, {"max_iter": 40}),
-    commands=Ref("jobaware.failure.commands:register"),
+    from_store=Ref("jobaware.failure.from_store:from_store"),
     metrics_table=("roc_auc", "pr_auc", "brier", "macro_f1"),
 )

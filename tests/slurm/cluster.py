@@ -1,4 +1,5 @@
-"""A real one-node Slurm cluster on localhost (slurmctld + slurmd + a private munged), for tests."""
+"""A real one-node Slurm cluster on localhost (slurmctld + slurmd + a private munged), for tests; optionally with
+accounting (a private MariaDB and slurmdbd), so that `sacct --json` reports real end states."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import time
 from pathlib import Path
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol")
+ACCOUNTING_BINARIES = ("slurmdbd", "sacct", "sacctmgr", "mariadbd", "mariadb-install-db")
 
 
-def missing_binaries() -> list[str]:
-    found = {b: shutil.which(b) or next((p for p in (f"/usr/sbin/{b}",) if os.path.exists(p)), None) for b in BINARIES}
+def missing_binaries(accounting: bool = False) -> list[str]:
+    names = BINARIES + (ACCOUNTING_BINARIES if accounting else ())
+    found = {b: shutil.which(b) or next((p for p in (f"/usr/sbin/{b}",) if os.path.exists(p)), None) for b in names}
     return [b for b, path in found.items() if path is None]
 
 
@@ -28,8 +31,11 @@ def _which(name: str) -> str:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None):
+        """`cpus`: the node's CPUs as configured (more than the machine has lets sleeping test jobs run side by side)."""
         self.root = root
+        self.accounting = accounting
+        self.cpus = cpus
         self.conf = root / "slurm.conf"
         self.socket = root / "munge" / "munge.sock"
         self.procs: list[subprocess.Popen] = []
@@ -39,6 +45,13 @@ class SlurmCluster:
         return {**os.environ, "SLURM_CONF": str(self.conf)}
 
     def start(self, timeout: float = 60) -> SlurmCluster:
+        try:
+            return self._start(timeout)
+        except BaseException:
+            self.stop()  # nothing that started is left behind
+            raise
+
+    def _start(self, timeout: float) -> SlurmCluster:
         r = self.root
         for d in ("munge", "state", "spool", "log", "jobs"):
             (r / d).mkdir(parents=True, exist_ok=True)
@@ -53,7 +66,12 @@ class SlurmCluster:
             check=True, capture_output=True,
         )
         ctld, slurmd = _free_port(), _free_port()
-        cpus = os.cpu_count() or 1
+        cpus = self.cpus or os.cpu_count() or 1
+        overrides = "SlurmdParameters=config_overrides" if self.cpus else ""
+        log = open(r / "log" / "daemons.out", "ab")
+        accounting = "AccountingStorageType=accounting_storage/none\nJobAcctGatherType=jobacct_gather/none"
+        if self.accounting:
+            accounting = self._start_accounting(log, timeout)
         self.conf.write_text(
             f"""ClusterName=jobaware-test
 SlurmctldHost=localhost(127.0.0.1)
@@ -78,19 +96,20 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 MpiDefault=none
 JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
+{accounting}
 MinJobAge=3600
 KillWait=2
 OverTimeLimit=0
 InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
+{overrides}
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
 """
         )
-        log = open(r / "log" / "daemons.out", "ab")
+        if self.accounting:
+            self._add_cluster(timeout)
         self.procs.append(subprocess.Popen([_which("slurmctld"), "-D", "-c", "-i"], env=self.env, stdout=log, stderr=log))
         self.procs.append(subprocess.Popen([_which("slurmd"), "-D", "-N", "localhost"], env=self.env, stdout=log, stderr=log))
         deadline = time.monotonic() + timeout
@@ -104,9 +123,58 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
         self.stop()
         raise RuntimeError(f"Slurm did not come up: {self.logs()}")
 
+    def _start_accounting(self, log, timeout: float) -> str:
+        """A private MariaDB and a slurmdbd on free loopback ports; returns slurm.conf's accounting lines."""
+        r = self.root
+        db, dbd = _free_port(), _free_port()
+        subprocess.run(["mariadb-install-db", f"--datadir={r / 'mysql'}", "--user=root", "--auth-root-authentication-method=normal",
+                        "--skip-test-db"], check=True, capture_output=True, timeout=timeout)
+        self.procs.append(subprocess.Popen(
+            [_which("mariadbd"), "--no-defaults", f"--datadir={r / 'mysql'}", f"--socket={r / 'mysql.sock'}",
+             f"--port={db}", "--bind-address=127.0.0.1", "--user=root", f"--pid-file={r / 'mysql.pid'}",
+             "--innodb-buffer-pool-size=32M", "--skip-log-bin"], stdout=log, stderr=log))
+        dbd_conf = r / "slurmdbd.conf"
+        dbd_conf.write_text(f"""AuthType=auth/munge
+AuthInfo=socket={self.socket}
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort={dbd}
+SlurmUser=root
+LogFile={r / 'log' / 'slurmdbd.log'}
+PidFile={r / 'slurmdbd.pid'}
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort={db}
+StorageUser=root
+StorageLoc=slurm_acct_db
+""")
+        os.chmod(dbd_conf, 0o600)
+        deadline = time.monotonic() + timeout
+        while not (r / "mysql.sock").exists():
+            if time.monotonic() > deadline or self.procs[-1].poll() is not None:
+                raise RuntimeError(f"MariaDB did not come up: {self.logs()}")
+            time.sleep(0.5)
+        self.procs.append(subprocess.Popen([_which("slurmdbd"), "-D"], env={**self.env, "SLURM_CONF": str(r / "slurm.conf")},
+                                           stdout=log, stderr=log))
+        return (f"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=127.0.0.1\n"
+                f"AccountingStoragePort={dbd}\nAccountingStoragePass={self.socket}\nJobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=1\nJobAcctGatherParams=OverMemoryKill")
+
+    def _add_cluster(self, timeout: float) -> None:
+        """Register the cluster with slurmdbd (retried while slurmdbd starts)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done = subprocess.run(["sacctmgr", "-i", "add", "cluster", "jobaware-test"], env=self.env,
+                                  capture_output=True, text=True, timeout=30)
+            listed = subprocess.run(["sacctmgr", "-n", "-P", "list", "cluster", "format=cluster"], env=self.env,
+                                    capture_output=True, text=True, timeout=30)
+            if "jobaware-test" in listed.stdout:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"slurmdbd did not take the cluster: {done.stderr} {self.logs()}")
+
     def logs(self) -> str:
         parts = []
-        for name in ("daemons.out", "slurmctld.log", "slurmd.log"):
+        for name in ("daemons.out", "slurmctld.log", "slurmd.log", "slurmdbd.log"):
             path = self.root / "log" / name
             if path.exists():
                 parts.append(f"--- {name}\n" + path.read_text()[-2000:])
@@ -128,13 +196,13 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
         # cancel what still runs, so no job step outlives its cluster
         subprocess.run(["scancel", "--full", f"--user={os.getuid()}"], env=self.env, capture_output=True, timeout=30)
         time.sleep(1)
-        for p in self.procs:
+        for p in reversed(self.procs):  # slurmd, slurmctld, then slurmdbd and MariaDB
             p.terminate()
-        for p in self.procs:
             try:
-                p.wait(10)
+                p.wait(20)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait(10)
         pid = self.root / "munge" / "munged.pid"
         if pid.exists():
             try:

@@ -7,10 +7,12 @@ import time
 import httpx
 import pytest
 
-from jobaware.failure.collector import collect
+from adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
+from jobaware.failure.from_store import export
 from jobaware.failure.readers import read_jobs
 from jobaware.failure.readers.slurm import read_squeue_json
+from jobaware.store import open_store
 from tests.slurm.cluster import SlurmCluster, missing_binaries
 
 pytestmark = pytest.mark.slow
@@ -57,10 +59,15 @@ def test_service_predicts_for_live_slurm_records(cluster, failure_service, tmp_p
     assert all(0 <= p["p_fail"] <= 1 for p in predictions.values())
     shown = cluster.run("scontrol", "show", "job", str(ids["slow"]))
     assert "JobState=TIMEOUT" in shown
-    # the collector keeps the finished jobs, once, in the NREL format the pipeline trains on
+    # without accounting, the collector keeps the finished jobs from squeue and scontrol, once, and exports them
+    # in the NREL format the pipeline trains on
+    store = open_store(str(tmp_path / "store"))
+    collector = Collector(store, "jobaware-test", Slurm(cluster.env))
+    assert collector.poll().finished == 3 and collector.accounting is False
+    assert collector.poll().finished == 0
+    assert {r["final"]["source"] for r in store.records() if r["final"]} == {"observed"}
     collected = tmp_path / "collected.csv"
-    assert collect(collected, 2, 0.5, env=cluster.env) == 3
-    assert collect(collected, 1, 0.0, env=cluster.env) == 0
+    assert export(store, collected) == 3
     table, report = read_jobs(collected)
     assert report.bad_rows == 0 and sorted(table["state"]) == ["COMPLETED", "FAILED", "TIMEOUT"]
     assert validate_frames([table], "nrel_jobs")["success"]

@@ -123,3 +123,14 @@ def test_the_arrow_path_reads_what_the_record_path_reads(field, tmp_path, monkey
         assert len(fast) == len(slow) == 1 and not slow[0].problems and not slow[0].quarantined, lines
         pd.testing.assert_frame_equal(fast[0].frame, slow[0].frame)
     assert accepted >= 3
+
+
+def test_quoted_newlines_keep_line_numbers_of_bad_records(tmp_path):
+    header = "job_id,user,account,partition,qos,wallclock_req,nodes_req,processors_req,gpus_req,mem_req,submit_time,start_time,end_time,run_time,state"
+    good = '{id},u1,"a,\nb",p,normal,60.0,1,1,0,0.0,2020-01-01 00:00:00,2020-01-01 00:00:01,2020-01-01 00:01:00,59.0,COMPLETED'
+    bad = '3,u1,a,p,normal,60.0,-1,1,0,0.0,2020-01-01 00:00:00,2020-01-01 00:00:01,2020-01-01 00:01:00,59.0,COMPLETED'
+    path = tmp_path / "jobs.csv"
+    path.write_text("\n".join([header, good.format(id=1), good.format(id=2), bad]) + "\n")
+    jobs, report = read_jobs(path)
+    assert list(jobs["job_id"]) == [1, 2] and set(jobs["account"]) == {"a,\nb"}
+    assert [(p.line, p.field) for p in report.problems] == [(6, "nodes_req")]

@@ -1,0 +1,1 @@
+"""The scheduler side, deployed beside a scheduler: it reaches models only over HTTP (see DESIGN.md)."""

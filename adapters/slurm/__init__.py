@@ -1,0 +1,1 @@
+"""Slurm: the collector that keeps a cluster's jobs in the job store."""

@@ -1,0 +1,325 @@
+"""Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state.
+
+Each interval: one `squeue --json --states=all` (pending, running and recently finished jobs), two `sacct` calls
+(`--json`, and the parsable exit codes) over a bounded window that starts at the checkpoint kept in the store, and at most
+`max_calls` `scontrol` calls (`write batch_script` once per job, `show job -o` for a job squeue no longer lists).
+Every call has a timeout; a failed call is logged and tried again next interval, so the scheduler never waits on
+the collector. Every store write is idempotent and the checkpoint moves only after what it covers is stored, so a
+collector killed at any moment and started again loses nothing and duplicates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from jobaware.failure.readers.slurm import FieldError, from_squeue
+from jobaware.failure.schema import normalize_state
+from jobaware.store import JobKey, JobStore
+
+log = logging.getLogger(__name__)
+
+ACTIVE = frozenset({"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "CONFIGURING", "COMPLETING",
+                    "STAGE_OUT", "SIGNALING", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT", "STOPPED"})
+FIRST_WINDOW = 86_400     # seconds of accounting a store's first sacct call looks back over
+MAX_WINDOW = 86_400       # seconds of accounting one sacct call covers at most (a long outage catches up a day a call)
+OVERLAP = 300             # seconds each sacct window re-reads before the checkpoint (late accounting records)
+SCRIPT_TRIES = 3          # `scontrol write batch_script` attempts per job before the collector stops asking
+NOTICE_TRIES = 3          # squeue attempts for a batch of notices before it is acknowledged (a poll finds the jobs)
+
+
+def is_final(state: str | None) -> bool:
+    return bool(state) and state not in ACTIVE
+
+
+class Slurm:
+    """The scheduler's commands, each with a timeout; a failure is logged and answers None."""
+
+    def __init__(self, env: dict | None = None, timeout: float = 30.0):
+        self.env, self.timeout = env, timeout
+        self.calls = 0
+
+    def run(self, *command: str) -> str | None:
+        self.calls += 1
+        try:
+            result = subprocess.run(list(command), capture_output=True, text=True, env=self.env, timeout=self.timeout)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.warning("%s: could not run (%s)", " ".join(command[:3]), exc)
+            return None
+        if result.returncode != 0:
+            log.warning("%s failed: %s", " ".join(command[:3]), result.stderr.strip()[:300] or result.returncode)
+            return None
+        return result.stdout
+
+    def jobs(self, *command: str) -> list[dict] | None:
+        """The `jobs` list of a `--json` command's output, or None."""
+        output = self.run(*command)
+        if output is None:
+            return None
+        try:
+            jobs = json.loads(output)["jobs"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            log.warning("%s: output is not Slurm --json output", " ".join(command[:2]))
+            return None
+        return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
+
+
+def sacct_as_squeue(job: dict) -> dict:
+    """An `sacct --json` job record (Slurm 22.05) with squeue's field names, so `from_squeue` reads both alike."""
+    times, required = job.get("time") or {}, job.get("required") or {}
+    memory, cpus = required.get("memory"), required.get("CPUs")
+    per_cpu = isinstance(memory, int) and memory >= 2**63  # Slurm's MEM_PER_CPU flag bit
+    requested = (job.get("tres") or {}).get("requested") or []
+    tres = ",".join(f"{t.get('type')}{'/' + t['name'] if t.get('name') else ''}={t.get('count')}"
+                    for t in requested if isinstance(t, dict))
+    state = (job.get("state") or {}).get("current")
+    return {"job_id": job.get("job_id"), "job_state": state, "user_name": job.get("user"),
+            "account": job.get("account"), "partition": job.get("partition"), "qos": job.get("qos"),
+            "name": job.get("name"), "current_working_directory": job.get("working_directory"),
+            "cpus": cpus, "node_count": job.get("allocation_nodes"),
+            "memory_per_cpu" if per_cpu else "memory_per_node": memory - 2**63 if per_cpu else memory,
+            "time_limit": times.get("limit"), "submit_time": times.get("submission"),
+            "start_time": times.get("start"), "end_time": times.get("end"), "tres_req_str": tres}
+
+
+def exit_codes(parsable: str) -> dict[int, int]:
+    """Job id -> exit code, from `sacct -P -n -X -o JobIDRaw,ExitCode` (`3:0` is code 3, signal 0)."""
+    codes = {}
+    for line in parsable.splitlines():
+        job_id, _, code = line.partition("|")
+        code = code.split(":")[0]
+        if job_id.isdigit() and code.isdigit():
+            codes[int(job_id)] = int(code)
+    return codes
+
+
+@dataclass
+class PollResult:
+    seen: int = 0          # jobs the scheduler listed
+    new: int = 0           # jobs stored for the first time
+    finished: int = 0      # final states stored (new or stronger)
+    scripts: int = 0       # batch scripts stored
+    calls: int = 0         # scheduler commands run
+    failed: list[str] = field(default_factory=list)  # what could not be read this interval (tried again next)
+
+
+class Collector:
+    def __init__(self, store: JobStore, cluster: str, slurm: Slurm | None = None, max_calls: int = 20,
+                 clock: Callable[[], float] = time.time):
+        if max_calls < 0:
+            raise ValueError(f"max_calls: expected a number of calls >= 0, got {max_calls}")
+        self.store, self.cluster, self.slurm = store, cluster, slurm or Slurm()
+        self.max_calls, self.clock = max_calls, clock
+        self.budget = max_calls
+        self.accounting: bool | None = None  # unknown until the first sacct call
+        self.script_tries: dict[JobKey, int] = {}
+        self.gone: set[JobKey] = set()       # neither squeue nor scontrol knows them, and no accounting
+        self.notice_failures = 0
+
+    # ------------------------------------------------------------------ one interval
+    def poll(self) -> PollResult:
+        """One interval's calls: squeue, sacct, then scontrol within the budget (the store's changes as one batch)."""
+        with self.store.batch():
+            return self._poll()
+
+    def _poll(self) -> PollResult:
+        result, calls, self.budget = PollResult(), self.slurm.calls, self.max_calls
+        now = self.clock()
+        listed = self.slurm.jobs("squeue", "--json", "--states=all")
+        seen: set[JobKey] = set()
+        if listed is None:
+            result.failed.append("squeue")
+        else:
+            result.seen = len(listed)
+            for record in listed:
+                key = self._observe(record, "observed", now, result)
+                if key:
+                    seen.add(key)
+        self._accounting(now, result)
+        for key in self.store.open_keys(self.cluster):
+            if key not in seen and key not in self.gone and self.budget > 0:
+                self._show(key, now, result)
+        result.calls = self.slurm.calls - calls
+        return result
+
+    def fetch(self, job_ids: list[int]) -> PollResult:
+        """The jobs that notices named, at once: one squeue call for all of them, then their scripts."""
+        with self.store.batch():
+            return self._fetch(job_ids)
+
+    def _fetch(self, job_ids: list[int]) -> PollResult:
+        result, calls, self.budget = PollResult(), self.slurm.calls, max(self.budget, len(job_ids))
+        now = self.clock()
+        listed = self.slurm.jobs("squeue", "--json", "--states=all", "--jobs=" + ",".join(map(str, job_ids)))
+        if listed is None:
+            result.failed.append("squeue")
+        else:
+            for record in listed:
+                self._observe(record, "observed", now, result)
+        result.calls = self.slurm.calls - calls
+        return result
+
+    # ------------------------------------------------------------------ what each call brings
+    def _observe(self, record: dict, source: str, now: float, result: PollResult, code: int | None = None) -> JobKey | None:
+        """Store one squeue (or sacct-as-squeue) record: row, state change, final state, script."""
+        try:
+            row = from_squeue(record)
+            job_id, submit = record.get("job_id"), record.get("submit_time")
+            submit = submit.get("number") if isinstance(submit, dict) else submit
+            if not isinstance(job_id, int) or not isinstance(submit, int) or submit <= 0:
+                raise FieldError("job_id/submit_time", "a job id and its submit time", [job_id, submit])
+        except (FieldError, AttributeError, TypeError) as exc:
+            log.warning("job %s left out: %s", str(record.get("job_id"))[:40], exc)
+            result.failed.append(f"job {str(record.get('job_id'))[:40]}")
+            return None
+        key = JobKey(self.cluster, job_id, submit)
+        if code is None and source == "observed" and type(record.get("exit_code")) is int:
+            code = record["exit_code"] >> 8  # squeue (22.05) gives the wait status: the code is its high byte
+        stored = self.store.get(key)
+        if stored is None:
+            result.new += 1
+        state = row["state"]
+        if stored is None or not stored["final"] or stored["final"]["source"] != "sacct" or source == "sacct":
+            merged = {**(stored or {}).get("row", {}), **{k: v for k, v in row.items() if v is not None}}
+            if stored is None or merged != stored["row"]:
+                self.store.put_job(key, merged)
+        if state and (stored is None or not stored["states"] or stored["states"][-1]["state"] != state):
+            self.store.add_state(key, state, now)
+        if is_final(state) and self.store.put_final(key, state, source, code):
+            result.finished += 1
+        if (stored is None or stored["script"] is None) and self.budget > 0 and self.script_tries.get(key, 0) < SCRIPT_TRIES:
+            self._script(key, result)
+        return key
+
+    def _script(self, key: JobKey, result: PollResult) -> None:
+        self.budget -= 1
+        script = self.slurm.run("scontrol", "write", "batch_script", str(key.job_id), "-")
+        if script is None:
+            self.script_tries[key] = self.script_tries.get(key, 0) + 1
+            return
+        self.store.put_script(key, script)
+        result.scripts += 1
+
+    def _accounting(self, now: float, result: PollResult) -> None:
+        """Final states from accounting over [checkpoint - OVERLAP, checkpoint + MAX_WINDOW]; then the checkpoint."""
+        if self.accounting is False:
+            return
+        checkpoint = self.store.checkpoint(self.cluster)
+        since = int(checkpoint.get("sacct_until", now - FIRST_WINDOW)) - OVERLAP
+        until = int(min(now, since + OVERLAP + MAX_WINDOW))
+        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+        output = self.slurm.run("sacct", "--json", "--allusers", "-X", f"--starttime={stamp(since)}",
+                                f"--endtime={stamp(until)}")
+        if output is None:
+            if self.accounting is None:
+                self.accounting = self._accounting_configured()
+            result.failed.append("sacct")
+            return
+        self.accounting = True
+        try:
+            jobs = json.loads(output)["jobs"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            log.warning("sacct: output is not sacct --json output")
+            result.failed.append("sacct")
+            return
+        # Slurm 22.05's --json gives every exit code as 0: the parsable output of the same window has them
+        window = (f"--starttime={stamp(since)}", f"--endtime={stamp(until)}")
+        codes = self.slurm.run("sacct", "--allusers", "-P", "-n", "-X", "-o", "JobIDRaw,ExitCode", *window)
+        if codes is None:
+            result.failed.append("sacct")
+            return
+        codes = exit_codes(codes)
+        for job in jobs if isinstance(jobs, list) else []:
+            if isinstance(job, dict) and (job.get("cluster") in (None, self.cluster)):
+                record = sacct_as_squeue(job)
+                if is_final(normalize_state(str(record["job_state"] or ""))):
+                    self._observe(record, "sacct", now, result, codes.get(job.get("job_id")))
+        self.store.put_checkpoint(self.cluster, {**checkpoint, "sacct_until": until})
+
+    def _accounting_configured(self) -> bool | None:
+        """False when this cluster has no accounting storage (then scontrol and squeue decide); None if unknown."""
+        self.budget -= 1
+        config = self.slurm.run("scontrol", "show", "config")
+        if config is None:
+            return None
+        storage = next((line.split("=", 1)[1].strip() for line in config.splitlines()
+                        if line.startswith("AccountingStorageType")), "")
+        return storage != "accounting_storage/none" and storage != ""
+
+    def _show(self, key: JobKey, now: float, result: PollResult) -> None:
+        """A job squeue no longer lists: its state from `scontrol show job`; gone without accounting, it stays
+        with its last observation."""
+        self.budget -= 1
+        shown = self.slurm.run("scontrol", "show", "job", "-o", str(key.job_id))
+        fields = dict(part.split("=", 1) for part in (shown or "").split() if "=" in part)
+        if fields.get("JobState") and is_final(normalize_state(fields["JobState"])):
+            state = normalize_state(fields["JobState"])
+            self.store.add_state(key, state, now)
+            code = fields.get("ExitCode", "").split(":")[0]
+            if self.store.put_final(key, state, "scontrol", int(code) if code.isdigit() else None):
+                result.finished += 1
+        elif shown is None and self.accounting is False:
+            self.gone.add(key)
+            log.warning("job %s: no longer known to Slurm and no accounting; kept with its last observation", key.job_id)
+
+    # ------------------------------------------------------------------ the loop
+    def run(self, polls: int | None, interval: float, notices=None, stop: threading.Event | None = None,
+            on_poll: Callable[[int, PollResult, float], None] | None = None) -> int:
+        """Poll `polls` times (None: until `stop`), `interval` seconds apart; between polls, fetch the jobs that
+        notices name as they come. Returns the number of polls."""
+        stop = stop or threading.Event()
+        done = 0
+        while (polls is None or done < polls) and not stop.is_set():
+            started = time.monotonic()
+            try:
+                result = self.poll()
+            except Exception as exc:
+                log.exception("poll failed")
+                result = PollResult(failed=[f"poll ({type(exc).__name__}: {str(exc)[:200]})"])
+            done += 1
+            if on_poll:
+                on_poll(done, result, time.monotonic() - started)
+            if polls is not None and done >= polls:
+                break
+            deadline = started + interval
+            while not stop.is_set() and time.monotonic() < deadline:
+                wait = min(1.0, max(0.0, deadline - time.monotonic()))
+                if notices is None:
+                    stop.wait(wait)
+                    continue
+                try:
+                    self.take_notices(notices, wait)
+                except Exception:
+                    log.exception("notices failed")
+                    stop.wait(wait)
+        return done
+
+    def take_notices(self, notices, timeout: float) -> int:
+        """Fetch the jobs that the next notices name, then acknowledge them. Returns how many notices."""
+        batch = notices.read(timeout)
+        if not batch:
+            return 0
+        ids = sorted({job_id for _, job_id in batch if job_id is not None})
+        if ids and "squeue" in self.fetch(ids).failed:
+            self.notice_failures += 1
+            if self.notice_failures < NOTICE_TRIES:
+                return 0  # not acknowledged: read again
+            log.warning("notices for jobs %s: squeue failed %d times; acknowledged, the polls will find them",
+                        ids[:10], self.notice_failures)
+        self.notice_failures = 0
+        notices.ack([token for token, _ in batch])
+        return len(batch)
+
+
+def cluster_name(slurm: Slurm) -> str | None:
+    """The ClusterName of the cluster that `scontrol` talks to."""
+    config = slurm.run("scontrol", "show", "config")
+    for line in (config or "").splitlines():
+        if line.startswith("ClusterName"):
+            return line.split("=", 1)[1].strip()
+    return None

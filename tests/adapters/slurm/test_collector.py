@@ -1,0 +1,145 @@
+"""The collector on replayed Slurm output (real captures of Slurm 22.05): what each call brings, and its bounds."""
+
+import json
+
+import pytest
+
+from adapters.slurm.collector import Collector, Slurm, exit_codes, sacct_as_squeue
+from adapters.slurm.notices import job_id_of
+from jobaware.contracts import validate_frames
+from jobaware.failure.from_store import export
+from jobaware.failure.readers import read_jobs
+from jobaware.failure.readers.slurm import from_squeue
+from jobaware.store import open_store
+from tests.conftest import ROOT, SQUEUE
+
+SACCT = ROOT / "tests" / "data" / "sacct_22.05.json"  # `sacct --json -X` of the live test cluster with slurmdbd
+
+
+class Replay(Slurm):
+    """Answers the collector's commands from captures; None where a command failed."""
+
+    def __init__(self, **answers):
+        super().__init__()
+        self.answers, self.commands = answers, []
+
+    def run(self, *command):
+        self.calls += 1
+        self.commands.append(command)
+        name = command[0] if command[0] != "scontrol" else "_".join(command[:2])
+        answer = self.answers.get(name)
+        return answer(command) if callable(answer) else answer
+
+
+NO_ACCOUNTING = {"sacct": None, "scontrol_show": lambda c: "AccountingStorageType   = accounting_storage/none\n"
+                 if c[2] == "config" else None, "scontrol_write": lambda c: f"#!/bin/bash\necho {c[3]}\n"}
+
+
+def test_without_accounting_each_finished_job_is_kept_once_from_its_last_observation(tmp_path):
+    slurm = Replay(squeue=SQUEUE.read_text(), **NO_ACCOUNTING)
+    store = open_store(str(tmp_path / "store"))
+    collector = Collector(store, "c", slurm, max_calls=1)
+    first = collector.poll()
+    assert first.calls <= 3 + 1 and first.failed == ["sacct"] and collector.accounting is False
+    for _ in range(4):  # one script per poll: the budget holds
+        assert collector.poll().calls <= 2 + 1
+    records = list(store.records())
+    listed = json.loads(SQUEUE.read_text())["jobs"]
+    assert len(records) == len(listed) and all(r["script"] == f"#!/bin/bash\necho {r['job_id']}\n" for r in records)
+    finished = [r for r in records if r["final"]]
+    assert sorted(r["final"]["state"] for r in finished) == ["COMPLETED", "FAILED"]
+    assert {r["final"]["source"] for r in finished} == {"observed"}
+    out = tmp_path / "jobs.csv"
+    assert export(store, out) == 2
+    table, report = read_jobs(out)
+    assert report.bad_rows == 0 and sorted(table["state"]) == ["COMPLETED", "FAILED"]
+    assert out.read_text().splitlines()[0].startswith("job_id,user,account,partition,qos,wallclock_req")
+    assert validate_frames([table], "nrel_jobs")["success"]
+    assert not any(c[0] == "sacct" for c in slurm.commands[len(slurm.commands) - 3:])  # no accounting: not asked again
+
+
+def test_accounting_gives_final_states_exit_codes_and_moves_the_checkpoint(tmp_path):
+    capture = json.loads(SACCT.read_text())
+    capture["jobs"][2]["state"]["current"] = "OUT_OF_MEMORY"  # cgroup limits cannot run here: the state is set
+    slurm = Replay(squeue='{"jobs": []}', sacct=lambda c: json.dumps(capture) if "--json" in c else
+                   "1|0:0\n2|1:0\n3|0:125\n4|0:0\n5|0:15\n", scontrol_write=lambda c: "#!/bin/bash\n")
+    now = 1_795_697_000.0
+    store = open_store(str(tmp_path / "store"))
+    collector = Collector(store, "jobaware-test", slurm, clock=lambda: now)
+    collector.poll()
+    finals = {r["job_id"]: r["final"] for r in store.records()}
+    assert finals == {1: {"state": "COMPLETED", "source": "sacct", "exit_code": 0},
+                      2: {"state": "FAILED", "source": "sacct", "exit_code": 1},
+                      3: {"state": "OUT_OF_MEMORY", "source": "sacct", "exit_code": 0},
+                      4: {"state": "COMPLETED", "source": "sacct", "exit_code": 0},
+                      5: {"state": "CANCELLED", "source": "sacct", "exit_code": 0}}
+    row = store.get(store.keys()[2])["row"]
+    assert (row["mem_req"], row["processors_req"], row["wallclock_req"], row["nodes_req"]) == (50.0, 1, 60.0, 1)
+    assert store.checkpoint("jobaware-test") == {"sacct_until": int(now)}
+    window = next(c for c in slurm.commands if c[0] == "sacct")
+    assert any(a.startswith("--starttime=") for a in window) and any(a.startswith("--endtime=") for a in window)
+    # a later observation never overrides accounting
+    assert not store.put_final(store.keys()[1], "COMPLETED", "observed")
+
+
+def test_an_sacct_record_reads_as_its_squeue_record_would():
+    job = json.loads(SACCT.read_text())["jobs"][1]
+    row = from_squeue(sacct_as_squeue(job))
+    assert (row["job_id"], row["state"], row["user"], row["partition"], row["name"]) == (2, "FAILED", "root", "debug", "job1.sh")
+    per_cpu = dict(job, required={"CPUs": 4, "memory": 2**63 + 100})
+    assert from_squeue(sacct_as_squeue(per_cpu))["mem_req"] == 400.0
+    assert exit_codes("7|2:0\n8|0:9\nbad|x\n") == {7: 2, 8: 0}
+
+
+@pytest.mark.parametrize("squeue", [None, "hello", '{"jobs": [{"job_id": "x", "job_state": "PENDING"}]}'])
+def test_a_failing_or_garbled_squeue_is_logged_and_tried_next_interval(tmp_path, squeue):
+    store = open_store(str(tmp_path / "store"))
+    result = Collector(store, "c", Replay(squeue=squeue, **NO_ACCOUNTING)).poll()
+    assert result.failed[0] in ("squeue", "job x") and not list(store.records())
+
+
+def test_fields_with_commas_quotes_and_newlines_round_trip(tmp_path):
+    """Real clusters name partitions `short,standard` and accounts with quotes; the CSV must quote them."""
+    capture = json.loads(SQUEUE.read_text())
+    odd = ["short,standard", 'proj "alpha"', "line\nbreak, and comma"]
+    for job, text in zip(capture["jobs"], odd * len(capture["jobs"]), strict=False):
+        job["partition"], job["account"] = text, text
+    store = open_store(str(tmp_path / "store"))
+    Collector(store, "c", Replay(squeue=json.dumps(capture), **NO_ACCOUNTING)).poll()
+    out = tmp_path / "jobs.csv"
+    added = export(store, out)
+    jobs, report = read_jobs(out)
+    assert report.bad_rows == 0 and len(jobs) == added == 2
+    assert sorted(jobs["partition"]) == sorted(jobs["account"]) == sorted(odd[:2])
+
+
+class Topic:
+    """Notices held in a list, as the Redis and Kafka consumers hand them over."""
+
+    def __init__(self, *values):
+        self.pending = [(i, job_id_of(v)) for i, v in enumerate(values)]
+        self.acked = []
+
+    def read(self, timeout):
+        return list(self.pending)
+
+    def ack(self, tokens):
+        self.acked += tokens
+        self.pending = [n for n in self.pending if n[0] not in tokens]
+
+
+def test_a_notice_is_acknowledged_after_its_job_is_stored(tmp_path):
+    capture = json.loads(SQUEUE.read_text())
+    slurm = Replay(squeue=json.dumps(capture), **NO_ACCOUNTING)
+    store = open_store(str(tmp_path / "store"))
+    topic = Topic(str(capture["jobs"][0]["job_id"]), b'{"job_id": 5}', b"garbage", b"-3")
+    assert Collector(store, "c", slurm).take_notices(topic, 0.1) == 4 and topic.acked == [0, 1, 2, 3]
+    named = "--jobs=" + ",".join(map(str, sorted({capture["jobs"][0]["job_id"], 5})))
+    assert [c for c in slurm.commands if c[0] == "squeue"] == [("squeue", "--json", "--states=all", named)]
+    assert list(store.records()) and not topic.pending
+
+
+def test_notices_wait_while_squeue_fails_then_go_to_the_polls(tmp_path):
+    collector = Collector(open_store(str(tmp_path / "store")), "c", Replay(squeue=None, **NO_ACCOUNTING))
+    topic = Topic(b"7")
+    assert [collector.take_notices(topic, 0.1) for _ in range(3)] == [0, 0, 1] and topic.acked == [0]
