@@ -212,7 +212,7 @@ class Collector:
         checkpoint = self.store.checkpoint(self.cluster)
         since = int(checkpoint.get("sacct_until", now - FIRST_WINDOW)) - OVERLAP
         until = int(min(now, since + OVERLAP + MAX_WINDOW))
-        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+        stamp = lambda t: time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))  # noqa: E731
         output = self.slurm.run("sacct", "--json", "--allusers", "-X", f"--starttime={stamp(since)}",
                                 f"--endtime={stamp(until)}")
         if output is None:

@@ -39,7 +39,9 @@ def test_every_job_once_with_states_script_and_final_state_from_accounting(accou
     first = collector.poll()
     assert first.calls <= 3 + 10 and "sacct" not in first.failed, first
     accounted.run("scancel", str(ids["stopped"]))
-    finals = lambda: {r["job_id"]: r["final"] for r in store.records()}
+    def finals():
+        return {r["job_id"]: r["final"] for r in store.records()}
+
     collect_until(collector, lambda: all((finals().get(i) or {}).get("source") == "sacct" for i in ids.values()))
     records = {r["job_id"]: r for r in store.records()}
     assert len(store.keys()) == len(records) == len(ids)

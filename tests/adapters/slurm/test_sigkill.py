@@ -35,7 +35,7 @@ def test_sigkill_at_20_random_moments_loses_and_duplicates_nothing(accounted, tm
     submitted: dict[int, tuple[str, str, int]] = {}
     process = None
     try:
-        for n in range(KILLS):
+        for _kill in range(KILLS):
             process = start(store, env, log)
             for _ in range(2):
                 script, state, code = JOBS[len(submitted) % len(JOBS)]
