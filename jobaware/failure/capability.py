@@ -30,5 +30,5 @@ CAPABILITY = Capability(
         "submit_time": "2019-03-01 10:00:00"}]}),
     smoke=(6000, {"max_iter": 40}),
     commands=Ref("jobaware.failure.commands:register"),
-    metrics_table=("roc_auc", "pr_auc", "brier", "macro_f1"),
+    metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
 )
