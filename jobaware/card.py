@@ -52,7 +52,7 @@ def failure_part(client: httpx.Client, url: str, record: dict) -> dict:
     prediction = answer["predictions"][0]
     part = _part("ok", p_fail=prediction["p_fail"], likely=prediction["most_likely_failure"],
                  model_version=answer["model_version"])
-    if "threshold" in prediction:  # the operating threshold registered with the model
+    if prediction.get("threshold") is not None:  # the operating threshold registered with the model
         part.update(threshold=prediction["threshold"], likely_fail=prediction["likely_fail"])
     return part
 
@@ -111,7 +111,8 @@ def short(card: dict) -> str:
     failure, resource = card["parts"]["failure"], card["parts"]["resource"]
     pieces = []
     if failure["status"] == "ok":
-        risky = failure.get("likely_fail", failure["p_fail"] >= 0.5)
+        risky = failure.get("likely_fail")
+        risky = failure["p_fail"] >= 0.5 if risky is None else risky  # a model without a registered threshold
         pieces.append(f"p(fail)={failure['p_fail']:.2f}" + (f" {failure['likely']} likely" if risky else ""))
     else:
         pieces.append("failure risk unknown")

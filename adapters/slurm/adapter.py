@@ -164,8 +164,8 @@ class Adapter:
                 if script is not None:
                     self.store.put_script(key, script)
             card = self._card(key, record, script, judged_classes if self.policy.pairing else [])
-            failure = card["parts"]["failure"]
-            if failure["status"] != "ok":
+            result.missing += card["missing"]
+            if card["parts"]["failure"]["status"] != "ok":
                 result.deferred += 1
                 continue
             if card["parts"]["resource"]["status"] == "ok":
@@ -176,16 +176,20 @@ class Adapter:
             if acts is None:
                 result.deferred += 1
                 continue  # over the rate limit: judged again next pass
-            self.store.put_prediction(key, verdict_name(cards.versions(card)),
+            self.store.put_prediction(key, self._name(cards.versions(card)),
                                       {"card": card, "acts": acts, "dry_run": not self.act})
             result.judged += 1
             result.acted += len(acts)
         result.missing = sorted(set(result.missing))
         return result
 
+    def _name(self, versions: dict[str, str]) -> str:
+        """The store's name of a verdict by these versions in this mode (a dry run never stands for an act)."""
+        return verdict_name(versions) + ("" if self.act else ":dry-run")
+
     def _judged(self, key: JobKey, versions: dict[str, str]) -> bool:
         """Whether the job has a verdict of these model versions already (then it is not asked or acted on)."""
-        return "failure" in versions and verdict_name(versions) in self.store.predictions(key)
+        return "failure" in versions and self._name(versions) in self.store.predictions(key)
 
     def _key(self, record: dict) -> JobKey | None:
         submit = record.get("submit_time")
