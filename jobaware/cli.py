@@ -371,6 +371,9 @@ def _print_examples(ports: dict[str, int]) -> None:
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)
+from adapters.slurm.commands import register as register_slurm  # noqa: E402 - after the app exists
+
+register_slurm(app)
 
 
 def _error(message: str) -> None:

@@ -28,8 +28,10 @@ def _which(name: str) -> str:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, lua_plugins: bool = False):
+        """`lua_plugins`: load `job_submit.lua` and `cli_filter.lua` from `root` (beside slurm.conf)."""
         self.root = root
+        self.lua_plugins = lua_plugins
         self.conf = root / "slurm.conf"
         self.socket = root / "munge" / "munge.sock"
         self.procs: list[subprocess.Popen] = []
@@ -89,6 +91,7 @@ SlurmdTimeout=30
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
 """
+            + ("JobSubmitPlugins=lua\nCliFilterPlugins=lua\n" if self.lua_plugins else "")
         )
         log = open(r / "log" / "daemons.out", "ab")
         self.procs.append(subprocess.Popen([_which("slurmctld"), "-D", "-c", "-i"], env=self.env, stdout=log, stderr=log))

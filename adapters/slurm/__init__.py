@@ -1,0 +1,1 @@
+"""Slurm: the verdict cache and the `job_submit.lua` / `cli_filter.lua` plugins that read it."""
