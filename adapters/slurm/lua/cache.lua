@@ -56,43 +56,54 @@ local function parse_record(f)
             created = created}
 end
 
--- Parse the whole file behind `header` (already read from `f`). A file without its trailer, or whose
--- trailer disagrees with the header's count, is truncated: no verdicts at all rather than some.
+-- Read the file behind `header` (already read from `f`). A file without its trailer, or whose trailer
+-- disagrees with the header's count, is truncated: no verdicts at all rather than some. Records are parsed
+-- lazily, a user's lines at that user's first lookup, so a new file costs one read, not one parse of every line.
 local function parse(f, header)
     local h = split(header)
     if #h ~= 7 or h[1] ~= "jobaware-verdicts" or h[2] ~= "1" or not integer(h[3]) or not integer(h[4])
             or not integer(h[5]) or not integer(h[7]) then
         return {header = header, error = "not a version 1 jobaware verdict cache"}
     end
-    local cache = {header = header, created = tonumber(h[4]), stale_after = tonumber(h[5]),
-                   default_partition = h[6], exact = {}, groups = {}, wider = {}, bad = 0, count = 0}
-    local lines, complete = 0, false
-    for line in f:lines() do
-        if complete then return {header = header, error = "lines after the trailer"} end
-        if string.sub(line, 1, 4) == "end\t" then
-            complete = (line == "end\t" .. h[7]) and lines == tonumber(h[7])
-            if not complete then return {header = header, error = "trailer disagrees with the header"} end
-        else
-            lines = lines + 1
-            local r = parse_record(split(line))
-            if r == nil then
-                cache.bad = cache.bad + 1
-            else
-                cache.count = cache.count + 1
-                local s = r.shape
-                local group = r.user .. "\t" .. r.account .. "\t" .. r.partition
-                local key = group .. "\t" .. table.concat(s, ",")
-                if cache.exact[key] == nil then cache.exact[key] = r end
-                local wide = r.user .. "\t" .. r.partition
-                cache.groups[group] = cache.groups[group] or {}
-                table.insert(cache.groups[group], r)
-                cache.wider[wide] = cache.wider[wide] or {}
-                table.insert(cache.wider[wide], r)
-            end
-        end
+    local body = "\n" .. (f:read("*a") or "")
+    local trailer = "\nend\t" .. h[7] .. "\n"
+    if string.sub(body, -#trailer) ~= trailer then
+        return {header = header, error = "truncated: no trailer for " .. h[7] .. " verdicts"}
     end
-    if not complete then return {header = header, error = "truncated: no trailer"} end
-    return cache
+    return {header = header, created = tonumber(h[4]), stale_after = tonumber(h[5]), default_partition = h[6],
+            body = body, users = {}}
+end
+
+-- The verdicts of one user, indexed: exact[key], groups[account\tpartition], wider[partition]
+local function user_index(cache, user)
+    local index = cache.users[user]
+    if index then return index end
+    index = {exact = {}, groups = {}, wider = {}}
+    local body, needle, at, bad = cache.body, "\n" .. user .. "\t", 1, 0
+    while true do
+        local start = string.find(body, needle, at, true)
+        if start == nil then break end
+        local stop = string.find(body, "\n", start + 1, true)
+        local r = parse_record(split(string.sub(body, start + 1, stop - 1)))
+        if r == nil then
+            bad = bad + 1
+        else
+            local group = r.account .. "\t" .. r.partition
+            local key = group .. "\t" .. table.concat(r.shape, ",")
+            if index.exact[key] == nil then index.exact[key] = r end
+            index.groups[group] = index.groups[group] or {}
+            table.insert(index.groups[group], r)
+            index.wider[r.partition] = index.wider[r.partition] or {}
+            table.insert(index.wider[r.partition], r)
+        end
+        at = stop
+    end
+    if bad > 0 then
+        (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines of user %s",
+                                         JOBAWARE_CACHE_PATH, bad, user)
+    end
+    cache.users[user] = index
+    return index
 end
 
 -- The parsed cache, or nil and why there is none (missing, too large, corrupt, stale).
@@ -113,10 +124,6 @@ function jobaware_load(now)
     if header ~= JOBAWARE_CACHE.header then
         local ok, parsed = pcall(parse, f, header)
         JOBAWARE_CACHE = ok and parsed or {header = header, error = tostring(parsed)}
-        if JOBAWARE_CACHE.bad and JOBAWARE_CACHE.bad > 0 then
-            (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines", JOBAWARE_CACHE_PATH,
-                           JOBAWARE_CACHE.bad)
-        end
     end
     f:close()
     local cache = JOBAWARE_CACHE
@@ -145,15 +152,15 @@ end
 -- The verdict for (user, account, partition, shape buckets {t, n, c, m, g}; nil = not stated), and how
 -- it was found: "exact", "nearest" or "user+partition". nil when the cache holds nothing for this user.
 function jobaware_lookup(cache, user, account, partition, query)
-    local group = user .. "\t" .. (account or "") .. "\t" .. partition
+    local index = user_index(cache, user)
+    local group = (account or "") .. "\t" .. partition
     local complete = query[1] and query[2] and query[3] and query[4] and query[5]
     if complete then
-        local r = cache.exact[group .. "\t" .. table.concat(query, ",")]
+        local r = index.exact[group .. "\t" .. table.concat(query, ",")]
         if r then return r, "exact" end
     end
-    if cache.groups[group] then return nearest(cache.groups[group], query), "nearest" end
-    local wide = cache.wider[user .. "\t" .. partition]
-    if wide then return nearest(wide, query), "user+partition" end
+    if index.groups[group] then return nearest(index.groups[group], query), "nearest" end
+    if index.wider[partition] then return nearest(index.wider[partition], query), "user+partition" end
     return nil
 end
 

@@ -147,7 +147,7 @@ def test_a_line_with_wrong_fields_is_skipped_alone(plugins):
     lines[1] = lines[1].replace("\t0.7000\t", "\tlots\t")
     cache.write_text("\n".join(lines))
     answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
-    assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines"
+    assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
     assert answers[-1].startswith("rc=0 comment=jobaware: p(fail)=0.30")  # the other line, as nearest shape
 
 
