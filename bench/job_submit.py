@@ -3,7 +3,8 @@
 Starts the one-node test cluster (tests/slurm/cluster.py) with JobSubmitPlugins=lua, a verdict cache of
 `--verdicts` entries (`--users` users; the submitting user holds `--shapes` of them), and submits `--jobs` real
 held jobs of varied shapes with sbatch, in blocks that alternate between the jobaware hook and the reference
-(a hook whose body is empty, same clock and log call). Each hook times its body with Lua's os.clock() and logs
+(a hook whose body is empty, same clock and log call); some submitted shapes are cached exactly, the others
+get their nearest shape. Each hook times its body with Lua's os.clock() and logs
 it with slurm.log_info; the times are read back from slurmctld's log. os.clock() is the CPU time of the whole
 slurmctld process, so other threads that run during a call add to it: the figures are upper bounds.
 Each switch of hooks makes slurmctld load the script into a fresh Lua state, so the first jobaware call of each
@@ -66,6 +67,12 @@ def verdicts(n: int, users: int, shapes: int, me: str, seed: int) -> list[Verdic
             keys.add(v.key())
             out.append(v)
 
+    for minutes in (1, 10, 60):  # some of the shapes submitted below, so that exact matches are in the mix
+        for mem in (100, 500):
+            out.append(Verdict(user=me, partition="debug", p_fail=0.7, kind="TIMEOUT", n_similar=10, n_failed=7,
+                               n_timeout=7, model_version="1", shape=Shape(time_minutes=minutes, nodes=1,
+                                                                           cpus=1, mem_mib=mem, gpus=0)))
+            keys.add(out[-1].key())
     while sum(v.user == me for v in out) < shapes:
         one(me)
     while len(out) < n:

@@ -93,15 +93,19 @@ end
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
     local started = os.clock()
     local ok, changed = pcall(reshaped, job_desc)
-    local verdict, how = nil, "unchanged shape"
-    if ok and changed then
+    local verdict, how
+    if not ok then
+        how = "error: " .. tostring(changed)
+    elseif not changed then
+        how = "unchanged shape"
+    else
         ok, verdict, how = pcall(verdict_for, job_desc, job_rec, part_list)
         if ok and verdict then
             ok, how = pcall(function() job_desc[FIELD] = merged(job_rec[FIELD], verdict); return how end)
         end
+        if not ok then how = "error: " .. tostring(how or verdict) end
     end
-    if not ok then how = "error: " .. tostring(how or verdict or changed) end
-    log_timing("jobaware: job_modify %s %.3f ms", tostring(how or verdict), (os.clock() - started) * 1000)
+    log_timing("jobaware: job_modify %s %.3f ms", tostring(how), (os.clock() - started) * 1000)
     return slurm.SUCCESS
 end
 
