@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from adapters.slurm.commands import register as register_slurm
 from jobaware import capabilities, config
 from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
@@ -371,8 +372,6 @@ def _print_examples(ports: dict[str, int]) -> None:
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)
-from adapters.slurm.commands import register as register_slurm  # noqa: E402 - after the app exists
-
 register_slurm(app)
 
 

@@ -7,14 +7,15 @@ from typing import Annotated
 
 import typer
 
+from adapters.slurm.plugins import DEFAULT_CACHE
+
 slurm_app = typer.Typer(help="The Slurm side: plugins that read the verdict cache.", no_args_is_help=True)
 
 
 @slurm_app.command("plugins")
 def plugins(
     out: Annotated[Path, typer.Option("--out", help="folder for job_submit.lua and cli_filter.lua")],
-    cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] =
-        "/var/spool/jobaware/verdicts.tsv",
+    cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] = DEFAULT_CACHE,
     field: Annotated[str, typer.Option(help="where the verdict goes: comment or admin_comment")] = "comment",
     stale_after: Annotated[int, typer.Option(help="seconds after which the plugins ignore the cache")] = 3600,
     advise_above: Annotated[float, typer.Option(help="failure risk from which cli_filter advises")] = 0.5,

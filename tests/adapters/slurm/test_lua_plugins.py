@@ -99,8 +99,8 @@ def test_modify_follows_a_new_shape_and_leaves_other_updates_alone(plugins):
     folder, cache = plugins
     write_cache(cache, [verdict(account="", time=60, p_fail=0.2, kind=""), verdict(account="", time=1000)])
     answers, _ = run(folder / "job_submit.lua", [
-        "modify\ttime_limit=1000\t||\tuser_name=ana\tpartition=debug\ttime_limit=60\tmin_cpus=4\tcomment=x | "
-        "jobaware: p(fail)=0.20",
+        ("modify\ttime_limit=1000\t||\tuser_name=ana\tpartition=debug\ttime_limit=60\tmin_cpus=4\tcomment=x | "
+         "jobaware: p(fail)=0.20"),
         "modify\tcomment=set by the adapter\t||\tuser_name=ana\tpartition=debug\ttime_limit=60",
         "modify\tnice=5\t||\tuser_name=ana\tpartition=debug\ttime_limit=60",
     ])

@@ -5,7 +5,14 @@ import stat
 
 import pytest
 
-from adapters.slurm.verdicts import Shape, Verdict, bucket, lookup, read_cache, write_cache
+from adapters.slurm.verdicts import (
+    Shape,
+    Verdict,
+    bucket,
+    lookup,
+    read_cache,
+    write_cache,
+)
 from jobaware.errors import InputError
 
 
