@@ -19,11 +19,11 @@ pytestmark = pytest.mark.skipif(LUA is None and not os.environ.get("JOBAWARE_REQ
                                 reason="lua5.1 is not installed here; apt-get install lua5.1")
 
 
-def run(plugin: Path, commands: list[str], user: str = "ana") -> tuple[list[str], str]:
+def run(plugin: Path, commands: list[str], user: str = "ana", **env: str) -> tuple[list[str], str]:
     script = plugin.parent / "commands.txt"
     script.write_text("".join(c + "\n" for c in commands))
     done = subprocess.run([LUA or "lua5.1", str(DRIVER), str(plugin), str(script)], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "USER": user})
+                          timeout=60, env={**os.environ, "USER": user, **env})
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines(), done.stderr
 
@@ -173,6 +173,20 @@ def test_cli_filter_advises_in_a_plain_sentence(plugins):
     _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=10:00:00\tmem-per-cpu=2000"])
     assert "failed in 6 of their last 10 runs, most likely out of memory; ask for more --mem" in stderr
     # below the advice threshold, another user, a step inside a job: silence
-    for options, user in [("time=7", "ana"), ("time=60", "zoe")]:
-        answers, stderr = run(folder / "cli_filter.lua", [f"advise\ttype=sbatch\t{options}"], user=user)
+    for options, user in [("type=sbatch\ttime=7", "ana"), ("type=sbatch\ttime=60", "zoe")]:
+        answers, stderr = run(folder / "cli_filter.lua", [f"advise\t{options}"], user=user)
         assert (answers, stderr) == (["rc=0"], "")
+    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"], SLURM_JOB_ID="12")[1] == ""
+    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: jobs like")
+
+
+def test_gpus_from_tres_strings(plugins):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", gpus=0, p_fail=0.1, kind=""), verdict(account="", gpus=4)])
+    answers, _ = run(folder / "job_submit.lua", [
+        f"submit\tuser_name=ana\ttime_limit=60\tmin_cpus=4\tmin_nodes=1\tmin_mem_per_node=4000\t{tres}"
+        for tres in ("tres_per_node=gres:gpu:a100:4", "tres_per_job=gres:gpu:3,gres:shard:1", "nice=0")])
+    results = [a for a in answers if not a.startswith("log: ")]
+    assert [r.split(" ")[1] for r in results] == ["comment=jobaware:"] * 3
+    assert all(r.endswith("; model 3 admin_comment=nil") for r in results)  # all exact: 4 and 3 GPUs share a bucket
+    assert [r.split("p(fail)=")[1][:4] for r in results] == ["0.70", "0.70", "0.10"]
