@@ -1,6 +1,6 @@
 -- The verdict cache, as adapters/slurm/verdicts.py writes it and with the same nearest-shape rule.
 -- Plain Lua 5.1, no modules. The parsed file lives in the global JOBAWARE_CACHE, which slurmctld keeps
--- between calls: each call reads only the header line, and parses the rest when the header changed.
+-- between calls: each call reads only the header line; a new header means a new file, read once.
 JOBAWARE_CACHE_PATH = "@CACHE_PATH@"
 JOBAWARE_STALE_AFTER = @STALE_AFTER@   -- seconds; the stricter of this and the file's own limit wins
 JOBAWARE_MAX_BYTES = 64 * 1024 * 1024  -- a larger file is refused (fail open): parsing stays bounded
@@ -38,6 +38,10 @@ local function integer(text)
     return tonumber(text)
 end
 
+local KINDS = {[""] = true, FAILED = true, TIMEOUT = true, OUT_OF_MEMORY = true, NODE_FAIL = true}
+local RESOURCES = {[""] = true, cpu = true, memory = true, network = true, io = true}
+
+-- One record, or nil when any field is not what verdicts.py writes (a hand-edited or damaged line)
 local function parse_record(f)
     if #f ~= FIELDS then return nil end
     local shape = {}
@@ -47,8 +51,9 @@ local function parse_record(f)
     end
     local p = tonumber(f[9])
     local n, failed, timeout, created = integer(f[12]), integer(f[13]), integer(f[14]), integer(f[16])
-    if p == nil or p < 0 or p > 1 or not n or not failed or not timeout or not created or f[1] == ""
-            or f[3] == "" or f[15] == "" then
+    if p == nil or p ~= p or p < 0 or p > 1 or not n or not failed or not timeout or not created
+            or f[1] == "" or f[3] == "" or not KINDS[f[10]] or not RESOURCES[f[11]]
+            or not string.find(f[15], "^[%w._@+-]+$") then
         return nil
     end
     return {user = f[1], account = f[2], partition = f[3], shape = shape, p_fail = p, kind = f[10],

@@ -140,11 +140,14 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
     assert advice == ["rc=0"] and stderr == ""
 
 
-def test_a_line_with_wrong_fields_is_skipped_alone(plugins):
+@pytest.mark.parametrize("good, bad", [("\t0.7000\t", "\tlots\t"), ("\t0.7000\t", "\tnan\t"),
+                                       ("\tTIMEOUT\t", "\tSOON\t"), ("\tio\t", "\t<b>\t"), ("\t3\t", "\t3 x\t")])
+def test_a_line_with_wrong_fields_is_skipped_alone(plugins, good, bad):
     folder, cache = plugins
-    write_cache(cache, [verdict(account="", time=60), verdict(account="", time=600, p_fail=0.3)])
+    write_cache(cache, [verdict(account="", time=60), verdict(account="", time=600, p_fail=0.3, model_version="4")])
     lines = cache.read_text().split("\n")
-    lines[1] = lines[1].replace("\t0.7000\t", "\tlots\t")
+    assert good in lines[1]
+    lines[1] = lines[1].replace(good, bad, 1)
     cache.write_text("\n".join(lines))
     answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
     assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
