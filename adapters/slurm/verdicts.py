@@ -45,7 +45,13 @@ def bucket(value: float) -> int:
 
 
 class Shape(BaseModel):
-    """A request shape as raw values; None where the job did not state the value."""
+    """A request shape as raw values; None where the job did not state the value.
+
+    As job_submit.lua reads them from a job descriptor (fill them the same way from squeue records): the time
+    limit in minutes; the minimum node count (1 when unset); the job's total CPUs (`min_cpus`: tasks x CPUs per
+    task, 1 when unset); memory per node in MiB (`--mem`, or `--mem-per-cpu` x CPUs per node); the GPU count
+    written in the TRES request (per node, else per job, else per task; 0 when none).
+    """
 
     time_minutes: float | None = Field(None, ge=0)
     nodes: float | None = Field(None, ge=0)
