@@ -1,4 +1,5 @@
-"""`jobaware slurm collect|export`, and the old `jobaware collect slurm` as a hidden alias."""
+"""`jobaware slurm collect|export|adapt|plugins`, `jobaware card`, `jobaware report live`, and the old `jobaware
+collect slurm` as a hidden alias."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from typing import Annotated
 
 import typer
 
+from adapters.slurm.plugins import DEFAULT_CACHE
 from jobaware.console import err, out
 from jobaware.errors import JobawareError
 
-slurm_app = typer.Typer(no_args_is_help=True, help="Keep a Slurm cluster's jobs in a job store, and export them.")
+slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
 StoreOption = Annotated[str, typer.Option("--store", help="job store: a folder (created when missing) or redis://host:port/db")]
 
@@ -228,6 +230,23 @@ def live(store: StoreOption, as_json: Annotated[bool, typer.Option("--json", hel
         out.print("no finished job with a verdict yet: run `jobaware slurm adapt` beside `jobaware slurm collect`")
         return
     show(rows, as_json, rows, title="failure on live jobs")
+
+
+@slurm_app.command("plugins")
+def plugins(
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for job_submit.lua and cli_filter.lua")],
+    cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] = DEFAULT_CACHE,
+    field: Annotated[str, typer.Option(help="where the verdict goes: comment or admin_comment")] = "comment",
+    stale_after: Annotated[int, typer.Option(help="seconds after which the plugins ignore the cache")] = 3600,
+    advise_above: Annotated[float, typer.Option(help="failure risk from which cli_filter advises")] = 0.5,
+    force: Annotated[bool, typer.Option(help="replace existing files")] = False,
+):
+    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README)."""
+    from adapters.slurm.plugins import write_plugins
+
+    for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after,
+                              advise_above=advise_above):
+        err.print(f"wrote {path}", highlight=False)
 
 
 def collect_alias(
