@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters.slurm.collector import Slurm
 from jobaware import card as cards
 from jobaware.failure.readers.slurm import FieldError, from_squeue
+from jobaware.failure.schema import FAILURES
 from jobaware.store import JobKey, JobStore
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ class Policy(BaseModel):
     max_jobs_per_pass: int = Field(500, ge=1, le=100_000)
     max_scripts_per_pass: int = Field(50, ge=0, le=10_000)
     service_timeout_s: float = Field(5.0, gt=0, le=120)
+    cache_days: float = Field(30.0, gt=0, le=3650, description="jobs submitted this recently make the verdict cache")
+    cache_max_verdicts: int = Field(50_000, ge=1, le=1_000_000)
+    cache_stale_after_s: int = Field(3600, ge=60, le=30 * 86_400, description="the plugins ignore an older cache")
     backoff_s: float = Field(5.0, gt=0, le=3600)
     backoff_max_s: float = Field(300.0, gt=0, le=86_400)
 
@@ -117,6 +121,67 @@ class PassResult:
     missing: list[str] = field(default_factory=list)  # services backed off or down this pass
 
 
+RESOURCE_NAMES = {"cpu": "cpu", "mem": "memory", "network": "network", "io": "io"}
+
+
+def shape_of(row: dict):
+    """A job's request shape as `job_submit.lua` reads it from a job descriptor (`verdicts.Shape`), from its
+    canonical row: minutes, nodes, total CPUs, memory in MiB (squeue's per node, or per CPU times CPUs), GPUs."""
+    from adapters.slurm.verdicts import Shape
+
+    def number(name: str, scale: float = 1.0, default: float | None = None) -> float | None:
+        value = row.get(name)
+        return default if value is None or value != value or value < 0 else value * scale
+
+    return Shape(time_minutes=number("wallclock_req", 1 / 60), nodes=number("nodes_req", default=1.0),
+                 cpus=number("processors_req", default=1.0), mem_mib=number("mem_req", default=0.0),
+                 gpus=number("gpus_req", default=0.0))
+
+
+def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | None = None) -> list:
+    """The verdict cache's lines from the store: per user, account, partition and request shape, the latest
+    verdict's risk, likely failure and binding resource, and how the finished jobs of that shape ended."""
+    from adapters.slurm.verdicts import NAME, Verdict
+
+    since = (time.time() if now is None else now) - policy.cache_days * 86_400
+    groups: dict[tuple, dict] = {}
+    for key in reversed(store.keys()):  # newest first: the first verdict met for a shape is its latest
+        if key.submit_time < since or len(groups) >= policy.cache_max_verdicts:
+            break
+        record = store.get(key)
+        if key.cluster != cluster or not record:
+            continue
+        row = record["row"]
+        user, account, partition = (str(row.get(k) or "") for k in ("user", "account", "partition"))
+        if not user or not partition or not all(NAME.fullmatch(v) for v in (user, account, partition)):
+            continue
+        shape = shape_of(row)
+        group = groups.setdefault((user, account, partition, shape.buckets()), {
+            "user": user, "account": account, "partition": partition, "shape": shape, "card": None,
+            "n_similar": 0, "n_failed": 0, "n_timeout": 0})
+        if record["final"] and record["final"]["state"] in ("COMPLETED", *FAILURES):
+            group["n_similar"] += 1
+            group["n_failed"] += record["final"]["state"] != "COMPLETED"
+            group["n_timeout"] += record["final"]["state"] == "TIMEOUT"
+        if group["card"] is None:
+            verdicts = [v for n, v in store.predictions(key).items() if n.startswith("adapter:")]
+            if verdicts and verdicts[-1]["card"]["parts"]["failure"]["status"] == "ok":
+                group["card"] = verdicts[-1]["card"]
+    lines = []
+    for group in groups.values():
+        card = group.pop("card")
+        if card is None:
+            continue
+        failure, resource = card["parts"]["failure"], card["parts"]["resource"]
+        risky = failure.get("likely_fail")
+        risky = failure["p_fail"] >= 0.5 if risky is None else risky
+        lines.append(Verdict(**group, p_fail=failure["p_fail"], kind=failure["likely"] if risky else "",
+                             resource=RESOURCE_NAMES.get(resource.get("binding"), "")
+                             if resource["status"] == "ok" else "",
+                             model_version=str(failure["model_version"])))
+    return lines
+
+
 def verdict_name(versions: dict[str, str]) -> str:
     """The store's name of a verdict by these model versions: `adapter:failure=3,resource=2`."""
     return "adapter:" + ",".join(f"{key}={value}" for key, value in sorted(versions.items()))
@@ -131,8 +196,10 @@ def comment_with(existing: str | None, verdict: str) -> str:
 
 class Adapter:
     def __init__(self, store: JobStore, cluster: str, urls: dict[str, str], policy: Policy, *, act: bool = False,
-                 audit: str | Path, slurm: Slurm | None = None, clock: Callable[[], float] = time.monotonic):
+                 audit: str | Path, cache: str | Path | None = None, slurm: Slurm | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.store, self.cluster, self.urls, self.policy, self.act = store, cluster, urls, policy, act
+        self.cache = Path(cache) if cache else None
         self.audit_path, self.slurm = Path(audit), slurm or Slurm()
         self.backoff = Backoff(policy.backoff_s, policy.backoff_max_s, clock)
         self.rate = RateLimit(policy.max_acts_per_minute, clock)
@@ -181,7 +248,17 @@ class Adapter:
             result.judged += 1
             result.acted += len(acts)
         result.missing = sorted(set(result.missing))
+        if self.cache is not None:
+            self.write_cache()
         return result
+
+    def write_cache(self) -> int:
+        """Rewrite the verdict cache the Slurm plugins read (atomically); returns how many verdicts it holds."""
+        from adapters.slurm.verdicts import write_cache
+
+        verdicts = cached_verdicts(self.store, self.cluster, self.policy)
+        write_cache(self.cache, verdicts, stale_after=self.policy.cache_stale_after_s)
+        return len(verdicts)
 
     def _name(self, versions: dict[str, str]) -> str:
         """The store's name of a verdict by these versions in this mode (a dry run never stands for an act)."""

@@ -115,6 +115,7 @@ def adapt(
     policy: Annotated[Path | None, typer.Option(help="policy YAML (comment, hold, pairing, rate limit, timeouts)")] = None,
     act: Annotated[bool, typer.Option("--act", help="act on Slurm (scontrol update/hold); without it, a dry run")] = False,
     audit: Annotated[Path | None, typer.Option(help="audit log (JSON Lines; default JOBAWARE_HOME/audit/slurm-adapt.jsonl)")] = None,
+    cache: Annotated[Path | None, typer.Option(help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
     interval: Annotated[float, typer.Option(help="seconds between passes")] = 30.0,
     passes: Annotated[int, typer.Option(help="how many passes (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="pass until stopped (SIGTERM / Ctrl-C)")] = False,
@@ -149,7 +150,7 @@ def adapt(
     done = 0
     with open_store(store) as opened:
         adapter = Adapter(opened, cluster, _urls(failure, resource, similarity), chosen, act=act, audit=audit,
-                          slurm=slurm)
+                          cache=cache, slurm=slurm)
         while not stop.is_set() and (forever or done < passes):
             started = time.monotonic()
             result = adapter.run_pass()

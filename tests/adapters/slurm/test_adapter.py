@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slurm.adapter import Backoff, Policy, RateLimit, comment_with, read_policy
+from adapters.slurm.verdicts import read_cache
 from jobaware.card import short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
@@ -84,7 +85,11 @@ def cluster(tmp_path_factory):
         if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
             pytest.fail(reason)
         pytest.skip(reason)
-    slurm = SlurmCluster(tmp_path_factory.mktemp("slurm-adapt"), cpus=2).start()
+    from adapters.slurm.plugins import write_plugins
+
+    root = tmp_path_factory.mktemp("slurm-adapt")
+    write_plugins(root, cache=str(root / "verdicts.tsv"))  # the submit-time hook reads what the adapter caches
+    slurm = SlurmCluster(root, cpus=2, lua_plugins=True).start()
     yield slurm
     slurm.stop()
 
@@ -146,6 +151,7 @@ def services(champion, resource_champion, tmp_path_factory):
 
 
 def adapt(cluster, store: Path, services: dict, *args: str) -> str:
+    args = (*args, "--cache", str(cluster.root / "verdicts.tsv"))
     env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
            "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
     done = subprocess.run([JOBAWARE, "slurm", "adapt", "--store", str(store), "--interval", "0.2", *args], env=env,
@@ -170,7 +176,7 @@ def wait_states(cluster, ids: list[int], states: set[str], seconds: float = 120)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1200)
 def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, services, tmp_path):
     store, audit = tmp_path / "store", tmp_path / "audit.jsonl"
     blocker = cluster.sbatch("#!/bin/bash\nsleep 600\n", "-c", "1", "--time=10", "--job-name=blocker")
@@ -206,6 +212,12 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
         service.start()
     shown = adapt(cluster, store, services, "--audit", str(audit), "--act")
     assert "1 new verdicts" in shown and "jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(late))
+    # the loop closed inside slurmctld: a new job of a judged shape gets its verdict at submission, from the cache
+    cached = read_cache(cluster.root / "verdicts.tsv").verdicts
+    assert cached and {(v.user, v.partition) for v in cached} == {("root", "debug")}
+    same_shape = cluster.sbatch(CPU_SCRIPT, "-c", "2", "--time=1", "--hold", "--job-name=same")
+    assert "Comment=jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(same_shape))
+    cluster.run("scancel", str(same_shape))
 
     # the jobs end; the collector keeps their ends; live accuracy by week and model version
     cluster.run("scancel", str(blocker))
