@@ -263,3 +263,28 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     finally:
         gateway.stop()
         cluster.run("scancel", str(job))
+
+
+def test_the_cache_holds_per_shape_the_latest_verdict_and_how_such_jobs_ended(tmp_path):
+    from adapters.slurm.adapter import cached_verdicts, verdict_name
+    from jobaware.store import JobKey, open_store
+
+    store = open_store(str(tmp_path / "store"))
+    row = {"user": "alice", "account": "chem", "partition": "debug", "wallclock_req": 3600.0, "nodes_req": 1,
+           "processors_req": 4, "mem_req": 1000.0, "gpus_req": 0}
+    now = time.time()
+    for i, (state, p_fail) in enumerate([("TIMEOUT", 0.2), ("COMPLETED", 0.3), (None, 0.8)]):
+        key = JobKey("c", 10 + i, int(now) - 100 + i)
+        store.put_job(key, {**row, "processors_req": 4 + i % 2})  # 4 and 5 CPUs: the same doubling bucket
+        if state:
+            store.put_final(key, state, "sacct", 0)
+        card = {"parts": {"failure": {"status": "ok", "p_fail": p_fail, "likely": "TIMEOUT", "threshold": 0.5,
+                                      "likely_fail": p_fail >= 0.5, "model_version": "3"},
+                          "resource": {"status": "ok", "binding": "mem", "model_version": "2"}}}
+        store.put_prediction(key, verdict_name({"failure": "3", "resource": "2"}), {"card": card, "acts": []})
+    store.put_job(JobKey("c", 99, int(now)), {**row, "user": "bad name"})  # no name the cache can hold
+    [verdict] = cached_verdicts(store, "c", Policy())
+    assert (verdict.user, verdict.account, verdict.partition) == ("alice", "chem", "debug")
+    assert (verdict.p_fail, verdict.kind, verdict.resource, verdict.model_version) == (0.8, "TIMEOUT", "memory", "3")
+    assert (verdict.n_similar, verdict.n_failed, verdict.n_timeout) == (2, 1, 1)
+    assert cached_verdicts(store, "other-cluster", Policy()) == []
