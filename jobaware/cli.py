@@ -27,9 +27,11 @@ app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, promote, roll back.", no_args_is_help=True)
+report_app = typer.Typer(help="Reports on what the adapters saw and did.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
+app.add_typer(report_app, name="report")
 
 Key = Annotated[str, typer.Argument(help=f"capability: {', '.join(capabilities.keys())}")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
@@ -372,7 +374,7 @@ def _print_examples(ports: dict[str, int]) -> None:
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)
-_register_slurm(app)
+_register_slurm(app, report_app)
 
 
 def _error(message: str) -> None:

@@ -32,3 +32,15 @@ def logs_dir() -> Path:
     path = home() / "logs"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def service_url(key: str, keys: list[str]) -> str:
+    """Where the service of capability `key` answers: JOBAWARE_<KEY>_URL, else the port `jobaware demo` gives it
+    on localhost (3000 for the first registered capability, then one port per capability in registry order)."""
+    return os.environ.get(f"JOBAWARE_{key.upper()}_URL") or f"http://127.0.0.1:{3000 + keys.index(key)}"
+
+
+def audit_dir() -> Path:
+    path = home() / "audit"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

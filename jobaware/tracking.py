@@ -37,6 +37,7 @@ MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
 EVAL_TAG = "jobaware.eval_sha256"
 EVAL_DIR = "eval"
+OPERATING_TAG = "jobaware.operating."  # + objective, threshold, ...: copied from the run onto its registered version
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
@@ -129,6 +130,18 @@ def log_model(run_id: str, key: str, bundle) -> str:
     return info.model_uri
 
 
+def log_operating(run_id: str, operating: dict) -> None:
+    """The operating point a model acts on (objective, threshold, validation figures): run tags
+    `jobaware.operating.<name>` (a number in its exact shortest form, "none" for no threshold), which `register`
+    copies onto the version, and the numbers as metrics."""
+    mlflow, _ = mlflow_client(create=True)
+    with mlflow.start_run(run_id=run_id):
+        mlflow.set_tags({f"{OPERATING_TAG}{k}": "none" if v is None else str(v) for k, v in operating.items()})
+        mlflow.log_metrics({k if k.startswith("validation_") else f"operating_{k}": float(v)
+                            for k, v in operating.items()
+                            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)})
+
+
 def _folder_sha256(folder: Path) -> str:
     digest = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -180,7 +193,8 @@ def _registry_call(call, what: str):
 
 
 def register(key: str, run_id: str) -> str:
-    """Register the run's model as a new version of `jobaware-<key>` and point `challenger` at it."""
+    """Register the run's model as a new version of `jobaware-<key>` (tagged with its primary metric, feature
+    version and operating point) and point `challenger` at it."""
     mlflow, client = mlflow_client(create=True)
     capability = capabilities.get(key)
     name = capability.model_name
@@ -189,6 +203,9 @@ def register(key: str, run_id: str) -> str:
     primary = client.get_run(run_id).data.metrics.get(metric, float("nan"))
     client.set_model_version_tag(name, version.version, metric, f"{primary:.6f}")
     client.set_model_version_tag(name, version.version, FEATURE_TAG, capability.feature_version)
+    for tag, value in client.get_run(run_id).data.tags.items():
+        if tag.startswith(OPERATING_TAG):
+            client.set_model_version_tag(name, version.version, tag, value)
     client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
 

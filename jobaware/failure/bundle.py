@@ -52,6 +52,12 @@ class FailureBundle:
         jobs = to_canonical_dtypes(pq.read_table(jobs_table, filters=wanted).to_pandas())
         return FailureBundle.history_tail(jobs, limit)
 
+    @property
+    def threshold(self) -> float | None:
+        """The operating threshold on P(fail) chosen on the validation period; None when there is none (the
+        validation period did not hold both completed and failed jobs, or the model predates thresholds)."""
+        return (getattr(self.model, "operating", None) or {}).get("threshold")
+
     def __getstate__(self) -> dict:
         """What is saved: the model and the history, never the serving state built from them."""
         return {k: v for k, v in self.__dict__.items() if k != "_online"}
@@ -83,18 +89,22 @@ class FailureBundle:
         return build_features(jobs, past)
 
     def answer(self, jobs: JobColumns) -> dict[str, np.ndarray]:
-        """Per job: job_id, p_fail, the outcome probabilities and the most likely failure, as arrays. Jobs that
-        have not ended (what a scheduler asks about) stay in arrays from the request to the answer."""
+        """Per job: job_id, p_fail, the outcome probabilities, the most likely failure, whether P(fail) is at or above
+        the operating threshold and the threshold (both None without one), as arrays. Jobs that have
+        not ended (what a scheduler asks about) stay in arrays from the request to the answer."""
         if (jobs["end_time"] == NAT).all():
             block = self.online().block(jobs)
             proba = self.model.probabilities(self.model.block_matrix(block, {c: jobs[c] for c in CATEGORICAL}))
         else:
             proba = self.model.probabilities(self.model.matrix(self.features(jobs.frame())))
+        threshold = self.threshold
         return {"job_id": jobs["job_id"], **dict(zip(PROBABILITIES, proba.T, strict=True)),
-                "most_likely_failure": _FAILURES[proba[:, 2:].argmax(axis=1)]}
+                "most_likely_failure": _FAILURES[proba[:, 2:].argmax(axis=1)],
+                "likely_fail": proba[:, 0] >= threshold if threshold is not None else np.full(len(proba), None),
+                "threshold": np.full(len(proba), threshold, dtype=object if threshold is None else float)}
 
     def predict(self, jobs: pd.DataFrame) -> pd.DataFrame:
-        """Per job: job_id, p_fail, the outcome probabilities and the most likely failure."""
+        """Per job: job_id, p_fail, the outcome probabilities, the most likely failure, likely_fail and threshold."""
         jobs = to_canonical_dtypes(jobs)
         table = pd.DataFrame(self.answer(JobColumns.from_frame(jobs)))
         table["job_id"] = pd.array(jobs["job_id"], dtype="Int64")

@@ -30,5 +30,5 @@ CAPABILITY = Capability(
         "submit_time": "2019-03-01 10:00:00"}]}),
     smoke=(6000, {"max_iter": 40}),
     from_store=Ref("jobaware.failure.from_store:from_store"),
-    metrics_table=("roc_auc", "pr_auc", "brier", "macro_f1"),
+    metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
 )

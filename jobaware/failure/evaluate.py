@@ -22,6 +22,7 @@ from sklearn.metrics import (  # noqa: E402
     roc_curve,
 )
 
+from jobaware.failure.operating import at_threshold, expected_calibration_error
 from jobaware.failure.schema import OUTCOMES
 
 
@@ -29,8 +30,11 @@ def _nan_if_one_class(fn, y, score):
     return float(fn(y, score)) if len(np.unique(y)) == 2 else float("nan")
 
 
-def metrics(y: pd.Series, proba: pd.DataFrame, bayes_p_fail: np.ndarray | None = None) -> dict:
-    """ROC-AUC and PR-AUC of P(fail), Brier, macro-F1 and per-class recall of the arg-max class."""
+def metrics(y: pd.Series, proba: pd.DataFrame, bayes_p_fail: np.ndarray | None = None,
+            threshold: float | None = None) -> dict:
+    """ROC-AUC and PR-AUC of P(fail), Brier, the expected calibration error of P(fail) (`ECE_BINS` equal-width
+    bins), macro-F1 and per-class recall of the arg-max class; with an operating `threshold`, the threshold and
+    the figures of the flag P(fail) >= threshold (`at_threshold`)."""
     y = y.astype(str).to_numpy()
     failed = (y != "COMPLETED").astype(int)
     classes = [c for c in OUTCOMES if c in set(y)]
@@ -41,10 +45,14 @@ def metrics(y: pd.Series, proba: pd.DataFrame, bayes_p_fail: np.ndarray | None =
         "roc_auc": _nan_if_one_class(roc_auc_score, failed, proba["p_fail"]),
         "pr_auc": _nan_if_one_class(average_precision_score, failed, proba["p_fail"]),
         "brier": float(brier_score_loss(failed, proba["p_fail"].clip(0, 1))) if len(y) else float("nan"),
+        "ece": expected_calibration_error(failed, proba["p_fail"].to_numpy()),
         "macro_f1": float(f1_score(y, predicted, labels=classes, average="macro", zero_division=0)),
     }
     for c, r in zip(classes, recall_score(y, predicted, labels=classes, average=None, zero_division=0), strict=True):
         out[f"recall_{c}"] = float(r)
+    if threshold is not None:
+        out["threshold"] = float(threshold)
+        out.update(at_threshold(failed, proba["p_fail"].to_numpy(), threshold))
     if bayes_p_fail is not None:
         out["bayes_roc_auc"] = _nan_if_one_class(roc_auc_score, failed, bayes_p_fail)
         out["gap_to_bayes"] = out["bayes_roc_auc"] - out["roc_auc"]

@@ -20,6 +20,7 @@ from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
+from jobaware.failure.operating import choose_threshold
 from jobaware.failure.params import check_params
 from jobaware.failure.schema import OUTCOMES
 from jobaware.failure.trees import ArrayTrees
@@ -111,13 +112,15 @@ def _calibrated(calibrator, scores: np.ndarray) -> np.ndarray:
 
 @dataclass
 class FailureModel:
-    """Multi-class outcome probabilities, P(fail) = 1 - P(COMPLETED)."""
+    """Multi-class outcome probabilities, P(fail) = 1 - P(COMPLETED), and the operating threshold on P(fail)
+    chosen on the validation period (`operating`: objective, threshold and the validation figures at it)."""
 
     params: dict = field(default_factory=lambda: check_params({}))
     classes_: list[str] = field(default_factory=list)
     numeric_: list[str] = field(default_factory=list)
     estimator: object = None
     calibrated: bool = False
+    operating: dict | None = None
 
     def fit(self, features: pd.DataFrame, y: pd.Series) -> FailureModel:
         p = check_params(self.params)
@@ -131,7 +134,7 @@ class FailureModel:
             X[column] = X[column].astype("object").fillna("<none>")
         # a feature the source never fills (no memory requests in a trace, say) carries nothing
         self.numeric_ = [c for c in NUMERIC if X[c].notna().any()]
-        n_fit = len(X) if p["calibration"] == "none" else int(len(X) * (1 - p["calibration_fraction"]))
+        n_fit = int(len(X) * (1 - p["calibration_fraction"]))  # the rest: the validation period
         booster = HistGradientBoostingClassifier(
             learning_rate=p["learning_rate"],
             max_iter=p["max_iter"],
@@ -152,6 +155,9 @@ class FailureModel:
         if self.calibrated:
             model = CalibratedClassifierCV(FrozenEstimator(model), method=p["calibration"]).fit(held_x, held_y)
         self.estimator = model
+        held_p_fail = self.predict_proba(held_x)["p_fail"].to_numpy() if len(held_y) else np.empty(0)
+        self.operating = choose_threshold(held_y != "COMPLETED", held_p_fail, p["threshold_objective"],
+                                          p["max_false_alarm_rate"])
         return self
 
     def predict_proba(self, features: pd.DataFrame) -> pd.DataFrame:

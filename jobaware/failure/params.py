@@ -13,7 +13,7 @@ Fraction = Annotated[float, Field(allow_inf_nan=False)]
 
 
 class FailureParams(BaseModel):
-    """Gradient-boosted trees, their calibration, and the time-ordered split."""
+    """Gradient-boosted trees, their calibration, the operating threshold, and the time-ordered split."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -23,7 +23,13 @@ class FailureParams(BaseModel):
     min_samples_leaf: Annotated[Count, Field(ge=1, le=1_000_000)] = 40
     l2_regularization: Annotated[Fraction, Field(ge=0, le=1e6)] = 1.0
     calibration: Literal["isotonic", "sigmoid", "none"] = "isotonic"
+    # the validation period: the last part of the training sample in time, held out from the trees; the
+    # calibrator and the operating threshold are fitted on it (with calibration "none", the threshold only)
     calibration_fraction: Annotated[Fraction, Field(ge=0, lt=1)] = 0.2
+    # the operating threshold on P(fail): best failed-class F1, or the most failures caught while at most
+    # max_false_alarm_rate of the completed jobs are flagged (see jobaware/failure/operating.py)
+    threshold_objective: Literal["f1", "false_alarm"] = "f1"
+    max_false_alarm_rate: Annotated[Fraction, Field(gt=0, lt=1)] = 0.05
     test_fraction: Annotated[Fraction, Field(gt=0, lt=1)] = 0.3
     # the model and the baselines are fitted on at most about this many training jobs: each training job is kept
     # with probability max_train_rows / (training jobs), one uniform draw per job in time order from a generator

@@ -40,7 +40,7 @@ def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], lis
 
 def answer_rows(answer: dict[str, np.ndarray], version: str) -> list[dict]:
     """A bundle's `answer` (arrays per field) as one plain dict per job, with the model version."""
-    names = ["job_id", *PROBABILITIES, "most_likely_failure", "model_version"]
+    names = ["job_id", *PROBABILITIES, "most_likely_failure", "likely_fail", "threshold", "model_version"]
     columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:-1])]
     return [dict(zip(names, values)) for values in zip(*columns, repeat(version, len(columns[0])), strict=True)]
 

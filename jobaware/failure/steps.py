@@ -35,7 +35,8 @@ def featurize_step(dataset: str, out: str, params: str) -> int:
 
 
 def train_step(features: str, dataset: str, params: str, validation: str, data: str, model_out: str) -> str:
-    """Fit on the training sample; log parameters, validation result, quarantine and model; return the run id.
+    """Fit on the training sample; log parameters, validation result, quarantine, model and its operating
+    threshold; return the run id.
     Reads the feature table part by part and of the job table only the history the bundle keeps."""
     p = check_params(json.loads(params or "{}"))
     table = jobs_table(dataset)
@@ -45,6 +46,7 @@ def train_step(features: str, dataset: str, params: str, validation: str, data: 
     run_id = tracking.start_run(KEY, {**p, "data": data, "rows": pq.ParquetFile(table).metadata.num_rows}, report,
                                 Path(dataset) / steps.QUARANTINE)
     tracking.log_model(run_id, KEY, bundle)
+    tracking.log_operating(run_id, bundle.model.operating)
     return run_id
 
 
@@ -74,6 +76,7 @@ def log_trained(bundle, evaluation, params: dict, workdir: Path) -> str:
     """Log an in-memory training result as the pipeline would (run, model, evaluation); the run id."""
     run_id = tracking.start_run(KEY, params, {"success": True})
     tracking.log_model(run_id, KEY, bundle)
+    tracking.log_operating(run_id, bundle.model.operating)
     log_evaluation(run_id, evaluation, Path(workdir))
     return run_id
 
@@ -100,7 +103,8 @@ def default_data(data_dir: Path, progress=None) -> str:
 
 
 def signature():
-    """The pyfunc signature: submit-time fields in (only job_id and submit_time required), probabilities out."""
+    """The pyfunc signature: submit-time fields in (only job_id and submit_time required); probabilities, the
+    operating threshold and the flag at it out."""
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
@@ -115,7 +119,8 @@ def signature():
 
     inputs = Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
     probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
-    outputs = Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure")])
+    outputs = Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure"),
+                      ColSpec("boolean", "likely_fail", required=False), ColSpec("double", "threshold", required=False)])
     return ModelSignature(inputs=inputs, outputs=outputs)
 
 

@@ -165,8 +165,10 @@ GATE_ROWS = 200_000
 def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: dict | None = None,
              truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> Evaluation:
     """Score the model and, in the same run, the baselines (fitted on the model's training sample) on every test
-    job, part by part. The gate keeps every test job, or a seeded sample of GATE_ROWS of them; the feature
-    importance is measured on a seeded sample of IMPORTANCE_ROWS."""
+    job, part by part; the model (and the majority baseline) also at the model's operating threshold, beside the
+    accuracy of always answering the training sample's more common outcome (`majority_accuracy`). The gate keeps
+    every test job, or a seeded sample of GATE_ROWS of them; the feature importance is measured on a seeded
+    sample of IMPORTANCE_ROWS."""
     p = check_params(params or {})
     table = _table(table)
     tests = table.count("test")
@@ -201,10 +203,15 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
         scores = bayes_scores(truth).drop_duplicates("job_id").set_index("job_id")["p_fail"]
         bayes = scores.reindex(np.concatenate(job_ids)).to_numpy()
     proba = {name: pd.concat(parts, ignore_index=True) for name, parts in probabilities.items()}
-    results = {"model": metrics(y_test, proba["model"], bayes)}
-    results.update({name: metrics(y_test, proba[name]) for name in scorers if name != "model"})
+    threshold = bundle.threshold
+    results = {"model": metrics(y_test, proba["model"], bayes, threshold)}
+    # the majority baseline answers one class whatever the threshold: its figures at the model's are its own
+    results.update({name: metrics(y_test, proba[name], threshold=threshold if name == "majority" else None)
+                    for name in scorers if name != "model"})
+    majority_fails = float(np.mean(y_train.astype(str) != "COMPLETED")) > 0.5
     results["model"].update(train_rows=table.count("train"), fit_rows=len(y_train), test_rows=len(y_test),
-                            calibrated=float(bundle.model.calibrated))
+                            calibrated=float(bundle.model.calibrated),
+                            majority_accuracy=float(np.mean((y_test.astype(str) != "COMPLETED") == majority_fails)))
     sample = {}
     for name, (positions, xs, ys) in kept.items():  # the rows in the order drawn
         at = pd.Index(np.concatenate(positions)).get_indexer(wanted[name])

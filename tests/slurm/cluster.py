@@ -31,11 +31,13 @@ def _which(name: str) -> str:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None):
-        """`cpus`: the node's CPUs as configured (more than the machine has lets sleeping test jobs run side by side)."""
+    def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None, lua_plugins: bool = False):
+        """`cpus`: the node's CPUs as configured (more than the machine has lets sleeping test jobs run side by side);
+        `lua_plugins`: load `job_submit.lua` and `cli_filter.lua` from `root` (beside slurm.conf)."""
         self.root = root
         self.accounting = accounting
         self.cpus = cpus
+        self.lua_plugins = lua_plugins
         self.conf = root / "slurm.conf"
         self.socket = root / "munge" / "munge.sock"
         self.procs: list[subprocess.Popen] = []
@@ -107,6 +109,7 @@ SlurmdTimeout=30
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
 """
+            + ("JobSubmitPlugins=lua\nCliFilterPlugins=lua\n" if self.lua_plugins else "")
         )
         if self.accounting:
             self._add_cluster(timeout)

@@ -1,0 +1,200 @@
+-- The verdict cache, as adapters/slurm/verdicts.py writes it and with the same nearest-shape rule.
+-- Plain Lua 5.1, no modules. The parsed file lives in the global JOBAWARE_CACHE, which slurmctld keeps
+-- between calls: each call reads only the header line; a new header means a new file, read once.
+JOBAWARE_CACHE_PATH = "@CACHE_PATH@"
+JOBAWARE_STALE_AFTER = @STALE_AFTER@   -- seconds; the stricter of this and the file's own limit wins
+JOBAWARE_MAX_BYTES = 64 * 1024 * 1024  -- a larger file is refused (fail open): parsing stays bounded
+JOBAWARE_CACHE = JOBAWARE_CACHE or {header = nil}
+
+local FIELDS = 16
+local NO_VAL = 4294967294  -- Slurm's "not set" for 32-bit fields; larger numbers are "not set" too
+
+local function split(line)
+    local out, start = {}, 1
+    while true do
+        local tab = string.find(line, "\t", start, true)
+        if not tab then
+            out[#out + 1] = string.sub(line, start)
+            return out
+        end
+        out[#out + 1] = string.sub(line, start, tab - 1)
+        start = tab + 1
+    end
+end
+
+-- floor(log2(value + 1)); nil (not stated) for nil, negative or Slurm's NO_VAL-like values
+function jobaware_bucket(value)
+    if value == nil or value < 0 or value >= NO_VAL then return nil end
+    local v, b = math.floor(value) + 1, 0
+    while v >= 2 do
+        v = math.floor(v / 2)
+        b = b + 1
+    end
+    return b
+end
+
+local function integer(text)
+    if text == nil or not string.find(text, "^%d+$") then return nil end
+    return tonumber(text)
+end
+
+local KINDS = {[""] = true, FAILED = true, TIMEOUT = true, OUT_OF_MEMORY = true, NODE_FAIL = true}
+local RESOURCES = {[""] = true, cpu = true, memory = true, network = true, io = true}
+
+-- One record, or nil when any field is not what verdicts.py writes (a hand-edited or damaged line)
+local function parse_record(f)
+    if #f ~= FIELDS then return nil end
+    local shape = {}
+    for i = 4, 8 do
+        shape[i - 3] = integer(f[i])
+        if shape[i - 3] == nil then return nil end
+    end
+    local p = tonumber(f[9])
+    local n, failed, timeout, created = integer(f[12]), integer(f[13]), integer(f[14]), integer(f[16])
+    if p == nil or p ~= p or p < 0 or p > 1 or not n or not failed or not timeout or not created
+            or f[1] == "" or f[3] == "" or not KINDS[f[10]] or not RESOURCES[f[11]]
+            or not string.find(f[15], "^[%w._@+-]+$") then
+        return nil
+    end
+    return {user = f[1], account = f[2], partition = f[3], shape = shape, p_fail = p, kind = f[10],
+            resource = f[11], n_similar = n, n_failed = failed, n_timeout = timeout, model = f[15],
+            created = created}
+end
+
+-- Read the file behind `header` (already read from `f`). A file without its trailer, or whose trailer
+-- disagrees with the header's count, is truncated: no verdicts at all rather than some. Records are parsed
+-- lazily, a user's lines at that user's first lookup, so a new file costs one read, not one parse of every line.
+local function parse(f, header)
+    local h = split(header)
+    if #h ~= 7 or h[1] ~= "jobaware-verdicts" or h[2] ~= "1" or not integer(h[3]) or not integer(h[4])
+            or not integer(h[5]) or not integer(h[7]) then
+        return {header = header, error = "not a version 1 jobaware verdict cache"}
+    end
+    local body = "\n" .. (f:read("*a") or "")
+    local trailer = "\nend\t" .. h[7] .. "\n"
+    if string.sub(body, -#trailer) ~= trailer then
+        return {header = header, error = "truncated: no trailer for " .. h[7] .. " verdicts"}
+    end
+    return {header = header, created = tonumber(h[4]), stale_after = tonumber(h[5]), default_partition = h[6],
+            body = body, users = {}}
+end
+
+-- The verdicts of one user, indexed: exact[key], groups[account\tpartition], wider[partition]
+local function user_index(cache, user)
+    local index = cache.users[user]
+    if index then return index end
+    index = {exact = {}, groups = {}, wider = {}}
+    local body, needle, at, bad = cache.body, "\n" .. user .. "\t", 1, 0
+    while true do
+        local start = string.find(body, needle, at, true)
+        if start == nil then break end
+        local stop = string.find(body, "\n", start + 1, true)
+        local r = parse_record(split(string.sub(body, start + 1, stop - 1)))
+        if r == nil then
+            bad = bad + 1
+        else
+            local group = r.account .. "\t" .. r.partition
+            local key = group .. "\t" .. table.concat(r.shape, ",")
+            if index.exact[key] == nil then index.exact[key] = r end
+            index.groups[group] = index.groups[group] or {}
+            table.insert(index.groups[group], r)
+            index.wider[r.partition] = index.wider[r.partition] or {}
+            table.insert(index.wider[r.partition], r)
+        end
+        at = stop
+    end
+    if bad > 0 then
+        (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines of user %s",
+                                         JOBAWARE_CACHE_PATH, bad, user)
+    end
+    cache.users[user] = index
+    return index
+end
+
+-- The parsed cache, or nil and why there is none (missing, too large, corrupt, stale).
+function jobaware_load(now)
+    local f = io.open(JOBAWARE_CACHE_PATH, "rb")
+    if f == nil then return nil, "missing" end
+    local size = f:seek("end")
+    if size == nil or size > JOBAWARE_MAX_BYTES then
+        f:close()
+        return nil, "larger than " .. JOBAWARE_MAX_BYTES .. " bytes"
+    end
+    f:seek("set", 0)
+    local header = f:read("*l")
+    if header == nil then
+        f:close()
+        return nil, "empty"
+    end
+    if header ~= JOBAWARE_CACHE.header then
+        local ok, parsed = pcall(parse, f, header)
+        JOBAWARE_CACHE = ok and parsed or {header = header, error = tostring(parsed)}
+    end
+    f:close()
+    local cache = JOBAWARE_CACHE
+    if cache.error then return nil, "corrupt (" .. cache.error .. ")" end
+    local limit = math.min(cache.stale_after, JOBAWARE_STALE_AFTER)
+    if now - cache.created > limit then
+        return nil, "stale (written " .. (now - cache.created) .. " s ago, limit " .. limit .. " s)"
+    end
+    return cache
+end
+
+local function nearest(candidates, query)
+    local best, best_d = nil, nil
+    for _, r in ipairs(candidates) do
+        local d = 0
+        for i = 1, 5 do
+            if query[i] ~= nil then d = d + math.abs(query[i] - r.shape[i]) end
+        end
+        if best == nil or d < best_d or (d == best_d and r.n_similar > best.n_similar) then
+            best, best_d = r, d
+        end
+    end
+    return best
+end
+
+-- The verdict for (user, account, partition, shape buckets {t, n, c, m, g}; nil = not stated), and how
+-- it was found: "exact", "nearest" or "user+partition". nil when the cache holds nothing for this user.
+function jobaware_lookup(cache, user, account, partition, query)
+    local index = user_index(cache, user)
+    local group = (account or "") .. "\t" .. partition
+    local complete = query[1] and query[2] and query[3] and query[4] and query[5]
+    if complete then
+        local r = index.exact[group .. "\t" .. table.concat(query, ",")]
+        if r then return r, "exact" end
+    end
+    if index.groups[group] then return nearest(index.groups[group], query), "nearest" end
+    if index.wider[partition] then return nearest(index.wider[partition], query), "user+partition" end
+    return nil
+end
+
+-- Numbers from a TRES/GRES string such as "gres:gpu:2", "gres/gpu:a100:4" or "gpu:1,gres:shard:2"
+function jobaware_gpus(tres)
+    if tres == nil then return nil end
+    local total, seen = 0, false
+    for item in string.gmatch(tres, "[^,]+") do
+        if string.find(item, "gpu", 1, true) then
+            seen = true
+            total = total + (tonumber(string.match(item, ":(%d+)$")) or 1)
+        end
+    end
+    if seen then return total end
+    return 0
+end
+
+local KIND_TEXT = {TIMEOUT = "TIMEOUT likely", OUT_OF_MEMORY = "OUT_OF_MEMORY likely", FAILED = "FAILED likely",
+                   NODE_FAIL = "NODE_FAIL likely"}
+
+-- The short verdict for a job's comment, e.g. "jobaware: p(fail)=0.71 TIMEOUT likely; io-bound; ..."
+function jobaware_comment(r, how)
+    local parts = {string.format("jobaware: p(fail)=%.2f", r.p_fail)}
+    if KIND_TEXT[r.kind] then parts[1] = parts[1] .. " " .. KIND_TEXT[r.kind] end
+    if r.resource ~= "" then parts[#parts + 1] = r.resource .. "-bound" end
+    if r.n_similar > 0 then
+        parts[#parts + 1] = string.format("%d/%d similar failed", r.n_failed, r.n_similar)
+    end
+    parts[#parts + 1] = "model " .. r.model
+    if how ~= "exact" then parts[#parts + 1] = how .. " shape" end
+    return table.concat(parts, "; ")
+end

@@ -1,0 +1,112 @@
+-- jobaware job_submit.lua, rendered by `jobaware slurm plugins`: writes the verdict for each new job into
+-- its @FIELD@, from the local verdict cache the jobaware Slurm adapter keeps. It never calls the network and
+-- never rejects a job: a missing, stale or corrupt cache, or any error here, means no verdict (fail open).
+-- Install: beside slurm.conf, with `JobSubmitPlugins=lua` in slurm.conf.
+
+--@CACHE_CODE@
+
+local FIELD = "@FIELD@"  -- "comment" (users see and may change it) or "admin_comment" (admins only)
+local log_timing = slurm.log_@TIMING_LEVEL@
+local NO_VAL = 4294967294
+
+local function stated(value)
+    if value == nil or value >= NO_VAL then return nil end
+    return value
+end
+
+local function default_partition(part_list, cache)
+    for name, part in pairs(part_list or {}) do
+        if part.flag_default == 1 then return name end
+    end
+    return cache.default_partition
+end
+
+-- Shape buckets {time, nodes, cpus, memory per node, gpus}: each field from `desc` or, where `desc` leaves
+-- it unset (a modify request), from `rec`. Unset nodes and CPUs count as 1, unset GPUs as 0; an unset time
+-- or memory is not stated.
+local function shape_of(desc, rec)
+    local function get(name)
+        local v = desc[name]
+        if (v == nil or (type(v) == "number" and v >= NO_VAL)) and rec then v = rec[name] end
+        return v
+    end
+    local nodes = stated(get("min_nodes")) or 1
+    local cpus = stated(get("min_cpus")) or 1
+    local mem = stated(get("min_mem_per_node"))
+    local per_cpu = stated(get("min_mem_per_cpu"))
+    if mem == nil and per_cpu ~= nil then mem = per_cpu * math.ceil(cpus / math.max(nodes, 1)) end
+    local gpus = jobaware_gpus(get("tres_per_node")) or jobaware_gpus(get("tres_per_job"))
+        or jobaware_gpus(get("tres_per_task")) or 0
+    return {jobaware_bucket(stated(get("time_limit"))), jobaware_bucket(nodes), jobaware_bucket(cpus),
+            jobaware_bucket(mem), jobaware_bucket(gpus)}
+end
+
+-- `old` without any earlier jobaware verdict, then the new one: a user's own text is kept
+local function merged(old, verdict)
+    old = old or ""
+    local at = string.find(old, "jobaware: ", 1, true)
+    if at then old = string.gsub(string.sub(old, 1, at - 1), "[%s|]+$", "") end
+    if old == "" then return verdict end
+    return old .. " | " .. verdict
+end
+
+local function verdict_for(desc, rec, part_list)
+    local cache, why = jobaware_load(os.time())
+    if cache == nil then return nil, "no verdict: cache " .. why end
+    local user = desc.user_name or (rec and rec.user_name)
+    if user == nil then return nil, "no verdict: unknown user" end
+    local partition = desc.partition or (rec and rec.partition) or default_partition(part_list, cache)
+    -- a job may name several partitions ("a,b"): the first is the one its shape was cached under
+    partition = string.match(partition or "", "^[^,]+")
+    if partition == nil then return nil, "no verdict: unknown partition" end
+    local account = desc.account or (rec and rec.account)
+    local r, how = jobaware_lookup(cache, user, account, partition, shape_of(desc, rec))
+    if r == nil then return nil, "no verdict for " .. user .. " in " .. partition end
+    return jobaware_comment(r, how), how
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+    local started = os.clock()
+    local ok, verdict, how = pcall(verdict_for, job_desc, nil, part_list)
+    if ok and verdict then
+        ok, how = pcall(function() job_desc[FIELD] = merged(job_desc[FIELD], verdict); return how end)
+    end
+    if not ok then how = "error: " .. tostring(how or verdict) end
+    log_timing("jobaware: job_submit %s %.3f ms", tostring(how or verdict), (os.clock() - started) * 1000)
+    return slurm.SUCCESS
+end
+
+-- A change of the request's shape (time, nodes, CPUs, memory, GPUs, partition, account) gets the verdict
+-- of the new shape; a request that sets the verdict field itself (the adapter's own update) is left alone.
+local SHAPE_FIELDS = {"time_limit", "min_nodes", "min_cpus", "min_mem_per_node", "min_mem_per_cpu",
+                      "tres_per_node", "tres_per_job", "tres_per_task", "partition", "account"}
+
+local function reshaped(job_desc)
+    if job_desc[FIELD] ~= nil then return false end
+    for _, name in ipairs(SHAPE_FIELDS) do
+        local v = job_desc[name]
+        if v ~= nil and not (type(v) == "number" and v >= NO_VAL) then return true end
+    end
+    return false
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+    local started = os.clock()
+    local ok, changed = pcall(reshaped, job_desc)
+    local verdict, how
+    if not ok then
+        how = "error: " .. tostring(changed)
+    elseif not changed then
+        how = "unchanged shape"
+    else
+        ok, verdict, how = pcall(verdict_for, job_desc, job_rec, part_list)
+        if ok and verdict then
+            ok, how = pcall(function() job_desc[FIELD] = merged(job_rec[FIELD], verdict); return how end)
+        end
+        if not ok then how = "error: " .. tostring(how or verdict) end
+    end
+    log_timing("jobaware: job_modify %s %.3f ms", tostring(how), (os.clock() - started) * 1000)
+    return slurm.SUCCESS
+end
+
+return slurm.SUCCESS

@@ -1,0 +1,290 @@
+"""The adapter on a live one-node Slurm with the real failure and resource services: verdicts written into the
+jobs' comments, once per job and model versions, audited; services stopped mid-run and the cluster untouched;
+verdicts catching up when they return; the job card (CLI and gateway) and live accuracy."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.slurm.adapter import Backoff, Policy, RateLimit, comment_with, read_policy
+from adapters.slurm.verdicts import read_cache
+from jobaware.card import short
+from jobaware.errors import JobawareError
+from tests.conftest import REAL, free_port, wait_for
+from tests.slurm.cluster import SlurmCluster, missing_binaries
+
+JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
+CPU_SCRIPT = "#!/bin/bash\npython3 -c 'print(sum(i * i for i in range(10**6)))'\n"
+
+
+# ---------------------------------------------------------------- the rules, without a cluster
+def test_the_rate_limit_takes_all_of_a_verdicts_acts_or_none():
+    now = [0.0]
+    rate = RateLimit(3, clock=lambda: now[0])
+    assert rate.take(2) and not rate.take(2) and rate.take(1) and not rate.take(1)
+    now[0] = 60.0
+    assert rate.take(3)
+
+
+def test_backoff_doubles_up_to_its_cap_and_a_success_resets_it():
+    now = [0.0]
+    backoff = Backoff(5, 12, clock=lambda: now[0])
+    backoff.failed("failure")
+    assert not backoff.open("failure") and backoff.delay["failure"] == 5
+    now[0] = 5.0
+    assert backoff.open("failure")
+    backoff.failed("failure")
+    backoff.failed("failure")
+    assert backoff.delay["failure"] == 12
+    backoff.ok("failure")
+    assert backoff.open("failure") and "failure" not in backoff.delay
+
+
+def test_a_verdict_keeps_the_users_own_comment_and_replaces_an_earlier_verdict():
+    assert comment_with(None, "jobaware: p(fail)=0.10") == "jobaware: p(fail)=0.10"
+    assert comment_with("my run 3", "jobaware: a") == "my run 3 | jobaware: a"
+    assert comment_with("my run 3 | jobaware: a", "jobaware: b") == "my run 3 | jobaware: b"
+    assert len(comment_with("x" * 400, "jobaware: b")) == 250
+
+
+def test_the_short_form_says_the_risk_its_kind_and_the_binding_resource():
+    card = {"parts": {"failure": {"status": "ok", "p_fail": 0.71, "likely": "TIMEOUT", "threshold": 0.3,
+                                  "likely_fail": True},
+                      "resource": {"status": "ok", "binding": "io"}, "similarity": {"status": "not_applicable"}}}
+    assert short(card) == "jobaware: p(fail)=0.71 TIMEOUT likely; io-bound"
+    card["parts"]["failure"] = {"status": "unavailable"}
+    assert short(card) == "jobaware: failure risk unknown; io-bound"
+
+
+def test_a_policy_file_is_checked_field_by_field(tmp_path):
+    path = tmp_path / "policy.yaml"
+    path.write_text("hold: true\nhold_threshold: 1.5\n")
+    with pytest.raises(JobawareError, match="hold_threshold"):
+        read_policy(path)
+    path.write_text("comment: false\nmax_acts_per_minute: 5\n")
+    assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5)
+    path.write_text("holdd: true\n")
+    with pytest.raises(JobawareError, match="holdd: unknown parameter"):
+        read_policy(path)
+
+
+# ---------------------------------------------------------------- live
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    missing = missing_binaries()
+    if missing:
+        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
+        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from adapters.slurm.plugins import write_plugins
+
+    root = tmp_path_factory.mktemp("slurm-adapt")
+    write_plugins(root, cache=str(root / "verdicts.tsv"))  # the submit-time hook reads what the adapter caches
+    slurm = SlurmCluster(root, cpus=2, lua_plugins=True).start()
+    yield slurm
+    slurm.stop()
+
+
+@pytest.fixture(scope="module")
+def resource_champion(champion, tmp_path_factory) -> str:
+    """A resource model trained quickly on the real labelled scripts, registered and promoted beside failure's."""
+    from jobaware import tracking
+    from jobaware.resource.reader import ingest
+    from jobaware.resource.train import train
+
+    dataset = tmp_path_factory.mktemp("resource-data")
+    ingest([str(REAL / "scripts")], dataset)
+    params = {"cv_repeats": 1, "candidates": ["rich"]}
+    bundle, evaluation = train(dataset, params, tmp_path_factory.mktemp("resource-train"))
+    run_id = tracking.start_run("resource", params, {"success": True})
+    tracking.log_model(run_id, "resource", bundle)
+    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir)
+    version = tracking.register("resource", run_id)
+    assert tracking.promote("resource", version)["promoted"]
+    return version
+
+
+class Service:
+    """`jobaware serve KEY` (or `bentoml serve TARGET`) on a free loopback port, stopped and started at will."""
+
+    def __init__(self, command: list[str], log: Path, env: dict | None = None):
+        self.command, self.log, self.env, self.process = command, log, env, None
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Service:
+        self.process = subprocess.Popen([*self.command, "--port", str(self.port)], stdout=open(self.log, "ab"),
+                                        stderr=subprocess.STDOUT, start_new_session=True, env=self.env)
+        wait_for(f"{self.url}/readyz", 180, self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def services(champion, resource_champion, tmp_path_factory):
+    logs = tmp_path_factory.mktemp("adapter-services")
+    started = {key: Service([JOBAWARE, "serve", key], logs / f"{key}.log") for key in ("failure", "resource")}
+    try:
+        for service in started.values():
+            service.start()
+        yield started
+    finally:
+        for service in started.values():
+            service.stop()
+
+
+def adapt(cluster, store: Path, services: dict, *args: str) -> str:
+    args = (*args, "--cache", str(cluster.root / "verdicts.tsv"))
+    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
+           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    done = subprocess.run([JOBAWARE, "slurm", "adapt", "--store", str(store), "--interval", "0.2", *args], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr
+
+
+def field(cluster, job_id: int, name: str) -> str:
+    shown = cluster.run("scontrol", "show", "job", "-o", str(job_id))
+    return shown.split(f" {name}=", 1)[1].split(" ")[0] if f" {name}=" in shown else ""
+
+
+def wait_states(cluster, ids: list[int], states: set[str], seconds: float = 120) -> dict[int, str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        now = {i: field(cluster, i, "JobState") for i in ids}
+        if all(s in states for s in now.values()) or time.monotonic() > deadline:
+            return now
+        time.sleep(1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, services, tmp_path):
+    store, audit = tmp_path / "store", tmp_path / "audit.jsonl"
+    blocker = cluster.sbatch("#!/bin/bash\nsleep 600\n", "-c", "1", "--time=10", "--job-name=blocker")
+    assert wait_states(cluster, [blocker], {"RUNNING"}, 60)[blocker] == "RUNNING"
+    waiting = [cluster.sbatch(CPU_SCRIPT, "-c", "2", "--time=1", f"--job-name=wide{i}", "--comment=run 7")
+               for i in range(2)]
+    # a dry run judges and audits, and writes nothing into Slurm
+    shown = adapt(cluster, store, services, "--audit", str(audit))
+    assert "dry run" in shown and all(field(cluster, j, "Comment") == "run" for j in waiting)
+    dry = [json.loads(line) for line in audit.read_text().splitlines()]
+    assert {r["job_id"] for r in dry} == set(waiting) and all(r["dry_run"] and r["done"] is None for r in dry)
+    # acting: the verdict in each waiting job's comment, after the user's own
+    shown = adapt(cluster, store, services, "--audit", str(audit), "--act", "--passes", "2")
+    for job in waiting:
+        comment = cluster.run("scontrol", "show", "job", str(job))
+        assert "Comment=run 7 | jobaware: p(fail)=" in comment, comment
+    acts = [json.loads(line) for line in audit.read_text().splitlines()][len(dry):]
+    assert len(acts) == len(waiting) and all(r["done"] and r["versions"]["failure"] for r in acts)
+    assert all(set(r["versions"]) == {"failure", "resource"} for r in acts)
+    assert "pass 2: 2 pending, 0 new verdicts, 0 acts" in shown  # once per job and model versions
+
+    # the services go down: the adapter backs off, writes nothing, and the cluster runs on
+    for service in services.values():
+        service.stop()
+    narrow = cluster.sbatch("#!/bin/bash\necho narrow\n", "-c", "1", "--time=1", "--job-name=narrow")
+    late = cluster.sbatch("#!/bin/bash\nexit 3\n", "-c", "2", "--time=1", "--job-name=late")
+    shown = adapt(cluster, store, services, "--audit", str(audit), "--act", "--passes", "2")
+    assert "0 new verdicts" in shown and "waiting for: failure" in shown
+    assert wait_states(cluster, [narrow], {"COMPLETED"})[narrow] == "COMPLETED"  # ran while jobaware was down
+    assert field(cluster, late, "Comment") in ("", "(null)")
+    # back: the job that waited gets its verdict
+    for service in services.values():
+        service.start()
+    shown = adapt(cluster, store, services, "--audit", str(audit), "--act")
+    assert "1 new verdicts" in shown and "jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(late))
+    # the loop closed inside slurmctld: a new job of a judged shape gets its verdict at submission, from the cache
+    cached = read_cache(cluster.root / "verdicts.tsv").verdicts
+    assert cached and {(v.user, v.partition) for v in cached} == {("root", "debug")}
+    same_shape = cluster.sbatch(CPU_SCRIPT, "-c", "2", "--time=1", "--hold", "--job-name=same")
+    assert "Comment=jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(same_shape))
+    cluster.run("scancel", str(same_shape))
+
+    # the jobs end; the collector keeps their ends; live accuracy by week and model version
+    cluster.run("scancel", str(blocker))
+    ends = wait_states(cluster, [*waiting, late], {"COMPLETED", "FAILED"})
+    assert sorted(ends.values()) == ["COMPLETED", "COMPLETED", "FAILED"], ends
+    collected = subprocess.run([JOBAWARE, "slurm", "collect", "--store", str(store), "--polls", "2", "--interval",
+                                "1"], env=cluster.env, capture_output=True, text=True, timeout=120)
+    assert collected.returncode == 0, collected.stderr
+    report = subprocess.run([JOBAWARE, "report", "live", "--store", str(store), "--json"], capture_output=True,
+                            text=True, timeout=60)
+    assert report.returncode == 0, report.stderr
+    rows = json.loads(report.stdout)
+    assert len(rows) == 1 and rows[0]["jobs"] == 3 and rows[0]["failed"] == 1
+    assert 0 <= rows[0]["roc_auc"] <= 1 and 0 <= rows[0]["ece"] <= 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
+    job = cluster.sbatch(CPU_SCRIPT, "--hold", "--time=1", "--job-name=carded")
+    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
+           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    shown = subprocess.run([JOBAWARE, "card", str(job), "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    card = json.loads(shown.stdout)
+    assert card["parts"]["failure"]["status"] == "ok" and card["parts"]["resource"]["status"] == "ok"
+    assert card["parts"]["similarity"]["status"] == "not_applicable" and card["missing"] == []
+    assert card["short"].startswith("jobaware: p(fail)=")
+    # the gateway: one HTTP answer; a service that is down is named, not fatal
+    gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
+                      tmp_path / "card.log", {**env, "JOBAWARE_RESOURCE_URL": f"http://127.0.0.1:{free_port()}"})
+    try:
+        gateway.start()
+        import httpx
+
+        record = json.loads(cluster.run("squeue", "--json", f"--jobs={job}"))["jobs"][0]
+        answer = httpx.post(f"{gateway.url}/card", json={"job_id": job, "job": record, "script": CPU_SCRIPT},
+                            timeout=60).json()
+        assert answer["parts"]["failure"]["status"] == "ok" and answer["missing"] == ["resource"]
+        assert answer["parts"]["resource"]["status"] == "unavailable"
+        bad = httpx.post(f"{gateway.url}/card", json={"job_id": -1, "job": {}}, timeout=60)
+        assert bad.status_code == 400
+    finally:
+        gateway.stop()
+        cluster.run("scancel", str(job))
+
+
+def test_the_cache_holds_per_shape_the_latest_verdict_and_how_such_jobs_ended(tmp_path):
+    from adapters.slurm.adapter import cached_verdicts, verdict_name
+    from jobaware.store import JobKey, open_store
+
+    store = open_store(str(tmp_path / "store"))
+    row = {"user": "alice", "account": "chem", "partition": "debug", "wallclock_req": 3600.0, "nodes_req": 1,
+           "processors_req": 4, "mem_req": 1000.0, "gpus_req": 0}
+    now = time.time()
+    for i, (state, p_fail) in enumerate([("TIMEOUT", 0.2), ("COMPLETED", 0.3), (None, 0.8)]):
+        key = JobKey("c", 10 + i, int(now) - 100 + i)
+        store.put_job(key, {**row, "processors_req": 4 + i % 2})  # 4 and 5 CPUs: the same doubling bucket
+        if state:
+            store.put_final(key, state, "sacct", 0)
+        card = {"parts": {"failure": {"status": "ok", "p_fail": p_fail, "likely": "TIMEOUT", "threshold": 0.5,
+                                      "likely_fail": p_fail >= 0.5, "model_version": "3"},
+                          "resource": {"status": "ok", "binding": "mem", "model_version": "2"}}}
+        store.put_prediction(key, verdict_name({"failure": "3", "resource": "2"}), {"card": card, "acts": []})
+    store.put_job(JobKey("c", 99, int(now)), {**row, "user": "bad name"})  # no name the cache can hold
+    [verdict] = cached_verdicts(store, "c", Policy())
+    assert (verdict.user, verdict.account, verdict.partition) == ("alice", "chem", "debug")
+    assert (verdict.p_fail, verdict.kind, verdict.resource, verdict.model_version) == (0.8, "TIMEOUT", "memory", "3")
+    assert (verdict.n_similar, verdict.n_failed, verdict.n_timeout) == (2, 1, 1)
+    assert cached_verdicts(store, "other-cluster", Policy()) == []

@@ -1,0 +1,195 @@
+"""The rendered plugins under plain lua5.1 (no Slurm): the same lookup as Python, fail-open, comments, advice."""
+
+import os
+import random
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.slurm.plugins import write_plugins
+from adapters.slurm.verdicts import DIMENSIONS, Shape, lookup, read_cache, write_cache
+from tests.adapters.slurm.test_verdicts import verdict
+
+LUA = shutil.which("lua5.1")
+DRIVER = Path(__file__).with_name("fake_slurm.lua")
+pytestmark = pytest.mark.skipif(LUA is None and not os.environ.get("JOBAWARE_REQUIRE_SLURM"),
+                                reason="lua5.1 is not installed here; apt-get install lua5.1")
+
+
+def run(plugin: Path, commands: list[str], user: str = "ana", **env: str) -> tuple[list[str], str]:
+    script = plugin.parent / "commands.txt"
+    script.write_text("".join(c + "\n" for c in commands))
+    done = subprocess.run([LUA or "lua5.1", str(DRIVER), str(plugin), str(script)], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "USER": user, **env})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines(), done.stderr
+
+
+@pytest.fixture
+def plugins(tmp_path) -> tuple[Path, Path]:
+    cache = tmp_path / "verdicts.tsv"
+    write_plugins(tmp_path, cache=str(cache), stale_after=600)
+    return tmp_path, cache
+
+
+def test_lua_finds_what_python_finds(plugins):
+    """Random caches and queries: the Lua rule and the Python rule pick the same verdict, or none."""
+    folder, cache = plugins
+    rng = random.Random(5)
+    users, accounts, partitions = ["ana", "bob"], ["", "phys", "chem"], ["debug", "gpu"]
+    for round_ in range(3):
+        pool = {}
+        for _ in range(40):
+            v = verdict(rng.choice(users), rng.choice(accounts), rng.choice(partitions), *(
+                rng.choice([0, 1, 3, 20, 60, 100, 2000, 5000]) for _ in DIMENSIONS), n_similar=rng.randint(8, 12))
+            pool.setdefault(v.key(), v)
+        write_cache(cache, pool.values())
+        cached = read_cache(cache).verdicts
+        queries, expected = [], []
+        for _ in range(150):
+            values = [rng.choice([None, 0, 2, 7, 30, 70, 500, 3000]) for _ in DIMENSIONS]
+            user, account, partition = rng.choice(users), rng.choice(accounts + ["ops"]), rng.choice(partitions)
+            buckets = ["-" if v is None else str(_b(v)) for v in values]
+            queries.append("\t".join(["lookup", user, account or "-", partition, *buckets]))
+            found = lookup(cached, user, account, partition, Shape(**dict(zip(DIMENSIONS, values))))
+            expected.append("none" if found is None else " ".join(
+                [found[1], found[0].user, found[0].account, found[0].partition,
+                 ",".join(map(str, found[0].shape.buckets()))]))
+        answers, _ = run(folder / "job_submit.lua", queries)
+        assert answers == expected, f"round {round_}"
+
+
+def _b(value: int) -> int:
+    return (value + 1).bit_length() - 1
+
+
+def test_submit_writes_the_verdict_and_keeps_the_users_comment(plugins):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", time=60, cpus=4, mem=4000)], default_partition="debug")
+    answers, _ = run(folder / "job_submit.lua", [
+        "submit\tuser_name=ana\ttime_limit=60\tmin_cpus=4\tmin_nodes=1\tmin_mem_per_node=4000",
+        "submit\tuser_name=ana\ttime_limit=600\tmin_cpus=4\tcomment=my run 7",
+        "submit\tuser_name=ana\ttime_limit=60\tmin_cpus=4\tmin_mem_per_node=4000\tcomment=keep | jobaware: old",
+        "submit\tuser_name=zoe\ttime_limit=60",
+    ])
+    results = [a for a in answers if not a.startswith("log: ")]
+    assert results[0] == ("rc=0 comment=jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; "
+                          "model 3 admin_comment=nil")
+    assert results[1].startswith("rc=0 comment=my run 7 | jobaware: p(fail)=0.70 TIMEOUT likely;")
+    assert results[1].endswith("; model 3; nearest shape admin_comment=nil")
+    assert results[2].startswith("rc=0 comment=keep | jobaware: p(fail)=0.70") and results[2].count("jobaware") == 1
+    assert results[3] == "rc=0 comment=nil admin_comment=nil"
+    logs = [a for a in answers if a.startswith("log: ")]
+    assert logs[0].startswith("log: jobaware: job_submit exact ") and logs[0].endswith(" ms")
+    assert logs[3].startswith("log: jobaware: job_submit no verdict for zoe in debug ")
+
+
+def test_admin_comment_field(tmp_path):
+    cache = tmp_path / "v.tsv"
+    write_plugins(tmp_path, cache=str(cache), field="admin_comment")
+    write_cache(cache, [verdict(account="")])
+    answers, _ = run(tmp_path / "job_submit.lua", ["submit\tuser_name=ana\tpartition=debug\tcomment=mine"])
+    assert answers[-1].startswith("rc=0 comment=mine admin_comment=jobaware: p(fail)=0.70")
+
+
+def test_modify_follows_a_new_shape_and_leaves_other_updates_alone(plugins):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", time=60, p_fail=0.2, kind=""), verdict(account="", time=1000)])
+    answers, _ = run(folder / "job_submit.lua", [
+        ("modify\ttime_limit=1000\t||\tuser_name=ana\tpartition=debug\ttime_limit=60\tmin_cpus=4\tcomment=x | "
+         "jobaware: p(fail)=0.20"),
+        "modify\tcomment=set by the adapter\t||\tuser_name=ana\tpartition=debug\ttime_limit=60",
+        "modify\tnice=5\t||\tuser_name=ana\tpartition=debug\ttime_limit=60",
+    ])
+    results = [a for a in answers if not a.startswith("log: ")]
+    assert results[0].startswith("rc=0 comment=x | jobaware: p(fail)=0.70 TIMEOUT likely")
+    assert results[1] == "rc=0 comment=set by the adapter"
+    assert results[2] == "rc=0 comment=nil"
+
+
+def _corrupt(cache: Path, how: str) -> None:
+    good = cache.read_bytes()
+    if how == "random bytes":
+        cache.write_bytes(random.Random(1).randbytes(5000))
+    elif how == "truncated":
+        cache.write_bytes(good[: len(good) - 12])
+    elif how == "empty":
+        cache.write_bytes(b"")
+    elif how == "missing":
+        cache.unlink()
+    elif how == "bad header":
+        cache.write_bytes(good.replace(b"\t1\t", b"\tx\t", 1))
+
+
+@pytest.mark.parametrize("how, why", [
+    ("random bytes", "corrupt (not a version 1 jobaware verdict cache)"), ("truncated", "corrupt (truncated"),
+    ("empty", "empty"), ("missing", "missing"), ("bad header", "corrupt (not a version 1"),
+])
+def test_a_broken_cache_means_no_verdict(plugins, how, why):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account=""), verdict(account="", time=600)])
+    _corrupt(cache, how)
+    answers, stderr = run(folder / "job_submit.lua", ["submit\tuser_name=ana\tpartition=debug\tcomment=mine",
+                                                      "lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
+    assert answers[-2] == "rc=0 comment=mine admin_comment=nil"
+    assert answers[-1].startswith(f"none {why}") and stderr == ""
+    advice, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])
+    assert advice == ["rc=0"] and stderr == ""
+
+
+@pytest.mark.parametrize("good, bad", [("\t0.7000\t", "\tlots\t"), ("\t0.7000\t", "\tnan\t"),
+                                       ("\tTIMEOUT\t", "\tSOON\t"), ("\tio\t", "\t<b>\t"), ("\t3\t", "\t3 x\t")])
+def test_a_line_with_wrong_fields_is_skipped_alone(plugins, good, bad):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", time=60), verdict(account="", time=600, p_fail=0.3, model_version="4")])
+    lines = cache.read_text().split("\n")
+    assert good in lines[1]
+    lines[1] = lines[1].replace(good, bad, 1)
+    cache.write_text("\n".join(lines))
+    answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
+    assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
+    assert answers[-1].startswith("rc=0 comment=jobaware: p(fail)=0.30")  # the other line, as nearest shape
+
+
+def test_stale_cache_means_no_verdict(plugins):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="")], stale_after=3600, now=int(time.time()) - 601)  # plugin: 600 s
+    answers, _ = run(folder / "job_submit.lua", ["lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
+    assert answers[-1].startswith("none stale (written 60") and answers[-1].endswith("limit 600 s)")
+    write_cache(cache, [verdict(account="")], stale_after=60, now=int(time.time()) - 61)  # the file: 60 s
+    assert run(folder / "job_submit.lua", ["lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])[0][-1].endswith("limit 60 s)")
+
+
+def test_cli_filter_advises_in_a_plain_sentence(plugins):
+    folder, cache = plugins
+    write_cache(cache, [
+        verdict(account="", time=60, cpus=1, mem=2000),
+        verdict(account="", time=600, cpus=1, mem=2000, kind="OUT_OF_MEMORY", n_timeout=0, n_failed=6),
+        verdict(account="", time=7, cpus=1, mem=2000, p_fail=0.2, kind=""),
+    ], default_partition="debug")
+    _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=01:00:00\tmem=2G\tntasks=1"])
+    assert stderr == ("jobaware: jobs like this one ran out of time in 7 of their last 10 runs; ask for more --time "
+                      "than the 60 minutes asked (failure risk 70%, model 3).\n")
+    _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=10:00:00\tmem-per-cpu=2000"])
+    assert "failed in 6 of their last 10 runs, most likely out of memory; ask for more --mem" in stderr
+    # below the advice threshold, another user, a step inside a job: silence
+    for options, user in [("type=sbatch\ttime=7", "ana"), ("type=sbatch\ttime=60", "zoe")]:
+        answers, stderr = run(folder / "cli_filter.lua", [f"advise\t{options}"], user=user)
+        assert (answers, stderr) == (["rc=0"], "")
+    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"], SLURM_JOB_ID="12")[1] == ""
+    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: jobs like")
+
+
+def test_gpus_from_tres_strings(plugins):
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", gpus=0, p_fail=0.1, kind=""), verdict(account="", gpus=4)])
+    answers, _ = run(folder / "job_submit.lua", [
+        f"submit\tuser_name=ana\ttime_limit=60\tmin_cpus=4\tmin_nodes=1\tmin_mem_per_node=4000\t{tres}"
+        for tres in ("tres_per_node=gres:gpu:a100:4", "tres_per_job=gres:gpu:3,gres:shard:1", "nice=0")])
+    results = [a for a in answers if not a.startswith("log: ")]
+    assert [r.split(" ")[1] for r in results] == ["comment=jobaware:"] * 3
+    assert all(r.endswith("; model 3 admin_comment=nil") for r in results)  # all exact: 4 and 3 GPUs share a bucket
+    assert [r.split("p(fail)=")[1][:4] for r in results] == ["0.70", "0.70", "0.10"]

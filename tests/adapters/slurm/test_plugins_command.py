@@ -1,0 +1,36 @@
+"""`jobaware slurm plugins`, run as an admin runs it (three runs: the CLI takes seconds to start)."""
+
+import stat
+
+import pytest
+
+from adapters.slurm.plugins import render, write_plugins
+from jobaware.errors import JobawareError
+from tests.test_cli import run
+
+
+def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "etc"
+    done = run("slurm", "plugins", "--out", out, "--cache", "/var/spool/jobaware/v.tsv", "--field", "admin_comment",
+               "--stale-after", "900")
+    assert done.returncode == 0, done.stderr
+    submit, cli = (out / "job_submit.lua").read_text(), (out / "cli_filter.lua").read_text()
+    assert 'JOBAWARE_CACHE_PATH = "/var/spool/jobaware/v.tsv"' in submit and 'JOBAWARE_CACHE_PATH = "/var/spool' in cli
+    assert 'local FIELD = "admin_comment"' in submit and "JOBAWARE_STALE_AFTER = 900 " in cli
+    assert "@" not in submit.replace("@+-", "") and stat.S_IMODE((out / "cli_filter.lua").stat().st_mode) == 0o644
+    again = run("slurm", "plugins", "--out", out, "--field", "notes")
+    assert again.returncode == 1 and again.stderr.strip() == "error: --field 'notes': expected comment or admin_comment"
+    again = run("slurm", "plugins", "--out", out)
+    assert again.returncode == 1 and again.stderr.startswith("error: ") and "pass --force" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1 and (out / "job_submit.lua").read_text() == submit
+    write_plugins(out, force=True)
+    assert 'local FIELD = "comment"' in (out / "job_submit.lua").read_text()
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"stale_after": 0}, "--stale-after 0"), ({"cache": "verdicts.tsv"}, "expected an absolute path"),
+    ({"cache": '/x"y'}, "quotes, backslashes"), ({"advise_above": 1.5}, "--advise-above 1.5"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(JobawareError, match=message):
+        render(**options)

@@ -1,0 +1,112 @@
+"""job_submit.lua and cli_filter.lua inside a real one-node Slurm: real sbatch, comments read back."""
+
+import os
+import pwd
+import random
+import re
+import subprocess
+import time
+
+import pytest
+
+from adapters.slurm.plugins import write_plugins
+from adapters.slurm.verdicts import write_cache
+from tests.adapters.slurm.test_verdicts import verdict
+from tests.slurm.cluster import SlurmCluster, missing_binaries
+
+pytestmark = pytest.mark.slow
+USER = pwd.getpwuid(os.getuid()).pw_name
+# what the cluster's jobs below ask for: -n1, --mem=500, no GPU; the time varies
+CACHED = [
+    verdict(USER, "", "debug", time=60, nodes=1, cpus=1, mem=500),  # TIMEOUT likely, 7 of 10 ran out of time
+    verdict(USER, "", "debug", time=5, nodes=1, cpus=1, mem=500, p_fail=0.05, kind="", resource="cpu",
+            n_failed=0, n_timeout=0, model_version="4"),
+]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    missing = missing_binaries()
+    if missing:
+        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
+        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    root = tmp_path_factory.mktemp("slurm-lua")
+    write_plugins(root, cache=str(root / "verdicts.tsv"), stale_after=600)
+    slurm = SlurmCluster(root, lua_plugins=True).start()
+    yield slurm
+    slurm.stop()
+
+
+@pytest.fixture
+def cache(cluster):
+    path = cluster.root / "verdicts.tsv"
+    write_cache(path, CACHED, default_partition="debug")
+    return path
+
+
+def submit(cluster, *args: str) -> tuple[int, str]:
+    """sbatch a held job (it stays pending, its comment readable); its id and sbatch's stderr."""
+    done = subprocess.run(["sbatch", "--parsable", "--hold", "-n1", "--mem=500", f"--chdir={cluster.root / 'jobs'}",
+                           "--wrap=true", *args], env=cluster.env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr + cluster.logs()
+    return int(done.stdout.strip().split(";")[0]), done.stderr
+
+
+def comment(cluster, job: int) -> str:
+    shown = cluster.run("scontrol", "show", "job", str(job))
+    return re.search(r"\bComment=(.*?)\s*(?:\n|$)", shown).group(1)
+
+
+def test_sbatch_gets_the_verdict_in_its_comment_and_advice_on_stderr(cluster, cache):
+    job, stderr = submit(cluster, "--time=60")
+    assert comment(cluster, job) == "jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; model 3"
+    assert stderr == ("jobaware: jobs like this one ran out of time in 7 of their last 10 runs; ask for more --time "
+                      "than the 60 minutes asked (failure risk 70%, model 3).\n")
+    # a shape not in the cache: 30 minutes (bucket 4) is nearest to 60 (bucket 5); the user's comment stays first
+    job, _ = submit(cluster, "--time=30", "--comment=run 7 of the sweep")
+    assert comment(cluster, job) == ("run 7 of the sweep | jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; "
+                                     "8/10 similar failed; model 3; nearest shape")
+    # 2 minutes is nearest to the 5-minute shape: a low risk, a comment and no advice
+    job, stderr = submit(cluster, "--time=2")
+    assert comment(cluster, job) == "jobaware: p(fail)=0.05; cpu-bound; 0/10 similar failed; model 4; nearest shape"
+    assert stderr == ""
+
+
+def test_a_time_change_gets_the_new_shapes_verdict(cluster, cache):
+    job, _ = submit(cluster, "--time=5", "--comment=mine")
+    assert comment(cluster, job).startswith("mine | jobaware: p(fail)=0.05")
+    cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=60")
+    assert comment(cluster, job) == "mine | jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; model 3"
+    cluster.run("scontrol", "update", f"JobId={job}", "Comment=set by hand")
+    assert comment(cluster, job) == "set by hand"
+
+
+def _break(path, how: str) -> None:
+    good = path.read_bytes()
+    if how == "missing":
+        path.unlink()
+    elif how == "stale":  # written 11 minutes ago; the plugins were rendered with --stale-after 600
+        write_cache(path, CACHED, now=int(time.time()) - 660)
+    elif how == "random bytes":
+        path.write_bytes(random.Random(3).randbytes(20_000))
+    elif how == "truncated":
+        path.write_bytes(good[: len(good) // 2])
+    elif how == "wrong fields":  # the 60-minute line loses a field: the 5-minute line is all that is left
+        lines = good.decode().split("\n")
+        at = next(i for i, line in enumerate(lines) if line.split("\t")[3:4] == ["5"])  # 60 min: bucket 5
+        lines[at] = lines[at].rsplit("\t", 1)[0]
+        path.write_text("\n".join(lines))
+
+
+@pytest.mark.parametrize("how", ["missing", "stale", "random bytes", "truncated", "wrong fields"])
+def test_a_broken_cache_fails_open(cluster, cache, how):
+    _break(cache, how)
+    job, stderr = submit(cluster, "--time=60", "--comment=mine")
+    expected = "mine | jobaware: p(fail)=0.05; cpu-bound; 0/10 similar failed; model 4; nearest shape" \
+        if how == "wrong fields" else "mine"
+    assert comment(cluster, job) == expected
+    assert stderr == ""
+    log = (cluster.root / "log" / "slurmctld.log").read_text().replace(str(cluster.root), "")
+    assert "error" not in "\n".join(line for line in log.splitlines() if "lua" in line).lower()

@@ -1,0 +1,98 @@
+"""The verdict cache: buckets, the nearest-shape rule, atomic writes and the checks on what goes in."""
+
+import os
+import stat
+
+import pytest
+
+from adapters.slurm.verdicts import (
+    Shape,
+    Verdict,
+    bucket,
+    lookup,
+    read_cache,
+    write_cache,
+)
+from jobaware.errors import InputError
+
+
+def verdict(user="ana", account="phys", partition="debug", time=60, nodes=1, cpus=4, mem=4000, gpus=0, **kw):
+    fields = {"p_fail": 0.7, "kind": "TIMEOUT", "resource": "io", "n_similar": 10, "n_failed": 8, "n_timeout": 7,
+              "model_version": "3"} | kw
+    return Verdict(user=user, account=account, partition=partition,
+                   shape=Shape(time_minutes=time, nodes=nodes, cpus=cpus, mem_mib=mem, gpus=gpus), **fields)
+
+
+def test_buckets_double():
+    assert [bucket(x) for x in (0, 1, 2, 3, 6, 7, 14, 15, 60, 1440)] == [0, 1, 1, 2, 2, 3, 3, 4, 5, 10]
+
+
+def test_exact_then_nearest_then_user_partition_then_nothing():
+    short, long_ = verdict(time=30, p_fail=0.1, kind=""), verdict(time=600)
+    other = verdict(account="chem", time=30, cpus=64, p_fail=0.4)
+    cached = [short, long_, other]
+    assert lookup(cached, "ana", "phys", "debug", Shape(time_minutes=30, nodes=1, cpus=4, mem_mib=4000, gpus=0)) \
+        == (short, "exact")
+    # 300 minutes: bucket 8, one from 600's 9, three from 30's 4
+    assert lookup(cached, "ana", "phys", "debug", Shape(time_minutes=300, nodes=1, cpus=4, gpus=0)) \
+        == (long_, "nearest")
+    # the account is not cached: any account of this user in this partition
+    assert lookup(cached, "ana", "", "debug", Shape(time_minutes=30, cpus=50)) == (other, "user+partition")
+    assert lookup(cached, "bob", "phys", "debug", Shape(time_minutes=30)) is None
+    assert lookup(cached, "ana", "phys", "gpu", Shape(time_minutes=30)) is None
+
+
+def test_ties_go_to_more_similar_jobs_then_file_order():
+    few, many = verdict(time=15, n_similar=3, n_failed=1, n_timeout=0), verdict(time=63, n_similar=30)
+    assert lookup([few, many], "ana", "phys", "debug", Shape(time_minutes=31))[0] is many
+    one, seven = verdict(time=63, cpus=1, n_similar=30), verdict(time=63, cpus=7, n_similar=30)
+    assert lookup([one, seven], "ana", "phys", "debug", Shape(time_minutes=31, cpus=3))[0] is one
+    assert lookup([seven, one], "ana", "phys", "debug", Shape(time_minutes=31, cpus=3))[0] is seven
+
+
+def test_write_is_atomic_readable_and_counts_generations(tmp_path):
+    path = tmp_path / "spool" / "verdicts.tsv"
+    assert write_cache(path, [verdict(), verdict(time=600).model_dump()], stale_after=900,
+                       default_partition="debug") == 1
+    assert write_cache(path, [verdict()]) == 2
+    assert os.listdir(path.parent) == ["verdicts.tsv"]  # no temporary file left behind
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    cache = read_cache(path)
+    assert (cache.generation, cache.stale_after, len(cache.verdicts)) == (2, 3600, 1)
+    assert cache.verdicts[0].key() == verdict().key() and cache.verdicts[0].p_fail == 0.7
+    path.write_text("garbage\n")
+    assert write_cache(path, []) == 1
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"p_fail": 1.5}, "p_fail"),
+    ({"user": "ana\tx"}, "user"),
+    ({"kind": "ABORTED"}, "kind"),
+    ({"n_failed": 11}, "n_timeout <= n_failed <= n_similar"),
+])
+def test_bad_verdicts_are_one_line_errors_naming_the_field(bad, message, tmp_path):
+    item = verdict().model_dump() | bad
+    with pytest.raises(InputError, match=rf"verdict 1: .*{message}"):
+        write_cache(tmp_path / "v.tsv", [verdict(time=600), item])
+    assert not (tmp_path / "v.tsv").exists()
+
+
+def test_incomplete_shapes_and_duplicates_are_refused(tmp_path):
+    item = verdict().model_dump()
+    item["shape"]["gpus"] = None
+    with pytest.raises(InputError, match="verdict 0: shape: .*missing gpus"):
+        write_cache(tmp_path / "v.tsv", [item])
+    with pytest.raises(InputError, match="verdict 1: same user, account, partition and shape buckets as verdict 0"):
+        write_cache(tmp_path / "v.tsv", [verdict(time=60), verdict(time=62)])
+
+
+def test_read_names_the_bad_line(tmp_path):
+    path = tmp_path / "v.tsv"
+    write_cache(path, [verdict(), verdict(time=600)])
+    lines = path.read_text().split("\n")
+    path.write_text("\n".join(lines[:2] + ["ana\tphys\tdebug\t1\t2"] + lines[3:]))
+    with pytest.raises(InputError, match=r"v.tsv:3: 5 fields, expected 16"):
+        read_cache(path)
+    path.write_text("\n".join(lines[:2]) + "\n")
+    with pytest.raises(InputError, match="truncated"):
+        read_cache(path)
