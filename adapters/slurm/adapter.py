@@ -1,6 +1,6 @@
 """Bring the models' answers back into Slurm: for each pending job, a verdict in its comment, by a stated policy.
 
-Each pass: one `squeue --json --states=PENDING` call; the job card of each pending job (`jobaware.card`: `failure`
+Each pass: one `squeue --json --states=PENDING` call (the pending jobs read from its records); the job card of each pending job (`jobaware.card`: `failure`
 on its squeue record, `resource` on its batch script from the store or `scontrol write batch_script`); then, by
 the policy, the acts: write the card's short form into the job's comment (or admin comment), and optionally hold
 the jobs whose P(fail) is at or above the model's own registered threshold. Every verdict is kept in the job
@@ -182,6 +182,11 @@ def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | 
     return lines
 
 
+def _pending(record: dict) -> bool:
+    state = record.get("job_state")
+    return (state[0] if isinstance(state, list) and state else state) == "PENDING"
+
+
 def verdict_name(versions: dict[str, str]) -> str:
     """The store's name of a verdict by these model versions: `adapter:failure=3,resource=2`."""
     return "adapter:" + ",".join(f"{key}={value}" for key, value in sorted(versions.items()))
@@ -211,7 +216,9 @@ class Adapter:
         if listed is None:
             result.missing.append("squeue")
             return result
-        pending = [job for job in listed if isinstance(job.get("job_id"), int)][: self.policy.max_jobs_per_pass]
+        # Slurm 22.05's --json lists every job whatever --states says: the state is read from each record
+        pending = [job for job in listed if isinstance(job.get("job_id"), int) and _pending(job)]
+        pending = pending[: self.policy.max_jobs_per_pass]
         result.pending = len(pending)
         scripts_left = self.policy.max_scripts_per_pass
         judged_classes: list[dict] = []
