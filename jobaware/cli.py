@@ -20,6 +20,7 @@ import typer
 
 from jobaware import capabilities, config
 from jobaware.console import err, out, progress, show
+from adapters.htcondor.commands import register as _register_htcondor
 from jobaware.errors import JobawareError
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
@@ -28,6 +29,8 @@ pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no
 models_app = typer.Typer(help="The MLflow model registry: list, promote, roll back.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
+report_app = typer.Typer(help="Reports: audits of the scheduler adapters.", no_args_is_help=True)
+app.add_typer(report_app, name="report")
 app.add_typer(models_app, name="models")
 
 Key = Annotated[str, typer.Argument(help=f"capability: {', '.join(capabilities.keys())}")]
@@ -371,6 +374,7 @@ def _print_examples(ports: dict[str, int]) -> None:
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)
+_register_htcondor(app)
 
 
 def _error(message: str) -> None:

@@ -1,0 +1,1 @@
+"""Scheduler adapters, deployed beside a scheduler; they reach models only over HTTP."""

@@ -1,0 +1,108 @@
+"""The events a hold decision is asked with: the held job's own history and its neighbours' recent events.
+
+The hold model (jobaware.hold.features) looks at the held job's whole history, at up to j - 1 co-existing jobs
+over the m x timeframe_len seconds before the hold (each job's state carried forward from its last event), and
+at the pool's last hour. The window keeps, bounded: each live job's last `per_job` events (a job is dropped at
+its termination or removal, the least recently active first beyond `max_jobs`), and every event of the last
+`seconds`. A request log is the held job's events, the window's events of other jobs, and the last event of
+the `neighbours` most recently active jobs quiet since before the window, in log order, up to the hold, cut to
+`max_bytes` by leaving out the oldest neighbour events first.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import OrderedDict, deque
+
+from adapters.htcondor.follower import Event
+
+TERMINAL = (5, 9)
+EPOCH = dt.datetime(1970, 1, 1)
+
+
+def seconds(time: dt.datetime) -> float:
+    """The log's wall clock as seconds since 1970 (as written; no zone)."""
+    return (time.replace(tzinfo=None) - EPOCH).total_seconds()
+
+
+Job = tuple[int, int, int]
+
+
+class Window:
+    def __init__(self, seconds_kept: float = 7200.0, neighbours: int = 99, per_job: int = 200,
+                 max_jobs: int = 50_000, max_bytes: int = 4 << 20):
+        self.seconds_kept = seconds_kept
+        self.neighbours = neighbours
+        self.per_job = per_job
+        self.max_jobs = max_jobs
+        self.max_bytes = max_bytes
+        self.seq = 0
+        self.jobs: OrderedDict[Job, deque] = OrderedDict()  # least recently active first
+        self.recent: deque = deque()  # (seq, seconds, job, raw)
+
+    def add(self, event: Event) -> int:
+        """Keep the event; its sequence number in the window."""
+        self.seq += 1
+        at = seconds(event.time)
+        item = (self.seq, at, event.job, event.raw)
+        self.recent.append(item)
+        while self.recent and self.recent[0][1] < at - self.seconds_kept:
+            self.recent.popleft()
+        history = self.jobs.pop(event.job, None) or deque(maxlen=self.per_job)
+        history.append(item)
+        if event.code not in TERMINAL:
+            self.jobs[event.job] = history
+            while len(self.jobs) > self.max_jobs:
+                self.jobs.popitem(last=False)
+        return self.seq
+
+    def history(self, job: Job) -> list[tuple]:
+        return list(self.jobs.get(job, ()))
+
+    def count(self, job: Job, code_prefix: bytes) -> int:
+        """How many of the job's kept events start with `code_prefix` (b"001": its starts)."""
+        return sum(raw.startswith(code_prefix) for *_, raw in self.history(job))
+
+    def request_log(self, job: Job, upto: int) -> bytes:
+        """The log to ask about `job`'s hold at window sequence `upto` (see the module docstring)."""
+        own = [item for item in self.history(job) if item[0] <= upto]
+        if not own:
+            return b""
+        start = own[-1][1] - self.seconds_kept
+        others = {item[0]: item for item in self.recent if item[0] <= upto and item[2] != job and item[1] >= start}
+        quiet = 0
+        for other in reversed(self.jobs):
+            if quiet >= self.neighbours:
+                break
+            if other == job:
+                continue
+            last = [item for item in self.jobs[other] if item[0] <= upto]
+            if last and last[-1][1] < start:
+                others.setdefault(last[-1][0], last[-1])
+                quiet += 1
+        budget = self.max_bytes - sum(len(item[3]) for item in own)
+        while own and budget < 0:  # a job whose own history is over the limit: its oldest events go
+            budget += len(own.pop(0)[3])
+        kept = []
+        for key in sorted(others, reverse=True):
+            size = len(others[key][3])
+            if size > budget:
+                break
+            budget -= size
+            kept.append(others[key])
+        return b"".join(item[3] for item in sorted(own + kept))
+
+    def state(self) -> dict:
+        """The window as JSON-ready data (raw text as Latin-1, which keeps every byte)."""
+        def item(i):
+            return [i[0], i[1], list(i[2]), i[3].decode("latin-1")]
+        return {"seq": self.seq, "recent": [item(i) for i in self.recent],
+                "jobs": [[list(job), [item(i) for i in history]] for job, history in self.jobs.items()]}
+
+    def restore(self, state: dict) -> None:
+        def item(i):
+            return (i[0], i[1], tuple(i[2]), i[3].encode("latin-1"))
+        self.seq = state.get("seq", 0)
+        self.recent = deque(item(i) for i in state.get("recent", []))
+        self.jobs = OrderedDict((tuple(job), deque((item(i) for i in history), maxlen=self.per_job))
+                                for job, history in state.get("jobs", []))
