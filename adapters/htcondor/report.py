@@ -5,7 +5,9 @@ thresholds, a manual code), what the site's rule would have done, whether anythi
 events the follower saw afterwards, how the hold really ended (like the training labels: the job's first
 termination or removal after the hold; a normal termination means releasing was right, anything else that
 removing was). Released jobs that went on hold again are counted with the hours between the release and the
-next hold (a slot each: the slot-hours a re-hold wasted). A call is right when it matches the real ending;
+next hold (a slot each: the slot-hours a re-hold wasted). A call is right when it matches the real ending
+(`model right`: the policy's call from the model's answer; `decision right`: the model's own decision at its
+threshold, whatever the policy's confidence bounds);
 `release all` is the blanket periodic release OSG advises against, for reference.
 """
 
@@ -19,7 +21,7 @@ from adapters.htcondor.audit import read_records
 from jobaware.errors import InputError
 
 COLUMNS = ("week", "holds", "model release", "model remove", "model none", "no decision", "rule release",
-           "rule remove", "rule none", "acted", "ended", "model right", "rule right", "release-all right",
+           "rule remove", "rule none", "acted", "ended", "model right", "decision right", "rule right", "release-all right",
            "released", "re-held after release", "slot-hours wasted")
 
 
@@ -76,12 +78,15 @@ def summarize(audit: str | Path) -> list[dict]:
             if hold["ended"] is not None:
                 row["ended"] += 1
                 row["model right"] += hold["recommended"] == hold["ended"]
+                row["decision right"] += hold.get("model_decision") == hold["ended"]
                 row["rule right"] += hold["site_rule"] == hold["ended"]
                 row["release-all right"] += hold["ended"] == "release"
             if hold["released_at"] is not None:
                 row["released"] += 1
                 if hold["reheld_at"] is not None:
                     row["re-held after release"] += 1
-                    row["slot-hours wasted"] += round(_hours(hold["released_at"], hold["reheld_at"]), 2)
+                    row["slot-hours wasted"] += _hours(hold["released_at"], hold["reheld_at"])
+    for row in rows.values():
+        row["slot-hours wasted"] = round(row["slot-hours wasted"], 2)
     weeks = sorted(k for k in rows if k != "all")
     return [rows[k] for k in weeks] + [rows["all"]]
