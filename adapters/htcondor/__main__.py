@@ -2,6 +2,7 @@
 (which loads every capability, torch included); for a light install beside a schedd. Same functions as
 `jobaware hold follow|decide|policy` and `jobaware report holds`."""
 
+import signal
 import sys
 
 import typer
@@ -18,6 +19,7 @@ app.command("policy")(policy_command)
 app.command("report")(report_holds_command)
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # unwind: the position is kept
     try:
         app()
     except JobawareError as exc:

@@ -2,7 +2,7 @@
 
 Order of work, so that a crash neither loses nor repeats a hold: the events of a poll are read; each new hold
 is decided and its audit record written (and synced) before any act; the act's answer is audited after it;
-only then is the read position (with the window of recent events) committed. A restart reads again from the
+only then is the read position (with the window of recent events) committed, at most once a second. A restart reads again from the
 last committed position and skips every hold whose id the audit already holds.
 
 Acting needs all of: acting turned on (`--act` or the policy's mode), a model call above the policy's
@@ -72,7 +72,7 @@ class Watch:
     def __init__(self, logs: list[str | Path], audit: str | Path, state: str | Path | None = None, *,
                  client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
                  actor: Actor | None = None, year: int | None = None, window: Window | None = None,
-                 on_line: Callable[[str], None] | None = None):
+                 on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
         self.policy = policy or Policy()
         self.acting = act or self.policy.mode == "act"
         self.audit = Audit(audit)
@@ -83,6 +83,9 @@ class Watch:
         self.actor = actor if actor is not None or not self.acting else Actor()
         self.rate = RateLimit(self.policy.acts_per_minute)
         self.on_line = on_line or (lambda line: None)
+        self.commit_seconds = commit_seconds
+        self._committed = 0.0
+        self._dirty = False
 
     def step(self) -> Counts:
         """One poll: read, decide, audit, act, commit."""
@@ -98,8 +101,17 @@ class Watch:
             elif event.code in OUTCOMES and _job(event) in self.audit.jobs:
                 self._outcome(event, counts)
         counts.events = len(events)
-        self.follower.commit({"window": self.window.state()})
+        self._dirty = True
+        if time.monotonic() - self._committed >= self.commit_seconds:
+            self.commit()
         return counts
+
+    def commit(self) -> None:
+        """Make the position and the window durable (at most every `commit_seconds`, and at the end: a restart
+        reads again what came after, and the audit's ids keep every hold once)."""
+        if self._dirty:
+            self.follower.commit({"window": self.window.state()})
+            self._committed, self._dirty = time.monotonic(), False
 
     def run(self, seconds: float | None = None, once: bool = False, interval: float = 0.2,
             stop: Callable[[], bool] = lambda: False) -> Counts:
@@ -116,6 +128,7 @@ class Watch:
                 time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
 
     def close(self) -> None:
+        self.commit()
         self.audit.close()
         if self.client is not None:
             self.client.close()

@@ -3,8 +3,8 @@
 The hold model (jobaware.hold.features) looks at the held job's whole history, at up to j - 1 co-existing jobs
 over the m x timeframe_len seconds before the hold (each job's state carried forward from its last event), and
 at the pool's last hour. The window keeps, bounded: each live job's last `per_job` events (a job is dropped at
-its termination or removal, the least recently active first beyond `max_jobs`), and every event of the last
-`seconds`. A request log is the held job's events, the window's events of other jobs, and the last event of
+its termination or removal, the least recently active first beyond `max_jobs` jobs or `history_bytes`), and the
+events of the last `seconds_kept` (at most `recent_bytes`, the oldest dropped first). A request log is the held job's events, the window's events of other jobs, and the last event of
 the `neighbours` most recently active jobs quiet since before the window, in log order, up to the hold, cut to
 `max_bytes` by leaving out the oldest neighbour events first.
 """
@@ -30,15 +30,19 @@ Job = tuple[int, int, int]
 
 class Window:
     def __init__(self, seconds_kept: float = 7200.0, neighbours: int = 99, per_job: int = 200,
-                 max_jobs: int = 50_000, max_bytes: int = 4 << 20):
+                 max_jobs: int = 50_000, max_bytes: int = 4 << 20, recent_bytes: int = 8 << 20,
+                 history_bytes: int = 32 << 20):
         self.seconds_kept = seconds_kept
         self.neighbours = neighbours
         self.per_job = per_job
         self.max_jobs = max_jobs
         self.max_bytes = max_bytes
+        self.recent_bytes = recent_bytes
+        self.history_bytes = history_bytes
         self.seq = 0
         self.jobs: OrderedDict[Job, deque] = OrderedDict()  # least recently active first
         self.recent: deque = deque()  # (seq, seconds, job, raw)
+        self._recent_size = self._history_size = 0
 
     def add(self, event: Event) -> int:
         """Keep the event; its sequence number in the window."""
@@ -46,14 +50,23 @@ class Window:
         at = seconds(event.time)
         item = (self.seq, at, event.job, event.raw)
         self.recent.append(item)
-        while self.recent and self.recent[0][1] < at - self.seconds_kept:
-            self.recent.popleft()
-        history = self.jobs.pop(event.job, None) or deque(maxlen=self.per_job)
+        self._recent_size += len(item[3])
+        while self.recent and (self.recent[0][1] < at - self.seconds_kept or self._recent_size > self.recent_bytes):
+            self._recent_size -= len(self.recent.popleft()[3])
+        history = self.jobs.pop(event.job, None)
+        if history is None:
+            history = deque(maxlen=self.per_job)
+        if len(history) == self.per_job:
+            self._history_size -= len(history[0][3])
         history.append(item)
-        if event.code not in TERMINAL:
+        self._history_size += len(item[3])
+        if event.code in TERMINAL:
+            self._history_size -= sum(len(i[3]) for i in history)
+        else:
             self.jobs[event.job] = history
-            while len(self.jobs) > self.max_jobs:
-                self.jobs.popitem(last=False)
+        while self.jobs and (len(self.jobs) > self.max_jobs or self._history_size > self.history_bytes):
+            _, gone = self.jobs.popitem(last=False)
+            self._history_size -= sum(len(i[3]) for i in gone)
         return self.seq
 
     def history(self, job: Job) -> list[tuple]:
@@ -106,3 +119,5 @@ class Window:
         self.recent = deque(item(i) for i in state.get("recent", []))
         self.jobs = OrderedDict((tuple(job), deque((item(i) for i in history), maxlen=self.per_job))
                                 for job, history in state.get("jobs", []))
+        self._recent_size = sum(len(i[3]) for i in self.recent)
+        self._history_size = sum(len(i[3]) for history in self.jobs.values() for i in history)
