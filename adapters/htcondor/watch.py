@@ -141,8 +141,8 @@ class Watch:
             counts.seen_before += 1
             return
         counts.holds += 1
-        hold = Hold(event.cluster, event.proc, event.hold_code, event.hold_subcode,
-                    job_starts=self.window.count(event.job, b"001"), holds=self.window.count(event.job, b"012"))
+        starts, holds = self.window.starts_and_holds(event.job)
+        hold = Hold(event.cluster, event.proc, event.hold_code, event.hold_subcode, job_starts=starts, holds=holds)
         rule = site_rule(self.policy, hold)
         started = time.monotonic()
         if self.client is None:

@@ -42,6 +42,7 @@ class Window:
         self.seq = 0
         self.jobs: OrderedDict[Job, deque] = OrderedDict()  # least recently active first
         self.recent: deque = deque()  # (seq, seconds, job, raw)
+        self.tally: dict[Job, list[int]] = {}  # per live job: its starts (001) and holds (012) so far
         self._recent_size = self._history_size = 0
 
     def add(self, event: Event) -> int:
@@ -60,21 +61,27 @@ class Window:
             self._history_size -= len(history[0][3])
         history.append(item)
         self._history_size += len(item[3])
+        tally = self.tally.setdefault(event.job, [0, 0])
+        tally[0] += event.code == 1
+        tally[1] += event.code == 12
         if event.code in TERMINAL:
             self._history_size -= sum(len(i[3]) for i in history)
+            del self.tally[event.job]
         else:
             self.jobs[event.job] = history
         while self.jobs and (len(self.jobs) > self.max_jobs or self._history_size > self.history_bytes):
-            _, gone = self.jobs.popitem(last=False)
+            job, gone = self.jobs.popitem(last=False)
             self._history_size -= sum(len(i[3]) for i in gone)
+            self.tally.pop(job, None)
         return self.seq
 
     def history(self, job: Job) -> list[tuple]:
         return list(self.jobs.get(job, ()))
 
-    def count(self, job: Job, code_prefix: bytes) -> int:
-        """How many of the job's kept events start with `code_prefix` (b"001": its starts)."""
-        return sum(raw.startswith(code_prefix) for *_, raw in self.history(job))
+    def starts_and_holds(self, job: Job) -> tuple[int, int]:
+        """The job's NumJobStarts and NumHolds as far as the followed logs show them (this hold included)."""
+        starts, holds = self.tally.get(job, (0, 0))
+        return starts, holds
 
     def request_log(self, job: Job, upto: int) -> bytes:
         """The log to ask about `job`'s hold at window sequence `upto` (see the module docstring)."""
@@ -110,6 +117,7 @@ class Window:
         def item(i):
             return [i[0], i[1], list(i[2]), i[3].decode("latin-1")]
         return {"seq": self.seq, "recent": [item(i) for i in self.recent],
+                "tally": [[list(job), counts] for job, counts in self.tally.items()],
                 "jobs": [[list(job), [item(i) for i in history]] for job, history in self.jobs.items()]}
 
     def restore(self, state: dict) -> None:
@@ -117,6 +125,7 @@ class Window:
             return (i[0], i[1], tuple(i[2]), i[3].encode("latin-1"))
         self.seq = state.get("seq", 0)
         self.recent = deque(item(i) for i in state.get("recent", []))
+        self.tally = {tuple(job): counts for job, counts in state.get("tally", [])}
         self.jobs = OrderedDict((tuple(job), deque((item(i) for i in history), maxlen=self.per_job))
                                 for job, history in state.get("jobs", []))
         self._recent_size = sum(len(i[3]) for i in self.recent)

@@ -25,7 +25,7 @@ def test_the_held_job_and_its_neighbours_up_to_the_hold_in_log_order():
     seqs = [window.add(e) for e in events]
     log = window.request_log((1, 0, 0), seqs[7])
     assert log == b"".join(e.raw for e in [old_quiet, *events[3:8]])
-    assert window.count((1, 0, 0), b"001") == 1 and window.count((1, 0, 0), b"012") == 1
+    assert window.starts_and_holds((1, 0, 0)) == (1, 1)
     assert (8, 0, 0) not in window.jobs
 
 
@@ -39,12 +39,16 @@ def test_the_oldest_neighbour_events_go_first_past_the_byte_limit_and_the_state_
     again = Window(max_bytes=400)
     again.restore(window.state())
     assert again.request_log((1, 0, 0), seqs[-1]) == log and again.seq == window.seq
+    assert again.starts_and_holds((1, 0, 0)) == (0, 1)
 
 
 def test_memory_stays_within_its_bounds():
     window = Window(recent_bytes=2000, history_bytes=3000, per_job=3)
     for n in range(200):
         window.add(_event(n, 1, n % 50))
+    for _ in range(10):
+        window.add(_event(199, 12, 60))
+    assert window.starts_and_holds((199, 0, 0)) == (1, 10)  # counted beyond the events kept
     assert sum(len(i[3]) for i in window.recent) <= 2000
     assert sum(len(i[3]) for h in window.jobs.values() for i in h) <= 3000
     assert max(len(h) for h in window.jobs.values()) <= 3
