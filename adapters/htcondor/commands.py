@@ -102,19 +102,19 @@ def decide_command(
         raise InputError("--service: give the hold service's URL (or set JOBAWARE_HOLD_URL)")
     if not log.is_file():
         raise InputError(f"{log}: no such file")
-    window, upto = Window(), None
+    window, request = Window(), None
     with tempfile.TemporaryDirectory() as scratch:
         follower = Follower([log], Path(scratch) / "state.json", year=year)
         while events := follower.poll():
             for event in events:
                 seq = window.add(event)
                 if event.job == (cluster, proc, subproc) and event.code == 12:
-                    upto = seq
-    if upto is None:
+                    request = window.request_log(event.job, seq)  # the last hold's wins
+    if request is None:
         raise InputError(f"{log}: job {cluster}.{proc}.{subproc} has no hold (012 event) in this log")
     client = DecisionClient(service, timeout=timeout)
     try:
-        answer, error = client.decide(cluster, proc, subproc, window.request_log((cluster, proc, subproc), upto))
+        answer, error = client.decide(cluster, proc, subproc, request)
     finally:
         client.close()
     if answer is None:

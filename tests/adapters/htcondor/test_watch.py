@@ -241,3 +241,20 @@ def test_a_toml_policy_and_its_condor_configuration(tmp_path):
            "jobaware_max_job_starts jobaware_max_holds" in config
     assert "SYSTEM_PERIODIC_REMOVE_jobaware_remove_codes = JobStatus == 5 && !(HoldReasonCode == 1) && " \
            "(HoldReasonCode == 32)" in config
+
+
+def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_path):
+    from typer.testing import CliRunner
+
+    from adapters.htcondor.__main__ import app
+
+    log = CONDOR / "mldag_standalone" / "metl_12636334.log"
+    with Answers({12636334: 0.2}) as service:
+        result = CliRunner().invoke(app, ["decide", str(log), "--cluster", "12636334", "--service", service.url])
+        missing = CliRunner().invoke(app, ["decide", str(log), "--cluster", "5", "--service", service.url])
+    assert result.exit_code == 0, result.output
+    assert "12636334.0.0" in result.output and "0.2" in result.output and "real (1200 holds)" in result.output
+    sent = service.requests[0]["log"].encode()
+    last_hold = max(i for i, e in enumerate(REMOVED) if e.startswith(b"012 "))
+    assert sent == REMOVED[0] + b"".join(REMOVED[last_hold + 1 - 200:last_hold + 1])  # the submit + the last 200
+    assert missing.exit_code != 0 and "job 5.0.0 has no hold (012 event) in this log" in str(missing.exception)
