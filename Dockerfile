@@ -9,6 +9,7 @@ COPY jobaware jobaware
 COPY components components
 COPY pipelines pipelines
 COPY serving serving
+COPY adapters adapters
 RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
     && pip install --no-cache-dir -c constraints.txt .
 
