@@ -8,8 +8,8 @@ Records (field `kind`):
   acted    the schedd's answer to an act (or its error), after the act;
   outcome  a later event of a job with an audited hold: released (013), terminated (005, normally or not),
            removed (009) (a re-hold is a new `hold` record).
-Each record has an `id` (a hold: job, hold time and the event's place in its file; an outcome: the event's
-place), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
+Each record has an `id` (the event's job, time and byte offset in its file; `outcome:` and `acted:` in front
+for those), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
 """
 
 from __future__ import annotations

@@ -65,7 +65,9 @@ class Event:
 
     @property
     def identity(self) -> str:
-        return f"{self.file}:{self.offset}"
+        """The job, the event's time and its byte offset: the same under a rename and in a copy of the file
+        (logrotate's copytruncate), different for any two events a schedd writes."""
+        return f"{self.cluster}.{self.proc}.{self.subproc}@{self.time.isoformat(sep=' ')}#{self.offset}"
 
 
 def _identity(path: Path, head_bytes: int = HEAD_BYTES) -> tuple[str, str, int] | None:

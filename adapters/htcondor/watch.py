@@ -136,7 +136,7 @@ class Watch:
     # ------------------------------------------------------------ per event
     def _hold(self, event: Event, seq: int, standing: bool, counts: Counts) -> None:
         job = _job(event)
-        hold_id = f"{job}@{event.time.isoformat(sep=' ')}#{event.identity}"
+        hold_id = event.identity
         if hold_id in self.audit:
             counts.seen_before += 1
             return

@@ -258,3 +258,20 @@ def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_p
     last_hold = max(i for i, e in enumerate(REMOVED) if e.startswith(b"012 "))
     assert sent == REMOVED[0] + b"".join(REMOVED[last_hold + 1 - 200:last_hold + 1])  # the submit + the last 200
     assert missing.exit_code != 0 and "job 5.0.0 has no hold (012 event) in this log" in str(missing.exception)
+
+
+def test_a_logrotate_copy_of_the_log_repeats_no_hold(tmp_path):
+    import shutil
+
+    log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
+    first, second = renumber(RELEASED_TWICE, 101), renumber(RELEASED_TWICE, 102)
+    watch = Watch([log], audit)
+    _live(watch, log, first[:120])
+    shutil.copy(log, tmp_path / "EventLog.1")  # copytruncate: a copy (a new inode), the log emptied in place
+    with open(log, "r+b") as handle:
+        handle.truncate(0)
+    _live(watch, log, first[120:] + second)
+    watch.close()
+    holds = _holds(audit)
+    assert [h["job"] for h in holds] == ["101.0.0"] * 3 + ["102.0.0"] * 3
+    assert len({h["id"] for h in holds}) == 6
