@@ -21,7 +21,7 @@ LOG = CONDOR / "mldag_standalone" / "metl_12636334.log"  # a job held five times
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)  # alone, the conformance smoke's pipeline run comes first (in the suite it is shared)
 def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_acts(conformance_home,
                                                                                    tmp_path_factory, tmp_path):
     from adapters.htcondor.policy import Actor
