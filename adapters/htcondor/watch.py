@@ -28,6 +28,7 @@ from jobaware.errors import JobawareError
 
 logger = logging.getLogger("jobaware.adapters.htcondor")
 
+MIN_REQUEST_BYTES = 16 << 10
 CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: the hold no longer stands
 OUTCOMES = {13: "released", 5: "terminated", 9: "removed"}
 PROBE_LOG = ("000 (1.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618>\n...\n"
@@ -145,11 +146,7 @@ class Watch:
         hold = Hold(event.cluster, event.proc, event.hold_code, event.hold_subcode, job_starts=starts, holds=holds)
         rule = site_rule(self.policy, hold)
         started = time.monotonic()
-        if self.client is None:
-            answer, error = None, "no service given"
-        else:
-            answer, error = self.client.decide(event.cluster, event.proc, event.subproc,
-                                               self.window.request_log(event.job, seq))
+        answer, error, sent = self._ask(event, seq)
         counts.decided += answer is not None
         p_release = answer.get("p_release") if answer else None
         model = model_call(self.policy, hold, p_release)
@@ -163,7 +160,7 @@ class Watch:
             "num_holds": hold.holds, "where": f"{event.path} line {event.line}",
             "p_release": p_release, "model_decision": (answer or {}).get("decision"),
             "model_version": (answer or {}).get("model_version"), "trained_on": (answer or {}).get("trained_on"),
-            "no_decision": error, "seconds_to_decide": round(time.monotonic() - started, 3),
+            "no_decision": error, "request_bytes": sent, "seconds_to_decide": round(time.monotonic() - started, 3),
             "site_rule": rule.action, "site_rule_fired": rule.fired,
             "recommended": model.action, "fired": model.fired,
             "mode": "act" if self.acting else "dry-run", "action": action, "not_acted_because": why,
@@ -176,6 +173,20 @@ class Watch:
         if action != "none":
             self._act(hold_id, action, event, reason)
             counts.acted += 1
+
+    def _ask(self, event: Event, seq: int) -> tuple[dict | None, str | None, int]:
+        """The service's answer (or why none) and the size of the log sent. A service whose body limit is below
+        the window's (413) is asked again with a quarter of the log, down to MIN_REQUEST_BYTES."""
+        if self.client is None:
+            return None, "no service given", 0
+        budget = self.window.max_bytes
+        while True:
+            log = self.window.request_log(event.job, seq, budget)
+            answer, error = self.client.decide(event.cluster, event.proc, event.subproc, log)
+            if answer is not None or not (error or "").startswith("service answered 413") \
+                    or budget <= MIN_REQUEST_BYTES:
+                return answer, error, len(log)
+            budget = max(budget // 4, MIN_REQUEST_BYTES)
 
     def _licence(self, model: Call, standing: bool, answer: dict | None) -> tuple[str, str | None]:
         """The action taken, or none and why not."""

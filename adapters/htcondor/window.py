@@ -87,8 +87,9 @@ class Window:
         starts, holds = self.tally.get(job, (0, 0))
         return starts, holds
 
-    def request_log(self, job: Job, upto: int) -> bytes:
-        """The log to ask about `job`'s hold at window sequence `upto` (see the module docstring)."""
+    def request_log(self, job: Job, upto: int, max_bytes: int | None = None) -> bytes:
+        """The log to ask about `job`'s hold at window sequence `upto` (see the module docstring), at most
+        `max_bytes` (default: the window's)."""
         own = [item for item in self.history(job) if item[0] <= upto]
         if not own:
             return b""
@@ -107,7 +108,7 @@ class Window:
             if last and last[-1][1] < start:
                 others.setdefault(last[-1][0], last[-1])
                 quiet += 1
-        budget = self.max_bytes - sum(len(item[3]) for item in own)
+        budget = (max_bytes or self.max_bytes) - sum(len(item[3]) for item in own)
         while len(own) > 2 and budget < 0:  # a job whose own history is over the limit: the oldest after the first go
             budget += len(own.pop(1)[3])
         kept = []

@@ -66,6 +66,7 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         real.step()
         real.close()
         total = summarize(tmp_path / "real.jsonl")[-1]
+        # (this server takes bodies of 100,000 bytes at most: the larger windows are sent again, smaller)
         assert (total["holds"], total["no decision"], total["ended"]) == (22, 0, 21)
         print(f"\nreal holds: {total['ended']} ended; model version {version} decided {total['decision right']} "
               f"right, the site rule {total['rule right']}, release-all {total['release-all right']}")

@@ -52,13 +52,20 @@ def test_the_fake_schedd_has_the_real_signatures():
 class Answers:
     """A loopback stand-in for the hold service: P(release) by cluster, the model's training as stated."""
 
-    def __init__(self, p_release: dict[int, float], source: str = "real"):
+    def __init__(self, p_release: dict[int, float], source: str = "real", max_body: int = 1 << 30):
         self.p_release, self.source, self.requests = p_release, source, []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                size = int(self.headers["content-length"])
+                body = json.loads(self.rfile.read(size))
+                if size > max_body:
+                    self.send_response(413)
+                    self.send_header("content-length", "2")
+                    self.end_headers()
+                    self.wfile.write(b"{}")
+                    return
                 owner.requests.append(body)
                 answer = {"cluster": body["cluster"], "proc": body["proc"], "p_release": owner.p_release.get(body["cluster"], 0.5),
                           "decision": "release", "model_version": "9",
@@ -275,3 +282,14 @@ def test_a_logrotate_copy_of_the_log_repeats_no_hold(tmp_path):
     holds = _holds(audit)
     assert [h["job"] for h in holds] == ["101.0.0"] * 3 + ["102.0.0"] * 3
     assert len({h["id"] for h in holds}) == 6
+
+
+def test_a_service_with_a_smaller_body_limit_is_asked_with_a_smaller_window(tmp_path):
+    log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
+    with Answers({12636334: 0.3}, max_body=20_000) as service:
+        watch = Watch([log], audit, client=DecisionClient(service.url))
+        _live(watch, log, REMOVED)
+        watch.close()
+    holds = _holds(audit)
+    assert all(h["p_release"] == 0.3 and h["no_decision"] is None for h in holds)
+    assert max(h["request_bytes"] for h in holds) <= 16 << 10 < 20_000 < sum(map(len, REMOVED))
