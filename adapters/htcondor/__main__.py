@@ -7,7 +7,12 @@ import sys
 
 import typer
 
-from adapters.htcondor.commands import decide_command, follow_command, policy_command, report_holds_command
+from adapters.htcondor.commands import (
+    decide_command,
+    follow_command,
+    policy_command,
+    report_holds_command,
+)
 from jobaware.console import err
 from jobaware.errors import JobawareError
 

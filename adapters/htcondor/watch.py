@@ -21,8 +21,17 @@ from pathlib import Path
 from adapters.htcondor.audit import Audit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
-from adapters.htcondor.policy import Actor, Call, Hold, Policy, RateLimit, command_line, constraint, model_call, \
-    site_rule
+from adapters.htcondor.policy import (
+    Actor,
+    Call,
+    Hold,
+    Policy,
+    RateLimit,
+    command_line,
+    constraint,
+    model_call,
+    site_rule,
+)
 from adapters.htcondor.window import Window
 from jobaware.errors import JobawareError
 

@@ -11,9 +11,15 @@ from typer.testing import CliRunner
 from adapters.htcondor.audit import read_records
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Policy
-from adapters.htcondor.watch import Watch
 from adapters.htcondor.report import summarize
-from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, REAL_LOGS, ROOT, real_events
+from adapters.htcondor.watch import Watch
+from tests.adapters.htcondor.conftest import (
+    ADAPTER,
+    CONDOR,
+    REAL_LOGS,
+    ROOT,
+    real_events,
+)
 from tests.adapters.htcondor.test_watch import RecordedSchedd, _live
 from tests.conftest import wait_for
 
