@@ -18,6 +18,7 @@ from typing import Annotated
 
 import typer
 
+from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
 from jobaware import capabilities, config
 from jobaware.console import err, out, progress, show
@@ -375,6 +376,7 @@ for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)
 _register_slurm(app, report_app)
+_register_htcondor(app)
 
 
 def _error(message: str) -> None:

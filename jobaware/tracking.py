@@ -35,6 +35,7 @@ from jobaware.jsonable import jsonable
 HISTORY_TAG = "jobaware.champion_history"
 MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
+TRAINED_ON_TAG = "jobaware.trained_on"  # a bundle's `trained_on` (source kind, labelled examples), as JSON
 EVAL_TAG = "jobaware.eval_sha256"
 EVAL_DIR = "eval"
 OPERATING_TAG = "jobaware.operating."  # + objective, threshold, ...: copied from the run onto its registered version
@@ -127,6 +128,8 @@ def log_model(run_id: str, key: str, bundle) -> str:
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],
         )
         mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
+        if getattr(bundle, "trained_on", None):
+            mlflow.set_tag(TRAINED_ON_TAG, json.dumps(bundle.trained_on, sort_keys=True))
     return info.model_uri
 
 
@@ -203,8 +206,9 @@ def register(key: str, run_id: str) -> str:
     primary = client.get_run(run_id).data.metrics.get(metric, float("nan"))
     client.set_model_version_tag(name, version.version, metric, f"{primary:.6f}")
     client.set_model_version_tag(name, version.version, FEATURE_TAG, capability.feature_version)
-    for tag, value in client.get_run(run_id).data.tags.items():
-        if tag.startswith(OPERATING_TAG):
+    run_tags = client.get_run(run_id).data.tags
+    for tag, value in run_tags.items():
+        if tag.startswith(OPERATING_TAG) or tag == TRAINED_ON_TAG:
             client.set_model_version_tag(name, version.version, tag, value)
     client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)

@@ -50,6 +50,13 @@ def champion(synthetic, tmp_path_factory) -> str:
     return version
 
 
+@pytest.fixture(scope="session")
+def conformance_home(tmp_path_factory) -> Path:
+    """The JOBAWARE_HOME of the conformance smoke runs (tests/test_conformance.py), shared with tests that serve
+    their champions (tests/adapters/htcondor)."""
+    return tmp_path_factory.mktemp("conformance-home")
+
+
 def free_port() -> int:
     import socket
 

@@ -68,6 +68,8 @@ class HoldBundle:
     threshold: float
     example: pd.DataFrame = field(default_factory=pd.DataFrame)
     feature_version: str = FEATURE_VERSION
+    # what it learnt from: {"source": "synthetic" | "real" | "mixed", "labelled_holds": n} (jobaware.hold.train)
+    trained_on: dict = field(default_factory=dict)
 
     def network(self) -> HoldNetwork:
         if getattr(self, "_network", None) is None:

@@ -7,7 +7,7 @@ service may read (only under its configured folder):
 Every number and string is bounded before anything is built from it; errors are `InputError`s whose message
 starts with the JSON path of the bad field. A log with a bad record, a job the log does not know, and a job
 that is not on hold at the end of the log are refused, each saying which. The answer: P(release), the
-decision, the hold reason in words (and as the log wrote it), and the model version.
+decision, the hold reason in words (and as the log wrote it), the model version and what it was trained on.
 """
 
 from __future__ import annotations
@@ -173,4 +173,5 @@ def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: Read
         "decision": str(row["decision"]),
         "threshold": float(bundle.threshold),
         "model_version": str(version),
+        "trained_on": getattr(bundle, "trained_on", None) or {"source": "unrecorded"},
     }

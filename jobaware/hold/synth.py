@@ -15,7 +15,7 @@ Holds and their causes (the job's first hold starts its chain; its cause is the 
   quota       12/122              output transfer while over quota     1 while over quota
   memory      26/103 or 34/102    need of the run > request_memory    P(need > request) (user: 2 x request)
   cpu         26/102              soon after start                     0.9 (user: 0.2)
-  execute     47/0                the run passes the 40 h limit        P(run > limit)
+  execute     47/0                the run passes the 20 h limit        P(run > limit)
   startd      21/0                a start on a black-hole node         0.3 while the episode lasts
   input_size  32/0                at submit                            - (user: 0.05)
   user        1/0                 the user holds the cluster           - (user: 0)
@@ -59,7 +59,7 @@ RETRY_DELAY = 300
 APP_FAILURE = 0.02
 REMOVE_AFTER = 3 * 86400
 USER_DELAY_MEDIAN, USER_DELAY_SIGMA = 6 * 3600.0, 1.2
-EXECUTE_LIMIT = 40 * 3600
+EXECUTE_LIMIT = 20 * 3600  # the OSPool access point's limit in the real logs ("allowed execute duration of 20:00:00")
 RUN_SIGMA, MEMORY_SIGMA = 0.25, 0.15
 OUTAGE_RECUR, STARTD_RECUR, CPU_RECUR = 0.8, 0.3, 0.9
 SUBMIT_HOST = ("<128.105.68.62:9618?addrs=128.105.68.62-9618+[2607-f388-2200-100-eaeb-d3ff-fea3-416e]-9618"
@@ -250,6 +250,13 @@ class Writer:
         return written
 
 
+def _duration(seconds: int) -> str:
+    """A duration as HTCondor writes it in hold reasons: `HH:MM:SS`, with `D+` in front from a day on."""
+    days, rest = divmod(int(seconds), 86400)
+    text = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    return f"{days}+{text}" if days else text
+
+
 def _usage(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     days, rest = divmod(seconds, 86400)
@@ -411,7 +418,7 @@ class Simulator:
             found.append((start + duration * r.uniform(0.2, 0.9), "memory", code, subcode, reason))
         if duration > EXECUTE_LIMIT:
             found.append((start + EXECUTE_LIMIT, "execute", 47, 0,
-                          "The job exceeded allowed execute duration of 1+16:00:00"))
+                          f"The job exceeded allowed execute duration of {_duration(EXECUTE_LIMIT)}"))
         if not found:
             return None
         first = min(found)

@@ -23,6 +23,7 @@ def test_a_held_job_gets_its_decision_as_plain_json(trained):
     assert answer["hold_reason"].startswith("47 JobExecuteExceeded")
     assert answer["hold_reason_text"] == "The job exceeded allowed execute duration of 20:00:00"
     assert 0 <= answer["p_release"] <= 1 and answer["model_version"] == "7"
+    assert answer["trained_on"]["source"] == "synthetic" and answer["trained_on"]["labelled_holds"] > 100
     assert answer["decision"] == ("remove" if answer["p_release"] < answer["threshold"] else "release")
 
 

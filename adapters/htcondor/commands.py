@@ -1,0 +1,169 @@
+"""The HTCondor adapter's commands (registered by `register(app)` from jobaware/cli.py):
+
+  jobaware hold follow LOG... --audit FILE [--service URL] [--act] [--policy FILE] [--state FILE] [--once|--seconds N]
+  jobaware hold decide LOG --cluster C --proc P [--service URL]
+  jobaware hold policy --print [--policy FILE]
+  jobaware report holds --audit FILE
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jobaware.console import err, out, show
+from jobaware.errors import InputError, JobawareError
+
+DEFAULT_SERVICE = os.environ.get("JOBAWARE_HOLD_URL", "")
+Service = Annotated[str, typer.Option(help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no decisions")]
+PolicyFile = Annotated[Path | None, typer.Option("--policy", help="the site's policy file (YAML or TOML)")]
+Year = Annotated[int | None, typer.Option(help="year of the first event of year-less (MM/DD) logs")]
+Timeout = Annotated[float, typer.Option(help="seconds to wait for one answer of the service")]
+
+
+def _log_to(path: Path) -> None:
+    """The adapter's warnings: one line each on stderr and in `path`."""
+    logger = logging.getLogger("jobaware.adapters.htcondor")
+    if logger.handlers:
+        return
+    logger.setLevel(logging.INFO)
+    stream = logging.StreamHandler()
+    stream.setFormatter(logging.Formatter("warning: %(message)s"))
+    stream.setLevel(logging.WARNING)
+    logger.addHandler(stream)
+    file = logging.FileHandler(path)
+    file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(file)
+    logger.propagate = False
+
+
+def follow_command(
+    logs: Annotated[list[Path], typer.Argument(help="event logs to follow (the schedd's EVENT_LOG, user logs)")],
+    audit: Annotated[Path, typer.Option(help="the audit (JSON Lines), appended")],
+    service: Service = DEFAULT_SERVICE,
+    act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
+    policy: PolicyFile = None,
+    state: Annotated[Path | None, typer.Option(help="position file (default: AUDIT.state.json)")] = None,
+    once: Annotated[bool, typer.Option("--once", help="read what is there now, then stop")] = False,
+    seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")]
+    = None,
+    year: Year = None,
+    timeout: Timeout = 5.0,
+):
+    """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows."""
+    from adapters.htcondor.client import DecisionClient
+    from adapters.htcondor.policy import load_policy
+    from adapters.htcondor.watch import Watch, refuse_synthetic
+
+    if seconds is not None and seconds <= 0:
+        raise InputError(f"--seconds: expected a positive number, got {seconds}")
+    rules = load_policy(policy)
+    _log_to(Path(str(audit) + ".log"))
+    client = DecisionClient(service, timeout=timeout) if service else None
+    acting = act or rules.mode == "act"
+    if acting and client is None:
+        raise InputError("--act: give --service (acting needs the model's decision)")
+    if acting:
+        refuse_synthetic(client)
+    watch = Watch(logs, audit, state, client=client, policy=rules, act=act, year=year,
+                  on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
+    err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {audit}",
+              highlight=False)
+    try:
+        total = watch.run(seconds=seconds, once=once)
+    finally:
+        watch.close()
+    err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
+              f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
+              f"{watch.follower.bad_records}", highlight=False)
+
+
+def decide_command(
+    log: Annotated[Path, typer.Argument(help="the event log holding the job")],
+    cluster: Annotated[int, typer.Option(help="the held job's cluster id")],
+    proc: Annotated[int, typer.Option(help="its proc id")] = 0,
+    subproc: Annotated[int, typer.Option(help="its subproc id")] = 0,
+    service: Service = DEFAULT_SERVICE,
+    year: Year = None,
+    timeout: Timeout = 30.0,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+):
+    """One decision for one held job: its last hold in LOG, with the same window `follow` sends."""
+    from adapters.htcondor.client import DecisionClient
+    from adapters.htcondor.follower import Follower
+    from adapters.htcondor.window import Window
+
+    if not service:
+        raise InputError("--service: give the hold service's URL (or set JOBAWARE_HOLD_URL)")
+    if not log.is_file():
+        raise InputError(f"{log}: no such file")
+    window, request = Window(), None
+    with tempfile.TemporaryDirectory() as scratch:
+        follower = Follower([log], Path(scratch) / "state.json", year=year)
+        while events := follower.poll():
+            for event in events:
+                seq = window.add(event)
+                if event.job == (cluster, proc, subproc) and event.code == 12:
+                    request = window.request_log(event.job, seq)  # the last hold's wins
+    if request is None:
+        raise InputError(f"{log}: job {cluster}.{proc}.{subproc} has no hold (012 event) in this log")
+    client = DecisionClient(service, timeout=timeout)
+    try:
+        answer, error = client.decide(cluster, proc, subproc, request)
+    finally:
+        client.close()
+    if answer is None:
+        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {error}")
+    trained = answer.get("trained_on") or {}
+    row = {"job": f"{cluster}.{proc}.{subproc}", "hold_time": answer.get("hold_time"),
+           "hold_reason": answer.get("hold_reason"), "p_release": answer.get("p_release"),
+           "decision": answer.get("decision"), "model_version": answer.get("model_version"),
+           "trained_on": f"{trained.get('source', 'unrecorded')} ({trained.get('labelled_holds', '?')} holds)"}
+    show(answer if as_json else row, as_json)
+
+
+def policy_command(
+    print_config: Annotated[bool, typer.Option("--print", help="print the site rule as HTCondor configuration")]
+    = False,
+    policy: PolicyFile = None,
+):
+    """The site's policy: checked, and with --print written as SYSTEM_PERIODIC_RELEASE / _REMOVE."""
+    from adapters.htcondor.policy import condor_config, load_policy
+
+    rules = load_policy(policy)
+    if print_config:
+        out.print(condor_config(rules), highlight=False, soft_wrap=True, end="")
+    else:
+        show(rules.model_dump(), False)
+
+
+def report_holds_command(
+    audit: Annotated[Path, typer.Option(help="the follower's audit (JSON Lines)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+):
+    """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds."""
+    from adapters.htcondor.report import summarize
+
+    rows = summarize(audit)
+    show(rows, as_json, rows=rows, title=f"holds in {audit}")
+
+
+def _group(app: typer.Typer, name: str) -> typer.Typer:
+    for info in app.registered_groups:
+        if info.name == name:
+            return info.typer_instance
+    raise JobawareError(f"the CLI has no `{name}` command group")
+
+
+def register(app: typer.Typer) -> None:
+    """`jobaware hold follow|decide|policy` and `jobaware report holds`."""
+    hold = _group(app, "hold")
+    hold.command("follow")(follow_command)
+    hold.command("decide")(decide_command)
+    hold.command("policy")(policy_command)
+    _group(app, "report").command("holds")(report_holds_command)

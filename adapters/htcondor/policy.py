@@ -1,0 +1,264 @@
+"""The site's stated policy: its own rule for holds, when the model may act, and the act itself.
+
+The policy file (YAML or TOML) states:
+  mode: dry-run                # or act (the `--act` flag also turns acting on)
+  release_codes: [12, 13, 21, 26, 34]   # the site rule releases these hold codes (CODE or CODE/SUBCODE)...
+  max_job_starts: 10           # ... while NumJobStarts is below this
+  max_holds: 3                 # ... and NumHolds (this hold included) at most this
+  remove_codes: []             # the site rule removes these (and allow-listed holds past the caps)
+  manual_codes: [1, 15, 16]    # never acted upon, by the rule or the model (a person decides)
+  release_above: 0.9           # the model releases at P(release) >= this (allow-listed codes, within the caps)
+  remove_below: 0.05           # the model removes at P(release) <= this (any code not manual)
+  acts_per_minute: 10          # at most this many acts in any 60 seconds; the rest are recorded, not done
+The site rule is what `jobaware hold policy --print` writes as SYSTEM_PERIODIC_RELEASE / SYSTEM_PERIODIC_REMOVE
+(with their _NAMES), so a site can compare the model with its rule. Codes not listed are left to a person. The defaults above are the typical rule the hold slice's baseline
+(jobaware.hold.baselines) scores: release transfer, startd and policy holds, at most three holds per job.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import tomllib
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from jobaware.errors import InputError
+
+Code = tuple[int, int | None]
+_CODE = re.compile(r"^(\d{1,4})(?:/(-?\d{1,10}))?$")
+
+
+def _codes(values: list) -> list[Code]:
+    out = []
+    for value in values:
+        text = str(value).strip() if not isinstance(value, bool) else ""
+        match = _CODE.match(text)
+        if not match:
+            raise ValueError(f"{value!r} is not a hold code (CODE or CODE/SUBCODE, e.g. 13 or 26/103)")
+        out.append((int(match.group(1)), int(match.group(2)) if match.group(2) is not None else None))
+    return out
+
+
+CodeList = list[int | str]
+
+
+class Policy(BaseModel):
+    """The site rule and the model's licence to act (see the module docstring)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["dry-run", "act"] = "dry-run"
+    release_codes: CodeList = Field(default_factory=lambda: [12, 13, 21, 26, 34])
+    max_job_starts: Annotated[int, Field(ge=1, le=1000, strict=True)] = 10
+    max_holds: Annotated[int, Field(ge=1, le=1000, strict=True)] = 3
+    remove_codes: CodeList = Field(default_factory=list)
+    manual_codes: CodeList = Field(default_factory=lambda: [1, 15, 16])
+    release_above: Annotated[float, Field(gt=0.5, le=1.0, allow_inf_nan=False)] = 0.9
+    remove_below: Annotated[float, Field(ge=0.0, lt=0.5, allow_inf_nan=False)] = 0.05
+    acts_per_minute: Annotated[int, Field(ge=1, le=10_000, strict=True)] = 10
+
+    @field_validator("release_codes", "remove_codes", "manual_codes")
+    @classmethod
+    def _valid_codes(cls, values: list) -> list:
+        _codes(values)
+        return values
+
+    @model_validator(mode="after")
+    def _lists_do_not_overlap(self) -> Policy:
+        lists = {"release_codes": self.release_codes, "remove_codes": self.remove_codes,
+                 "manual_codes": self.manual_codes}
+        seen: dict[Code, str] = {}
+        for name, values in lists.items():
+            for code in _codes(values):
+                if code in seen:
+                    raise ValueError(f"hold code {_show(code)} is in both {seen[code]} and {name}")
+                seen[code] = name
+        return self
+
+    def parsed(self, name: str) -> list[Code]:
+        return _codes(getattr(self, name))
+
+
+def _show(code: Code) -> str:
+    return str(code[0]) if code[1] is None else f"{code[0]}/{code[1]}"
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """The policy of a YAML or TOML file (the defaults when None); bad fields refused with one line."""
+    if path is None:
+        return Policy()
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the policy file ({error.strerror or error})") from None
+    try:
+        raw = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
+        raise InputError(f"{path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'YAML'}: "
+                         f"{str(error).splitlines()[0]}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise InputError(f"{path}: expected a mapping of policy fields, got {type(raw).__name__}")
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "policy"
+        message = first["msg"].removeprefix("Value error, ")
+        raise InputError(f"{path}: {where}: {message}") from None
+
+
+def _matches(code: int | None, subcode: int | None, codes: list[Code]) -> bool:
+    return code is not None and any(c == code and (s is None or s == subcode) for c, s in codes)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """What the policy knows of a hold: the job, the hold's code and subcode, NumJobStarts and NumHolds."""
+
+    cluster: int
+    proc: int
+    code: int | None
+    subcode: int | None
+    job_starts: int
+    holds: int
+
+
+@dataclass(frozen=True)
+class Call:
+    """A decision: release, remove or none, and the rule or threshold that fired."""
+
+    action: Literal["release", "remove", "none"]
+    fired: str
+
+
+def site_rule(policy: Policy, hold: Hold) -> Call:
+    """What the site's own rule (the SYSTEM_PERIODIC_* pair of `condor_config`) does with this hold."""
+    if _matches(hold.code, hold.subcode, policy.parsed("manual_codes")):
+        return Call("none", "manual_codes")
+    if _matches(hold.code, hold.subcode, policy.parsed("remove_codes")):
+        return Call("remove", "remove_codes")
+    if _matches(hold.code, hold.subcode, policy.parsed("release_codes")):
+        if hold.job_starts >= policy.max_job_starts:
+            return Call("remove", "max_job_starts")
+        if hold.holds > policy.max_holds:
+            return Call("remove", "max_holds")
+        return Call("release", "release_codes")
+    return Call("none", "not listed")
+
+
+def model_call(policy: Policy, hold: Hold, p_release: float | None) -> Call:
+    """What the model may do with this hold under the policy (before the mode, the model's training and the rate)."""
+    if _matches(hold.code, hold.subcode, policy.parsed("manual_codes")):
+        return Call("none", "manual_codes")
+    if p_release is None:
+        return Call("none", "no decision")
+    if p_release <= policy.remove_below:
+        return Call("remove", f"P(release) {p_release:.3f} <= remove_below {policy.remove_below}")
+    if p_release >= policy.release_above:
+        if not _matches(hold.code, hold.subcode, policy.parsed("release_codes")):
+            return Call("none", f"P(release) {p_release:.3f} >= release_above, but code {hold.code} is not in "
+                                "release_codes")
+        if hold.job_starts >= policy.max_job_starts or hold.holds > policy.max_holds:
+            return Call("none", f"P(release) {p_release:.3f} >= release_above, but past max_job_starts/max_holds")
+        return Call("release", f"P(release) {p_release:.3f} >= release_above {policy.release_above}")
+    return Call("none", f"P(release) {p_release:.3f} between remove_below and release_above")
+
+
+def condor_config(policy: Policy) -> str:
+    """The site rule as HTCondor configuration (SYSTEM_PERIODIC_RELEASE / _REMOVE and their _NAMES)."""
+    def over(codes: list[Code]) -> str:
+        terms = [f"HoldReasonCode == {c}" if s is None else f"(HoldReasonCode == {c} && HoldReasonSubCode == {s})"
+                 for c, s in codes]
+        return "(" + " || ".join(terms) + ")" if terms else "false"
+
+    release, remove, manual = (policy.parsed(n) for n in ("release_codes", "remove_codes", "manual_codes"))
+    not_manual = f"!{over(manual)}" if manual else "true"
+    caps = f"NumJobStarts < {policy.max_job_starts} && NumHolds <= {policy.max_holds}"
+    removes = (["jobaware_remove_codes"] if remove else []) + ["jobaware_max_job_starts", "jobaware_max_holds"]
+    lines = [
+        "# jobaware hold policy: the site rule, for comparison with the model (condor_config)",
+        f"# manual (never released or removed by a rule): {', '.join(map(_show, manual)) or 'none'}",
+        "SYSTEM_PERIODIC_RELEASE_NAMES = $(SYSTEM_PERIODIC_RELEASE_NAMES) jobaware_release_codes",
+        f"SYSTEM_PERIODIC_RELEASE_jobaware_release_codes = JobStatus == 5 && {not_manual} && {over(release)} "
+        f"&& {caps}",
+        f"SYSTEM_PERIODIC_REMOVE_NAMES = $(SYSTEM_PERIODIC_REMOVE_NAMES) {' '.join(removes)}",
+    ]
+    if remove:
+        lines.append(f"SYSTEM_PERIODIC_REMOVE_jobaware_remove_codes = JobStatus == 5 && {not_manual} && {over(remove)}")
+    lines += [
+        f"SYSTEM_PERIODIC_REMOVE_jobaware_max_job_starts = JobStatus == 5 && {not_manual} && {over(release)} "
+        f"&& NumJobStarts >= {policy.max_job_starts}",
+        f"SYSTEM_PERIODIC_REMOVE_jobaware_max_holds = JobStatus == 5 && {not_manual} && {over(release)} "
+        f"&& NumHolds > {policy.max_holds}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- the act
+def constraint(cluster: int, proc: int) -> str:
+    return f"ClusterId == {cluster} && ProcId == {proc}"
+
+
+def command_line(action: str, cluster: int, proc: int, reason: str) -> str:
+    """The condor_release / condor_rm command line equivalent to the act."""
+    if action == "release":
+        return f"condor_release {cluster}.{proc}"
+    return f"condor_rm -reason {json.dumps(reason)} {cluster}.{proc}"
+
+
+class RateLimit:
+    """At most `per_minute` acts in any 60 seconds."""
+
+    def __init__(self, per_minute: int, clock=time.monotonic):
+        self.per_minute = per_minute
+        self.clock = clock
+        self.times: deque[float] = deque()
+
+    def allow(self) -> bool:
+        now = self.clock()
+        while self.times and self.times[0] <= now - 60:
+            self.times.popleft()
+        if len(self.times) >= self.per_minute:
+            return False
+        self.times.append(now)
+        return True
+
+
+class Actor:
+    """Releases or removes a job through an htcondor2 `Schedd` (or an object with the same `act` method)."""
+
+    def __init__(self, schedd=None):
+        if schedd is None:
+            import htcondor2
+
+            schedd = htcondor2.Schedd()
+        self.schedd = schedd
+
+    def act(self, action: str, cluster: int, proc: int, reason: str) -> str:
+        """Do it; the schedd's answer in a few words. Raises what the bindings raise."""
+        import htcondor2
+
+        kind = htcondor2.JobAction.Release if action == "release" else htcondor2.JobAction.Remove
+        answer = self.schedd.act(kind, constraint(cluster, proc), reason=reason)
+        try:
+            return ", ".join(f"{k}={answer[k]}" for k in ("TotalSuccess", "TotalError", "TotalNotFound")
+                             if k in answer)
+        except TypeError:
+            return str(answer)[:200]

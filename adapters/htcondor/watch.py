@@ -1,0 +1,251 @@
+"""The follower's loop: new events -> each new hold decided over HTTP -> the policy's call -> audit (-> act).
+
+Order of work, so that a crash neither loses nor repeats a hold: the events of a poll are read; each new hold
+is decided and its audit record written (and synced) before any act; the act's answer is audited after it;
+only then is the read position (with the window of recent events) committed, at most once a second. A restart reads again from the
+last committed position and skips every hold whose id the audit already holds.
+
+Acting needs all of: acting turned on (`--act` or the policy's mode), a model call above the policy's
+confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source`), a hold that
+still stands (a backlog read at start-up may show it resolved further on), and room under the rate limit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.htcondor.audit import Audit
+from adapters.htcondor.client import DecisionClient
+from adapters.htcondor.follower import Event, Follower
+from adapters.htcondor.policy import (
+    Actor,
+    Call,
+    Hold,
+    Policy,
+    RateLimit,
+    command_line,
+    constraint,
+    model_call,
+    site_rule,
+)
+from adapters.htcondor.window import Window
+from jobaware.errors import JobawareError
+
+logger = logging.getLogger("jobaware.adapters.htcondor")
+
+MIN_REQUEST_BYTES = 16 << 10
+CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: the hold no longer stands
+OUTCOMES = {13: "released", 5: "terminated", 9: "removed"}
+PROBE_LOG = ("000 (1.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618>\n...\n"
+             "012 (1.000.000) 2026-01-05 10:30:00 Job was held.\n"
+             "\tTransfer input files failure at execution point slot1@node2 using protocol osdf.\n"
+             "\tCode 13 Subcode 256\n...\n")
+
+
+def trained_on_real(answer: dict | None) -> bool:
+    trained = (answer or {}).get("trained_on") or {}
+    return trained.get("source") == "real"
+
+
+def refuse_synthetic(client: DecisionClient) -> None:
+    """Before acting: ask the service once; a model not trained on real logs is refused with one line."""
+    answer, error = client.decide(1, 0, 0, PROBE_LOG.encode())
+    if answer is None:
+        logger.warning("could not ask the hold service before acting (%s); every answer is checked as it comes",
+                       error)
+        return
+    if not trained_on_real(answer):
+        trained = answer.get("trained_on") or {}
+        raise JobawareError(
+            f"--act: the hold model (version {answer.get('model_version')}) was trained on "
+            f"{trained.get('source', 'unrecorded')} logs ({trained.get('labelled_holds', '?')} labelled holds), not a "
+            "site's real logs; it never acts. Train it on your schedd's logs: jobaware pipeline run hold --data "
+            "'EVENT_LOG*'")
+
+
+@dataclass
+class Counts:
+    events: int = 0
+    holds: int = 0
+    decided: int = 0
+    acted: int = 0
+    outcomes: int = 0
+    seen_before: int = 0
+    lines: list[str] = field(default_factory=list)
+
+
+class Watch:
+    def __init__(self, logs: list[str | Path], audit: str | Path, state: str | Path | None = None, *,
+                 client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
+                 actor: Actor | None = None, year: int | None = None, window: Window | None = None,
+                 on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
+        self.policy = policy or Policy()
+        self.acting = act or self.policy.mode == "act"
+        self.audit = Audit(audit)
+        self.follower = Follower(logs, state or Path(str(audit) + ".state.json"), year=year)
+        self.window = window or Window()
+        self.window.restore(self.follower.extra.get("window", {}))
+        self.client = client
+        self.actor = actor if actor is not None or not self.acting else Actor()
+        self.rate = RateLimit(self.policy.acts_per_minute)
+        self.on_line = on_line or (lambda line: None)
+        self.commit_seconds = commit_seconds
+        self._committed = 0.0
+        self._dirty = False
+
+    def step(self) -> Counts:
+        """One poll: read, decide, audit, act, commit."""
+        counts = Counts()
+        events = self.follower.poll()
+        if not events:
+            return counts
+        cleared_after = _cleared_after(events)
+        for index, event in enumerate(events):
+            seq = self.window.add(event)
+            if event.code == 12:
+                self._hold(event, seq, index >= cleared_after.get(event.job, -1), counts)
+            elif event.code in OUTCOMES and _job(event) in self.audit.jobs:
+                self._outcome(event, counts)
+        counts.events = len(events)
+        self._dirty = True
+        if time.monotonic() - self._committed >= self.commit_seconds:
+            self.commit()
+        return counts
+
+    def commit(self) -> None:
+        """Make the position and the window durable (at most every `commit_seconds`, and at the end: a restart
+        reads again what came after, and the audit's ids keep every hold once)."""
+        if self._dirty:
+            self.follower.commit({"window": self.window.state()})
+            self._committed, self._dirty = time.monotonic(), False
+
+    def run(self, seconds: float | None = None, once: bool = False, interval: float = 0.2,
+            stop: Callable[[], bool] = lambda: False) -> Counts:
+        """Poll until `seconds` have passed (or once, or `stop()`); the totals."""
+        total = Counts()
+        deadline = None if seconds is None else time.monotonic() + seconds
+        while True:
+            counts = self.step()
+            for name in ("events", "holds", "decided", "acted", "outcomes", "seen_before"):
+                setattr(total, name, getattr(total, name) + getattr(counts, name))
+            if once or stop() or (deadline is not None and time.monotonic() >= deadline):
+                return total
+            if not counts.events:
+                time.sleep(interval if deadline is None else max(0.0, min(interval, deadline - time.monotonic())))
+
+    def close(self) -> None:
+        self.commit()
+        self.audit.close()
+        if self.client is not None:
+            self.client.close()
+
+    # ------------------------------------------------------------ per event
+    def _hold(self, event: Event, seq: int, standing: bool, counts: Counts) -> None:
+        job = _job(event)
+        hold_id = event.identity
+        if hold_id in self.audit:
+            counts.seen_before += 1
+            return
+        counts.holds += 1
+        starts, holds = self.window.starts_and_holds(event.job)
+        hold = Hold(event.cluster, event.proc, event.hold_code, event.hold_subcode, job_starts=starts, holds=holds)
+        rule = site_rule(self.policy, hold)
+        started = time.monotonic()
+        answer, error, sent = self._ask(event, seq)
+        counts.decided += answer is not None
+        p_release = answer.get("p_release") if answer else None
+        model = model_call(self.policy, hold, p_release)
+        action, why = self._licence(model, standing, answer)
+        reason = f"jobaware: {model.fired}"
+        record = {
+            "kind": "hold", "id": hold_id, "logged": time.strftime("%Y-%m-%d %H:%M:%S"), "job": job,
+            "cluster": event.cluster, "proc": event.proc, "subproc": event.subproc,
+            "hold_time": event.time.isoformat(sep=" "), "hold_code": event.hold_code,
+            "hold_subcode": event.hold_subcode, "hold_reason": event.reason, "num_job_starts": hold.job_starts,
+            "num_holds": hold.holds, "where": f"{event.path} line {event.line}",
+            "p_release": p_release, "model_decision": (answer or {}).get("decision"),
+            "model_version": (answer or {}).get("model_version"), "trained_on": (answer or {}).get("trained_on"),
+            "no_decision": error, "request_bytes": sent, "seconds_to_decide": round(time.monotonic() - started, 3),
+            "site_rule": rule.action, "site_rule_fired": rule.fired,
+            "recommended": model.action, "fired": model.fired,
+            "mode": "act" if self.acting else "dry-run", "action": action, "not_acted_because": why,
+            "command": command_line(model.action, event.cluster, event.proc, reason) if model.action != "none" else None,
+            "call": (f"Schedd.act(JobAction.{model.action.capitalize()}, {constraint(event.cluster, event.proc)!r}, "
+                     f"reason={reason!r})") if model.action != "none" else None,
+        }
+        self.audit.write(record)
+        self.on_line(_line(record))
+        if action != "none":
+            self._act(hold_id, action, event, reason)
+            counts.acted += 1
+
+    def _ask(self, event: Event, seq: int) -> tuple[dict | None, str | None, int]:
+        """The service's answer (or why none) and the size of the log sent. A service whose body limit is below
+        the window's (413) is asked again with a quarter of the log, down to MIN_REQUEST_BYTES."""
+        if self.client is None:
+            return None, "no service given", 0
+        budget = self.window.max_bytes
+        while True:
+            log = self.window.request_log(event.job, seq, budget)
+            answer, error = self.client.decide(event.cluster, event.proc, event.subproc, log)
+            if answer is not None or not (error or "").startswith("service answered 413") \
+                    or budget <= MIN_REQUEST_BYTES:
+                return answer, error, len(log)
+            budget = max(budget // 4, MIN_REQUEST_BYTES)
+
+    def _licence(self, model: Call, standing: bool, answer: dict | None) -> tuple[str, str | None]:
+        """The action taken, or none and why not."""
+        if model.action == "none":
+            return "none", model.fired
+        if not self.acting:
+            return "none", "dry-run"
+        if not standing:
+            return "none", "the hold was already resolved further on in the log"
+        if not trained_on_real(answer):
+            return "none", "the model was not trained on real logs"
+        if not self.rate.allow():
+            return "none", f"rate limit: {self.policy.acts_per_minute} acts per minute"
+        return model.action, None
+
+    def _act(self, hold_id: str, action: str, event: Event, reason: str) -> None:
+        record = {"kind": "acted", "id": f"acted:{hold_id}", "hold_id": hold_id, "job": _job(event), "action": action}
+        try:
+            record.update(ok=True, answer=self.actor.act(action, event.cluster, event.proc, reason))
+        except Exception as exc:  # noqa: BLE001 - the schedd's refusal is audited; the follower goes on
+            record.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:300]}")
+            logger.warning("%s of %s failed: %s", action, _job(event), record["error"])
+        self.audit.write(record)
+
+    def _outcome(self, event: Event, counts: Counts) -> None:
+        record_id = f"outcome:{event.identity}"
+        if record_id in self.audit:
+            return
+        self.audit.write({"kind": "outcome", "id": record_id, "job": _job(event), "event": OUTCOMES[event.code],
+                          "time": event.time.isoformat(sep=" "), "normal": event.normal})
+        counts.outcomes += 1
+
+
+def _job(event: Event) -> str:
+    return f"{event.cluster}.{event.proc}.{event.subproc}"
+
+
+def _cleared_after(events: list[Event]) -> dict[tuple, int]:
+    """Per job: the index of its last hold-clearing event in this poll (a hold before it no longer stands)."""
+    last: dict[tuple, int] = {}
+    for index, event in enumerate(events):
+        if event.code in CLEARS_HOLD:
+            last[event.job] = index
+    return last
+
+
+def _line(record: dict) -> str:
+    p = record["p_release"]
+    said = f"P(release) {p:.2f}" if p is not None else "no decision"
+    code = f"{record['hold_code']}/{record['hold_subcode']}"
+    done = record["action"] if record["action"] != "none" else f"not acted ({record['not_acted_because']})"
+    return (f"hold {record['job']} at {record['hold_time']} code {code}: {said}, recommend {record['recommended']}; "
+            f"site rule {record['site_rule']}; {done}")
