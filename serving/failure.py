@@ -32,6 +32,10 @@ class JobPrediction(BaseModel):
     p_OUT_OF_MEMORY: float
     p_NODE_FAIL: float
     most_likely_failure: str
+    likely_fail: bool | None = Field(description="P(fail) is at or above `threshold`: the flag a scheduler adapter "
+                                     "acts on; null when the model has no operating threshold")
+    threshold: float | None = Field(description="the model's operating threshold on P(fail), chosen on its "
+                                    "validation period and registered with it; null when it has none")
     model_version: str
 
 
@@ -52,7 +56,8 @@ class FailureService:
 
     @bentoml.api(route="/predict", input_spec=PredictRequest, output_spec=Predictions)
     async def predict(self, jobs=None) -> Response:
-        """Per job: P(fail), the probability of each outcome and the most likely failure."""
+        """Per job: P(fail), the probability of each outcome, the most likely failure, and whether P(fail) is at or
+        above the model's registered operating threshold (`likely_fail`, with the `threshold`)."""
         # a few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread; a
         # batch goes to a worker thread, so that probes and small requests are not held up behind it
         bundle, version = self.champion.get()

@@ -91,6 +91,7 @@ def test_predict_swf_and_models_list_whole_when_piped(champion, tmp_path):
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 28_476 and rows[0]["job_id"] == 15 and 0 <= rows[0]["p_fail"] <= 1
+    assert all(r["likely_fail"] == (r["p_fail"] >= r["threshold"]) for r in rows) and 0 < rows[0]["threshold"] < 1
     listed = json.loads(run("models", "list", "--json").stdout)
     assert any(r["aliases"] and "champion" in r["aliases"] for r in listed)
     table = run("models", "list", env={**os.environ, "COLUMNS": "40"}).stdout  # piped, a narrow terminal set

@@ -34,6 +34,8 @@ def test_predicts_canonical_and_squeue_records(failure_service, champion):
         total = p["p_COMPLETED"] + p["p_FAILED"] + p["p_TIMEOUT"] + p["p_OUT_OF_MEMORY"] + p["p_NODE_FAIL"]
         assert total == pytest.approx(1.0) and p["p_fail"] == pytest.approx(1 - p["p_COMPLETED"])
         assert p["most_likely_failure"] in {"FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"}
+    threshold = tracking.load_bundle("failure", champion)[0].threshold  # the registered operating threshold
+    assert all(p["threshold"] == threshold and p["likely_fail"] == (p["p_fail"] >= threshold) for p in predictions)
 
 
 @pytest.mark.parametrize(("body", "needle"), [
@@ -66,6 +68,9 @@ def test_health_metrics_and_openapi(failure_service):
     assert "bentoml_service_request_total" in metrics or "bentoml_api_server_request_total" in metrics
     spec = httpx.get(f"{failure_service}/docs.json").json()
     assert "/predict" in spec["paths"]
+    answer = spec["components"]["schemas"]["JobPrediction"]
+    assert {"likely_fail", "threshold"} <= set(answer["required"])
+    assert "operating threshold" in answer["properties"]["threshold"]["description"]
 
 
 def test_picks_up_a_new_champion_without_restart(failure_service, champion):

@@ -51,6 +51,11 @@ def test_model_learns_the_synthetic_causes_and_is_scored_against_bayes(synthetic
     assert 0 <= m["model"]["gap_to_bayes"] < 0.1
     assert m["model"]["calibrated"] == 1.0
     assert {"recall_TIMEOUT", "recall_OUT_OF_MEMORY", "macro_f1", "pr_auc"} <= set(m["model"])
+    # at the operating threshold chosen on the validation period: the model, and the majority, which answers one
+    # class whatever the threshold; the other baselines have no threshold of their own, only their calibration
+    assert m["model"]["threshold"] == bundle.threshold and m["model"]["fail_f1"] > m["majority"]["fail_f1"] == 0
+    assert m["model"]["majority_accuracy"] == pytest.approx(m["majority"]["accuracy"]) == 1 - m["model"]["fail_share"]
+    assert m["model"]["ece"] < m["majority"]["ece"] and "accuracy" not in m["logistic"] and "ece" in m["logistic"]
 
 
 def test_real_nrel_sample_runs_and_reports_honestly():
@@ -87,6 +92,9 @@ def test_one_set_of_defaults_beats_both_quick_references_on_every_real_trace(tra
     ({"max_iter": 2.7}, "max_iter: input should be a valid integer, got 2.7"),
     ({"test_fraction": 1.5}, "test_fraction: input should be less than 1, got 1.5"),
     ({"calibration": "platt"}, "calibration: input should be 'isotonic', 'sigmoid' or 'none', got 'platt'"),
+    ({"threshold_objective": "auc"}, "threshold_objective: input should be 'f1' or 'false_alarm', got 'auc'"),
+    ({"max_false_alarm_rate": 0}, "max_false_alarm_rate: input should be greater than 0, got 0"),
+    ({"max_false_alarm_rate": "5%"}, "max_false_alarm_rate: input should be a valid number, unable to parse string as a number, got '5%'"),
 ])
 def test_bad_parameters_are_refused(params, message):
     with pytest.raises(JobawareError, match=re.escape(message)):

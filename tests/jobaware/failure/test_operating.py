@@ -88,3 +88,23 @@ def test_the_threshold_is_chosen_on_the_validation_period_never_on_the_test_peri
     assert again.model.operating == bundle.model.operating  # the same threshold and validation figures
     budget = fit(table, jobs.iloc[:0], {**params, "threshold_objective": "false_alarm", "max_false_alarm_rate": 0.02})
     assert budget.threshold > bundle.threshold and budget.model.operating["validation_false_alarm_rate"] <= 0.02
+
+
+def test_the_threshold_is_registered_with_the_model_and_loaded_back(champion, synthetic):
+    from jobaware import tracking
+
+    bundle, version = tracking.load_bundle("failure", champion)
+    operating = bundle.model.operating
+    assert operating["objective"] == "f1" and 0 < bundle.threshold < 1
+    _, client = tracking.mlflow_client()
+    registered = client.get_model_version("jobaware-failure", version)
+    tags = {k.removeprefix(tracking.OPERATING_TAG): v for k, v in registered.tags.items()
+            if k.startswith(tracking.OPERATING_TAG)}
+    assert tags == {k: str(v) for k, v in operating.items()} and float(tags["threshold"]) == bundle.threshold
+    run = client.get_run(registered.run_id).data.metrics
+    assert run["operating_threshold"] == run["threshold"] == bundle.threshold  # chosen at fit, used at evaluation
+    assert run["validation_fail_f1"] == operating["validation_fail_f1"] and {"accuracy", "fail_f1", "ece"} <= set(run)
+    jobs = read_jobs(synthetic[0])[0].tail(200).assign(end_time=pd.NaT)
+    answer = bundle.predict(jobs)
+    assert (answer["threshold"] == bundle.threshold).all()
+    assert (answer["likely_fail"] == (answer["p_fail"] >= bundle.threshold)).all() and answer["likely_fail"].any()
