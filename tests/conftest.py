@@ -50,6 +50,12 @@ def champion(synthetic, tmp_path_factory) -> str:
     return version
 
 
+@pytest.fixture(scope="session")
+def conformance_home(tmp_path_factory) -> Path:
+    """The JOBAWARE_HOME of the smoke runs (tests/test_conformance.py) and the services served from them."""
+    return tmp_path_factory.mktemp("conformance-home")
+
+
 def free_port() -> int:
     import socket
 

@@ -92,11 +92,6 @@ def test_bad_parameters_are_refused_naming_the_parameter(key):
 
 
 # ---------------------------------------------------------------- a small real run per capability
-@pytest.fixture(scope="session")
-def conformance_home(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("conformance-home")
-
-
 @pytest.fixture
 def in_home(conformance_home, monkeypatch) -> Path:
     monkeypatch.setenv("JOBAWARE_HOME", str(conformance_home))
