@@ -128,7 +128,8 @@ def similarity_cases(index) -> dict[str, tuple[str, dict]]:
 
     from jobaware.similarity.algorithms import ALGORITHMS
     from jobaware.similarity.schema import LEVEL_MAX, METRICS, SCORE_MAX, SYMBOL_MAX
-    from jobaware.similarity.service import MAX_REFERENCE_SEGMENTS as MAX_SEGMENTS, MAX_TOP_K, MAX_VALUES
+    from jobaware.similarity.service import MAX_REFERENCE_SEGMENTS as MAX_SEGMENTS
+    from jobaware.similarity.service import MAX_TOP_K, MAX_VALUES
 
     coding = ":".join(str(SYMBOL_MAX if i % 2 else 0) for i in range(MAX_SEGMENTS))
     levels = {m: ":".join(str(LEVEL_MAX if i % 2 else 0) for i in range(MAX_SEGMENTS)) for m in METRICS}
