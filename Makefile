@@ -34,6 +34,7 @@ bench: venv
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'
 	$(BIN)/python bench/ingest.py --jobs 1000000
 	$(BIN)/python bench/service.py
+	$(BIN)/python bench/soak.py  # each service under 10,000 mixed requests: latency, statuses, memory (issue 30)
 
 clean:
 	rm -rf $(VENV) .jobaware

@@ -14,7 +14,8 @@ from jobaware.failure.predict import answer_rows
 from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body
 
-MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "10000"))
+# jobs per request: an answer takes about 280 bytes per job, so 3,000 keep it under 1 MiB (issue 30)
+MAX_JOBS = int(os.environ.get("JOBAWARE_MAX_JOBS", "3000"))
 INLINE_JOBS = 32  # up to this many jobs take well under a millisecond or two: answered on the event loop
 
 PredictRequest = request_body("PredictRequest", {

@@ -52,8 +52,8 @@ def champion(synthetic, tmp_path_factory) -> str:
 
 @pytest.fixture(scope="session")
 def conformance_home(tmp_path_factory) -> Path:
-    """The JOBAWARE_HOME of the conformance smoke runs (tests/test_conformance.py), shared with tests that serve
-    their champions (tests/adapters/htcondor)."""
+    """The JOBAWARE_HOME of the conformance smoke runs (tests/test_conformance.py), shared with the tests that serve
+    their champions (tests/adapters/htcondor, the soak)."""
     return tmp_path_factory.mktemp("conformance-home")
 
 

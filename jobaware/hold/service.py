@@ -26,6 +26,7 @@ from jobaware.hold.labels import decisions
 from jobaware.hold.reader import ReadOptions, Source, read_events
 
 MAX_ID = 2**31 - 1
+MAX_REASON_CHARS = 1000  # the hold reason echoed in an answer: longer ones are cut, with a marker that says so
 FIELDS = ("cluster", "proc", "subproc", "log", "path")
 
 
@@ -140,6 +141,14 @@ def read_request_log(request: HoldRequest, options: ReadOptions | None = None) -
     return events
 
 
+def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    """`text`, or its first characters and a marker with the length, within `limit` characters."""
+    if len(text) <= limit:
+        return text
+    marker = f"... [cut: {len(text):,} characters in all]"
+    return text[: limit - len(marker)] + marker
+
+
 def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: ReadOptions | None = None) -> dict:
     """The decision for the request's held job, as a plain JSON-ready dict (no NaN)."""
     events = read_request_log(request, options)
@@ -168,7 +177,7 @@ def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: Read
         "hold_code": None if math.isnan(row["hold_code"]) else int(row["hold_code"]),
         "hold_subcode": None if math.isnan(row["hold_subcode"]) else int(row["hold_subcode"]),
         "hold_reason": row["hold_reason"],
-        "hold_reason_text": None if pd.isna(reason) else str(reason),
+        "hold_reason_text": None if pd.isna(reason) else cut(str(reason)),
         "p_release": p_release if math.isfinite(p_release) else None,
         "decision": str(row["decision"]),
         "threshold": float(bundle.threshold),

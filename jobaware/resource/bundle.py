@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -74,9 +75,12 @@ class ResourceBundle:
         """A fresh, unfitted model made like this one."""
         return make_model(self.kind, self.params)
 
-    def analyse(self, data: bytes | str, name: str = "") -> ScriptFeatures:
-        """Parse and featurize one script (never executes it)."""
-        return extract(parse_script(data, name, self.limits))
+    def analyse(self, data: bytes | str, name: str = "", deadline: float | None = None) -> ScriptFeatures:
+        """Parse and featurize one script (never executes it); reading stops at `deadline` (time.monotonic())
+        if that comes before the script's own time limit, and the result is then marked incomplete."""
+        limits = self.limits
+        own = time.monotonic() + limits.seconds
+        return extract(parse_script(data, name, limits, own if deadline is None else min(own, deadline)))
 
     def classify_features(self, features: list[ScriptFeatures], top: int = 5) -> list[dict]:
         """Answers for already-analysed scripts."""

@@ -93,7 +93,9 @@ def never_ends_python(tree: ast.Module, resolver: Resolver, deadline: float) -> 
     """Why this module never ends (with the line), or None."""
     functions: dict[str, list[ast.AST]] = {}
     classes: set[str] = set()
-    for node in ast.walk(tree):
+    for i, node in enumerate(ast.walk(tree)):
+        if i % 4096 == 0 and time.monotonic() > deadline:
+            return None
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             functions.setdefault(node.name, []).append(node)
         elif isinstance(node, ast.ClassDef):
@@ -105,7 +107,9 @@ def never_ends_python(tree: ast.Module, resolver: Resolver, deadline: float) -> 
             return None
         statements, in_function, generator = scopes.pop()
         referenced: set[str] = set()
-        for node in _own_nodes(statements, into_classes=not in_function):
+        for i, node in enumerate(_own_nodes(statements, into_classes=not in_function)):
+            if i % 4096 == 4095 and time.monotonic() > deadline:
+                return None
             if isinstance(node, ast.Name):
                 referenced.add(node.id)
             elif isinstance(node, ast.Attribute):

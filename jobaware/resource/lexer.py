@@ -109,7 +109,7 @@ def python_tokens(text: str, max_tokens: int, deadline: float) -> TokenRead:
             if kind:
                 tokens.append(Token(kind, token.string, token.start[0]))
             done_line = token.end[0] if token.type == tokenize.NEWLINE else done_line
-            if len(tokens) >= max_tokens or (len(tokens) % 2048 == 0 and time.monotonic() > deadline):
+            if len(tokens) >= max_tokens or (len(tokens) % 256 == 0 and time.monotonic() > deadline):
                 return TokenRead(tokens[:max_tokens], False)
         return TokenRead(tokens, True)
     except (tokenize.TokenError, SyntaxError, ValueError):

@@ -37,7 +37,7 @@ class Params(BaseModel):
     synthetic_shell_weight: float = Field(1.0, ge=0, le=10)
     synthetic_python_weight: float = Field(0.05, ge=0, le=10)
     abstain_threshold: float = Field(0.0, ge=0, le=1)
-    max_parse_bytes: int = Field(256 * 1024, ge=1024, le=4 * 1024 * 1024)
+    max_parse_bytes: int = Field(64 * 1024, ge=1024, le=4 * 1024 * 1024)
     parse_seconds: float = Field(5.0, gt=0, le=60)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import tokenize
 from dataclasses import dataclass
 
@@ -156,11 +157,16 @@ def _apply(lines: list[str], edits: list[_Edit]) -> str:
     return "".join(lines)
 
 
-def repair(text: str) -> str | None:
-    """The source with its Python 2 constructs rewritten, or None when there was nothing to rewrite."""
+def repair(text: str, deadline: float | None = None) -> str | None:
+    """The source with its Python 2 constructs rewritten, or None when there was nothing to rewrite (or no time
+    left: reading its tokens stops at `deadline`, a time.monotonic())."""
     expanded = _expand_indentation(text)
+    tokens = []
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(expanded).readline))
+        for token in tokenize.generate_tokens(io.StringIO(expanded).readline):
+            tokens.append(token)
+            if deadline is not None and len(tokens) % 512 == 0 and time.monotonic() > deadline:
+                return None
     except (tokenize.TokenError, SyntaxError, ValueError):
         return expanded if expanded != text else None
     lines = expanded.splitlines(keepends=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -44,10 +45,13 @@ class ServiceLimits(BaseModel):
     max_scripts: int = Field(64, ge=1, le=10_000)
     max_script_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     max_total_bytes: int = Field(8 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
-    max_name_chars: int = Field(512, ge=1, le=4096)
-    max_jobs: int = Field(256, ge=2, le=10_000)
+    max_name_chars: int = Field(128, ge=1, le=4096)
+    max_jobs: int = Field(128, ge=2, le=10_000)
     max_pairs: int = Field(1000, ge=1, le=1_000_000)
     max_top: int = Field(20, ge=0, le=100)
+    # the work budget of one request: seconds of parsing, shared by its scripts (a script not read whole in its
+    # share is answered from what was read, `complete` false)
+    request_seconds: float = Field(1.0, gt=0, le=60)
 
 
 def _type(value) -> str:
@@ -205,11 +209,22 @@ def _answer(name: str, size: int, result: dict) -> dict:
 def classify_request(payload, bundle: ResourceBundle, model_version: str | None = None,
                      limits: ServiceLimits | None = None) -> dict:
     """Answer a /classify body."""
+    limits = limits or ServiceLimits()
     scripts, top = parse_classify(payload, limits)
-    features = [bundle.analyse(script, name) for name, script, _ in scripts]
+    features = analyse_within(bundle, [(name, script) for name, script, _ in scripts], limits.request_seconds)
     results = bundle.classify_features(features, top)
     return {"model_version": model_version, "feature_version": bundle.feature_version,
             "results": [_answer(name, size, r) for (name, _, size), r in zip(scripts, results, strict=True)]}
+
+
+def analyse_within(bundle: ResourceBundle, scripts: list[tuple[str, bytes | str]], seconds: float) -> list:
+    """Each script's features, all within `seconds`: each script may spend an equal share of what is left."""
+    end = time.monotonic() + seconds
+    features = []
+    for i, (name, script) in enumerate(scripts):
+        now = time.monotonic()
+        features.append(bundle.analyse(script, name, now + max(0.0, end - now) / (len(scripts) - i)))
+    return features
 
 
 def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[dict], float]:
@@ -262,8 +277,8 @@ def pairing_request(payload, bundle: ResourceBundle | None = None, model_version
     if scripts:
         if bundle is None:
             raise InputError("jobs: scripts given but no model is loaded; give classes instead")
-        for job, result in zip(scripts, bundle.classify([j["script"] for j in scripts], [j["id"] for j in scripts],
-                                                        top=0), strict=True):
+        features = analyse_within(bundle, [(j["id"], j["script"]) for j in scripts], limits.request_seconds)
+        for job, result in zip(scripts, bundle.classify_features(features, top=0), strict=True):
             job.update({"class": result["class"], "probabilities": result["probabilities"], "source": "classified"})
     for job in jobs:
         job.pop("script", None)

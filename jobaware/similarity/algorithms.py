@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 import pandas as pd
 from rapidfuzz import process
@@ -177,61 +178,75 @@ def _pair_scores(ref_values: np.ndarray, ref_starts: np.ndarray, ref_lengths: np
     return out
 
 
+@numba.njit(cache=True, nogil=True)
 def _better(value, weight, best_value, best_weight):
     """Lexicographic: a higher value (beyond the tie tolerance), else an equal value with more weight."""
-    return (value > best_value + TIE) | ((value >= best_value - TIE) & (weight > best_weight))
+    return value > best_value + TIE or (value >= best_value - TIE and weight > best_weight)
 
 
-def _best_attachment(pair: np.ndarray, extra: np.ndarray, base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per case c: the increasing attachment of all s rows to distinct columns (s <= l) maximising
-    (sum of pair scores) / (base + sum of extra weights); ties to the larger weight. Returns (score, weight).
+@numba.njit(cache=True, nogil=True)
+def _cell(pair, ref_code, pool_code, pool_len, ref_len, first, flipped, i, j):
+    """(pair score, extra weight) of attaching row i to column j of one case: rows are the pool job's phases
+    (columns the reference's), or the reference's when `flipped`."""
+    if flipped:
+        return pair[pool_code[first + j], ref_code[i]], max(0, ref_len[i] - pool_len[first + j])
+    return pair[pool_code[first + i], ref_code[j]], max(0, pool_len[first + i] - ref_len[j])
+
+
+@numba.njit(cache=True, nogil=True)
+def _attach_all(pair, ref_code, ref_len, pool_code, pool_len, first, count, own_weight, ref_weight, score, weight):
+    """Per pool case with phases: the increasing attachment of the side with fewer phases (s rows) to distinct
+    phases of the other (l columns) maximising (sum of pair scores) / (base + sum of extra weights); ties to
+    the larger weight. Fills `score` and `weight`.
 
     Dinkelbach: with lam the ratio of the current attachment, the attachment maximising
     sum(pair - lam * extra) - lam * base is found by dynamic programming; its ratio is the next lam; at the
-    fixed point no attachment has a higher ratio.
+    fixed point no attachment has a higher ratio. The dynamic programme, best[i] after column j = the best
+    attachment of the first i rows within the first j columns: either column j is left free (best[i] after
+    column j-1) or row i takes it (best[i-1] after column j-1 plus its gain). O(s * l) per step, compiled:
+    no (cases x s x l) array is built.
     """
-    cases, s, l = pair.shape
-    diagonal = np.arange(s)
-    score = pair[:, diagonal, diagonal].sum(axis=1)
-    weight = base + extra[:, diagonal, diagonal].sum(axis=1)
-    lam = score / weight
-    active = np.ones(cases, bool)
-    for _ in range(DINKELBACH_STEPS):
-        idx = np.flatnonzero(active)
-        if not len(idx):
-            break
-        gain = pair[idx] - lam[idx, None, None] * extra[idx]
-        n_best, d_best = _assign(gain, pair[idx], extra[idx])
-        d_best = d_best + base[idx]
-        value = n_best - lam[idx] * d_best
-        better = _better(value, d_best, np.zeros_like(value), weight[idx])
-        improved = value > TIE
-        score[idx[better]], weight[idx[better]] = n_best[better], d_best[better]
-        lam[idx] = score[idx] / weight[idx]
-        active[idx[~improved]] = False
-    return score, weight
+    r = len(ref_code)
+    val, num, den = np.empty(r + 1), np.empty(r + 1), np.empty(r + 1)
+    for c in range(len(count)):
+        p = count[c]
+        if p == 0:
+            continue
+        flipped = p > r
+        s, l = (r, p) if flipped else (p, r)
+        base = float(own_weight[c]) if flipped else float(ref_weight)
+        total_score, total_weight = 0.0, base
+        for k in range(s):
+            n, e = _cell(pair, ref_code, pool_code, pool_len, ref_len, first[c], flipped, k, k)
+            total_score += n
+            total_weight += e
+        lam = total_score / total_weight
+        for _ in range(DINKELBACH_STEPS):
+            val[0], num[0], den[0] = 0.0, 0.0, 0.0
+            for i in range(1, s + 1):
+                val[i], num[i], den[i] = -np.inf, 0.0, 0.0
+            for j in range(l):
+                for i in range(min(s, j + 1), 0, -1):  # descending: row i reads best[i-1] of column j-1
+                    n, e = _cell(pair, ref_code, pool_code, pool_len, ref_len, first[c], flipped, i - 1, j)
+                    attach_v = val[i - 1] + (n - lam * e)
+                    attach_d = den[i - 1] + e
+                    if _better(attach_v, attach_d, val[i], den[i]):
+                        val[i], num[i], den[i] = attach_v, num[i - 1] + n, attach_d
+            d_best = den[s] + base
+            value = num[s] - lam * d_best
+            if _better(value, d_best, 0.0, total_weight):
+                total_score, total_weight = num[s], d_best
+            lam = total_score / total_weight
+            if not value > TIE:
+                break
+        score[c], weight[c] = total_score, total_weight
 
 
-def _assign(gain: np.ndarray, pair: np.ndarray, extra: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Max-gain increasing assignment of every row to a distinct column, per case; (score, extra) of it.
-
-    best[i] after column j = the best assignment of the first i rows within the first j columns: either
-    column j is left free (best[i] after column j-1) or row i takes it (best[i-1] after column j-1 plus its
-    gain). Each column depends only on the one before, so the loop runs over columns with every row at once.
-    """
-    cases, s, l = gain.shape
-    val = np.full((cases, s + 1), -np.inf)
-    val[:, 0] = 0.0
-    num, den = np.zeros((cases, s + 1)), np.zeros((cases, s + 1))
-    for j in range(l):
-        attach_v = val[:, :-1] + gain[:, :, j]
-        attach_n = num[:, :-1] + pair[:, :, j]
-        attach_d = den[:, :-1] + extra[:, :, j]
-        take = _better(attach_v, attach_d, val[:, 1:], den[:, 1:])
-        val[:, 1:] = np.where(take, attach_v, val[:, 1:])
-        num[:, 1:] = np.where(take, attach_n, num[:, 1:])
-        den[:, 1:] = np.where(take, attach_d, den[:, 1:])
-    return num[:, s], den[:, s]
+def _distinct_phases(values: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each phase's code (equal contents, equal codes) and the index of each code's first phase."""
+    codes, _ = pd.factorize(np.asarray(texts(values[ragged_arange(starts, lengths)], np.r_[0, np.cumsum(lengths)]),
+                                       dtype=object))
+    return codes, np.unique(codes, return_index=True)[1]
 
 
 class PhaseTable:
@@ -245,10 +260,7 @@ class PhaseTable:
         self.first = np.concatenate([[0], np.cumsum(self.count)])
         self.own_weight = np.bincount(owner, weights=lengths, minlength=self.cases)
         self.lengths = lengths
-        codes, _ = pd.factorize(np.asarray(texts(values[ragged_arange(starts, lengths)],
-                                                 np.r_[0, np.cumsum(lengths)]), dtype=object))
-        self.codes = codes
-        keep = np.unique(codes, return_index=True)[1]
+        self.codes, keep = _distinct_phases(values, starts, lengths)
         self.unique_starts, self.unique_lengths = starts[keep], lengths[keep]
 
 
@@ -262,23 +274,18 @@ def q_phases_metric(reference: np.ndarray, values: np.ndarray, table: PhaseTable
     weight = np.where(count == 0, ref_weight, table.own_weight).astype(np.float64)
     if r == 0 or not len(table.codes):
         return score, weight
-    pair = _pair_scores(reference, ref_starts, ref_lengths, values, table.unique_starts, table.unique_lengths)
-    for p, rows in _groups(count):
-        if p == 0:
-            continue
-        phase_index = table.first[rows][:, None] + np.arange(p)[None, :]    # (cases, p)
-        pool_pair = pair[table.codes[phase_index]]                           # (cases, p, r)
-        pool_len = table.lengths[phase_index]                                # (cases, p)
-        if p <= r:  # the pool job has fewer (or as many) phases: it is the attached side
-            matrix = pool_pair
-            extra = np.maximum(0, pool_len[:, :, None] - ref_lengths[None, None, :])
-            base = np.full(len(rows), float(ref_weight))
-        else:
-            matrix = pool_pair.transpose(0, 2, 1)
-            extra = np.maximum(0, ref_lengths[None, :, None] - pool_len[:, None, :])
-            base = table.own_weight[rows].astype(np.float64)
-        score[rows], weight[rows] = _best_attachment(matrix, extra.astype(np.float64), base)
+    ref_codes, keep = _distinct_phases(reference, ref_starts, ref_lengths)
+    pair = _pair_scores(reference, ref_starts[keep], ref_lengths[keep], values, table.unique_starts,
+                        table.unique_lengths)
+    _attach_all(pair, ref_codes, ref_lengths, table.codes, table.lengths, table.first, table.count,
+                table.own_weight, ref_weight, score, weight)
     return score, weight
+
+
+def compile_kernels() -> None:
+    """Compile (or load from numba's cache) the compiled Q-phases kernel, on two tiny sequences."""
+    levels = np.array([1, 0, 2, 3], np.int64)
+    q_phases_metric(levels, levels, PhaseTable(levels, np.array([0, len(levels)])))
 
 
 def ks_metric(reference: np.ndarray, grid: np.ndarray, cumulative: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -290,9 +297,12 @@ def ks_metric(reference: np.ndarray, grid: np.ndarray, cumulative: np.ndarray, c
     pool_at_grid = cumulative / counts[:, None]
     ref_at_grid = np.searchsorted(reference, grid, side="right") / n_ref
     distance = np.abs(pool_at_grid - ref_at_grid[None, :]).max(axis=1)
+    # between two grid values the pool's distribution is flat and the reference's rises: beyond the grid value
+    # itself (above), the distance there is largest at the last reference value before the next grid value
     points = np.unique(reference)
     slot = np.searchsorted(grid, points, side="right") - 1
-    ref_at_points = np.searchsorted(reference, points, side="right") / n_ref
+    last = np.r_[slot[1:] != slot[:-1], True]
+    slot, ref_at_points = slot[last], np.searchsorted(reference, points[last], side="right") / n_ref
     pool_at_points = np.where(slot >= 0, pool_at_grid[:, np.maximum(slot, 0)], 0.0)
     distance = np.maximum(distance, np.abs(pool_at_points - ref_at_points[None, :]).max(axis=1))
     en = np.sqrt(n_ref * counts / (n_ref + counts))

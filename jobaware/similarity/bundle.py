@@ -27,6 +27,12 @@ class SimilarityBundle:
     workers: int = 0
     feature_version: str = FEATURE_VERSION
 
+    def warm(self) -> None:
+        """Compile the Q-phases kernel before the first request (the service calls this once per model)."""
+        from jobaware.similarity.algorithms import compile_kernels
+
+        compile_kernels()
+
     def predict(self, frame: pd.DataFrame) -> pd.DataFrame:
         """One query per row -> ranked rows (query = the row's position, rank 1 = most similar).
 

@@ -24,11 +24,14 @@ from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.capability import FEATURE_VERSION
 from jobaware.similarity.index import Reference, SimilarityIndex
-from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, MAX_SEGMENTS, METRICS, NODE_VALUES, SCORE_MAX,
+from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX,
                                         SYMBOL_MAX)
 
 MAX_TOP_K = 1000
 MAX_VALUES = 200_000
+# segments of an inline reference (about a week; the pool may hold jobs of up to MAX_SEGMENTS): Q-native and
+# Q-phases compare every segment of the reference with every segment of the pool, so this bounds a request's cost
+MAX_REFERENCE_SEGMENTS = 1_000
 MAX_JOBID = 2**62
 FIELDS = ("jobid", "coding", "levels", "values", "algorithm", "top_k", "consensus")
 REFERENCE_FIELD = {CODINGS: "coding", LEVELS: "levels", NODE_VALUES: "values"}  # an algorithm's table, inline
@@ -75,8 +78,16 @@ def _sequence(value, where: str, high: float, *, integer: bool, limit: int, leas
         raise InputError(f"{where}: {len(items):,} values, at most {limit:,}")
     if len(items) < least:
         raise InputError(f"{where}: {len(items)} value(s), at least {least}")
-    out = np.empty(len(items), np.int64 if integer else np.float64)
     kind = f"an integer 0..{int(high)}" if integer else f"a number 0..{high:g}"
+    if isinstance(value, list) and all(type(item) in (int, float) for item in items):  # plain numbers: at once
+        with np.errstate(invalid="ignore"):
+            numbers = np.asarray(items, np.float64)
+            good = np.isfinite(numbers) & (numbers >= 0) & (numbers <= high)
+            if integer:
+                good &= numbers == np.floor(numbers)
+        if good.all():
+            return numbers.astype(np.int64) if integer else numbers
+    out = np.empty(len(items), np.int64 if integer else np.float64)
     for i, item in enumerate(items):
         if isinstance(item, bool):
             raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}")
@@ -107,14 +118,14 @@ def _per_metric(value, where: str, high: float, *, integer: bool, limit: int, le
 
 
 def _listed(value_pattern: str) -> str:
-    """A ':'-separated string of 1 to MAX_SEGMENTS values, each matching `value_pattern`."""
-    return rf"^(?:{value_pattern})(?::(?:{value_pattern})){{0,{MAX_SEGMENTS - 1}}}$"
+    """A ':'-separated string of 1 to MAX_REFERENCE_SEGMENTS values, each matching `value_pattern`."""
+    return rf"^(?:{value_pattern})(?::(?:{value_pattern})){{0,{MAX_REFERENCE_SEGMENTS - 1}}}$"
 
 
 def _sequence_schema(high: int, value_pattern: str, description: str) -> dict:
     return {"oneOf": [{"type": "string", "pattern": _listed(value_pattern)},
                       {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": high},
-                       "minItems": 1, "maxItems": MAX_SEGMENTS}],
+                       "minItems": 1, "maxItems": MAX_REFERENCE_SEGMENTS}],
             "description": description}
 
 
@@ -187,9 +198,11 @@ def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -
     elif inline:
         ref = Reference()
         if payload.get("coding") is not None:
-            ref.coding = _sequence(payload["coding"], "coding", SYMBOL_MAX, integer=True, limit=MAX_SEGMENTS)
+            ref.coding = _sequence(payload["coding"], "coding", SYMBOL_MAX, integer=True,
+                                   limit=MAX_REFERENCE_SEGMENTS)
         if payload.get("levels") is not None:
-            ref.levels = _per_metric(payload["levels"], "levels", LEVEL_MAX, integer=True, limit=MAX_SEGMENTS)
+            ref.levels = _per_metric(payload["levels"], "levels", LEVEL_MAX, integer=True,
+                                     limit=MAX_REFERENCE_SEGMENTS)
             if ref.coding is not None and len(ref.coding) != len(ref.levels[0]):
                 raise InputError(f"levels: {len(ref.levels[0])} segments, coding has {len(ref.coding)}")
         if payload.get("values") is not None:

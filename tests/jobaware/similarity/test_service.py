@@ -11,6 +11,7 @@ from jobaware.errors import InputError
 from jobaware.similarity import service
 from jobaware.similarity.bundle import SimilarityBundle, input_example, signature
 from jobaware.similarity.schema import METRICS
+from jobaware.similarity.service import MAX_REFERENCE_SEGMENTS
 
 from .conftest import REAL
 
@@ -59,8 +60,9 @@ def test_consensus_request(bundle):
     ({"coding": "1:x:3"}, r"coding \(segment 2\): expected an integer 0..511, got 'x'"),
     ({"coding": [1, 600]}, r"coding\[1\]: expected an integer 0..511, got 600"),
     ({"coding": ""}, "coding: empty"),
-    ({"coding": ":".join(["1"] * 10_001)}, "coding: 10,001 values, at most 10,000"),
-    ({"coding": "1" * 90_000}, "coding: longer than 80,000 characters"),
+    ({"coding": ":".join(["1"] * (MAX_REFERENCE_SEGMENTS + 1))},
+     f"coding: {MAX_REFERENCE_SEGMENTS + 1:,} values, at most {MAX_REFERENCE_SEGMENTS:,}"),
+    ({"coding": "1" * (MAX_REFERENCE_SEGMENTS * 9)}, f"coding: longer than {MAX_REFERENCE_SEGMENTS * 8:,} characters"),
     ({"coding": "1", "algorithm": "fast"}, "algorithm: expected one of b-all, b-aggz"),
     ({"coding": "1", "top_k": 0}, "top_k: expected an integer 1..1000, got 0"),
     ({"coding": "1", "top_k": 10**6}, "top_k: expected an integer 1..1000"),
@@ -186,10 +188,10 @@ def test_the_request_schema_and_the_request_check_agree_at_every_bound(generated
     assert check_bounds(schema, bodies, parse, semantic=("jobid", "coding", *per_metric)) >= 100
     check_bounds(service.job_schema(), [{"jobid": jobid}], lambda body: service.job_request(_Pool(generated_index), body["jobid"]),
                  semantic=("jobid",))
-    most = ":".join(["511"] * 10_000)
-    for coding in ("0", "511", "0:256:272:0", most, [0], [511] * 10_000):
+    most = ":".join(["511"] * MAX_REFERENCE_SEGMENTS)
+    for coding in ("0", "511", "0:256:272:0", most, [0], [511] * MAX_REFERENCE_SEGMENTS):
         assert validator.is_valid({"coding": coding}) and parse({"coding": coding})
-    for coding, words in [("512", r"coding \(segment 1\)"), (most + ":0", "coding: 10,001 values"), ("", "coding: empty"),
+    for coding, words in [("512", r"coding \(segment 1\)"), (most + ":0", f"coding: {MAX_REFERENCE_SEGMENTS + 1:,} values"), ("", "coding: empty"),
                           ("1::2", r"coding \(segment 2\)"), ("-1", r"coding \(segment 1\)")]:
         assert not validator.is_valid({"coding": coding}), coding
         with pytest.raises(InputError, match=words):
