@@ -18,6 +18,7 @@ RUN mkdir jobaware components pipelines serving \
     && pip install --find-links "$TORCH_FIND_LINKS" torch==2.13.0+cpu \
     && pip install -c constraints.txt . \
     && pip uninstall --yes jobaware \
+    && rm -rf build jobaware.egg-info jobaware components pipelines serving \
     && python3 -c "import torch; assert not torch.version.cuda, torch.version.cuda"
 # ...then the project itself.
 COPY jobaware jobaware
