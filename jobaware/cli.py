@@ -132,6 +132,8 @@ def pipeline_run(
     budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
     host: Annotated[str, typer.Option(envvar="KFP_HOST", help="submit to this Kubeflow Pipelines host")] = "",
     verbose: Annotated[bool, typer.Option(help="show the steps' own logs live")] = False,
+    runner_name: Annotated[str, typer.Option("--runner", help="kfp.local runner: subprocess (fast), or docker: "
+                                             "every step in the project image through podman")] = "subprocess",
     as_json: JsonFlag = False,
 ):
     """Run a pipeline with kfp.local (default) or submit it to a KFP host."""
@@ -139,18 +141,56 @@ def pipeline_run(
 
     if name not in runner.names():
         raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
+    if runner_name not in runner.RUNNERS:
+        raise JobawareError(f"--runner {runner_name}: expected one of {', '.join(runner.RUNNERS)}")
     arguments = _arguments(name, data, param, budget, remote=bool(host))
     if host:
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
         show({"submitted": name, "host": host, "run_id": run_id}, as_json)
         return
-    outputs = _run_with_progress(name, arguments, verbose)
+    outputs = _run_with_progress(name, arguments, verbose, runner_name)
     keys = capabilities.keys() if name == "all" else [name]
     versions = {key: outputs.get(key if name == "all" else "Output") for key in keys}
     _training_summary(versions, as_json)
 
 
-def _run_with_progress(name: str, arguments: dict, verbose: bool) -> dict:
+@pipeline_app.command("submit")
+def pipeline_submit(
+    name: Annotated[str, typer.Argument(help="a capability")],
+    host: Annotated[str, typer.Option(envvar="KFP_HOST", help="the Kubeflow Pipelines host (KFP_HOST)")],
+    data: Annotated[list[str], typer.Option(help="source path or URI as the host's steps see it (repeatable)")],
+    param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
+    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
+    recurring: Annotated[str, typer.Option(help="retrain on this cron schedule ('0 3 * * *') instead of once")] = "",
+    as_json: JsonFlag = False,
+):
+    """Submit a run, or a recurring run, of a capability's pipeline to a Kubeflow Pipelines host; its steps read
+    the MLflow tracking URI from the Secret `jobaware-mlflow` there."""
+    from kfp_server_api import ApiException
+    from urllib3.exceptions import HTTPError
+
+    from pipelines import runner
+
+    if name not in capabilities.keys():
+        raise JobawareError(f"unknown capability '{name}'; available: {', '.join(capabilities.keys())}")
+    arguments = _arguments(name, data, param, budget, remote=True)
+    try:  # kfp.Client prints links and warns on stdout and stderr: its chatter goes to the log file
+        with open(config.logs_dir() / "kfp-client.log", "a") as chatter, contextlib.redirect_stdout(chatter), \
+                contextlib.redirect_stderr(chatter):
+            if recurring:
+                result = runner.schedule(name, arguments, host, f"jobaware-{name}", recurring)
+            else:
+                run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
+                result = {"run_id": run_id, "details": f"{host.rstrip('/')}/#/runs/details/{run_id}"}
+    except ValueError as exc:
+        raise JobawareError(f"pipeline submit {name}: {exc}") from None
+    except (ApiException, HTTPError) as exc:
+        reason = f"answered {exc.status} {exc.reason}" if isinstance(exc, ApiException) else f"unreachable ({exc})"
+        raise JobawareError(f"pipeline submit {name}: the KFP host {host} {reason}") from None
+    show({"submitted": name, "host": host, **result}, as_json)
+
+
+def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: str = "subprocess") -> dict:
     """One line per step with its status and seconds, a spinner for the running steps, logs to a file."""
     from rich.live import Live
     from rich.spinner import Spinner
@@ -178,7 +218,8 @@ def _run_with_progress(name: str, arguments: dict, verbose: bool) -> dict:
             live.console.print(f"{mark} {step:<28} {kind.lower():<8} {seconds:6.1f} s", highlight=False)
 
         try:
-            return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose)
+            return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
+                                      runner=runner_name)
         except RuntimeError as exc:
             raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
 
@@ -324,7 +365,7 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
     started = []
     keys = capabilities.keys()
     for key in keys:
-        pipeline_run(key, [], [], 0.01, "", False, False)
+        pipeline_run(key, [], [], 0.01, "", False, "subprocess", False)
     examples = {}
     try:  # from the first service started: a Ctrl-C at any point stops every one started
         for offset, key in enumerate(keys):

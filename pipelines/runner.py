@@ -1,4 +1,5 @@
-"""Run a pipeline locally with kfp.local (SubprocessRunner, no venv), submit it to a KFP host, or compile it.
+"""Run a pipeline locally with kfp.local (SubprocessRunner, no venv; or DockerRunner: every step in the project
+image through podman's Docker-compatible API), submit it to a KFP host, or compile it.
 
 `run_watched` runs a pipeline in a child process whose whole output (kfp.local's executor logs and the
 steps' own) goes to a log file, and reports each step's start and end as events, for a short display.
@@ -50,13 +51,61 @@ def compile_all(out_dir: str | Path) -> list[Path]:
     return written
 
 
-def run_local(name: str, arguments: dict, pipeline_root: str | Path) -> dict:
-    """Run in this process; return the pipeline's outputs (`{"Output": version}` for one capability)."""
+RUNNERS = ("subprocess", "docker")
+
+
+def run_local(name: str, arguments: dict, pipeline_root: str | Path, runner: str = "subprocess") -> dict:
+    """Run in this process; return the pipeline's outputs (`{"Output": version}` for one capability).
+    `docker`: every step in the image `JOBAWARE_IMAGE` (default the one `make image` builds) through the Docker
+    API at DOCKER_HOST, else through `podman system service` on a private socket for this run."""
     from kfp import local
 
-    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(pipeline_root), raise_on_error=True)
+    if runner == "subprocess":
+        local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(pipeline_root),
+                   raise_on_error=True)
+        return _outputs(name, arguments)
+    from jobaware import containers
+
+    os.environ.setdefault("JOBAWARE_IMAGE", containers.IMAGE)  # read by components/ when they are imported
+    with contextlib.ExitStack() as stack:
+        if not os.environ.get("DOCKER_HOST"):
+            import tempfile
+
+            socket_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="jobaware-podman-"))
+            os.environ["DOCKER_HOST"] = stack.enter_context(containers.docker_api(Path(socket_dir)))
+        local.init(runner=local.DockerRunner(**_container_args(arguments, pipeline_root)),
+                   pipeline_root=str(pipeline_root), raise_on_error=True)
+        return _outputs(name, arguments)
+
+
+def _outputs(name: str, arguments: dict) -> dict:
     task = pipeline(name)(**arguments)
     return {key: value for key, value in task.outputs.items()}
+
+
+def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
+    """How each step's container runs: on the host's network (an MLflow server on loopback answers), the
+    JOBAWARE_HOME (where artifacts go) and a SQLite tracking store mounted at their own paths (read-write) and
+    named by the same JOBAWARE_HOME inside, local data read-only,
+    as a user that may write those folders (see `containers.writable_by_image_user`)."""
+    from docker.types import Mount
+
+    from jobaware import config, containers, sources
+
+    writable = {config.home()}
+    if store := config.local_store(str(arguments.get("tracking_uri") or "")):
+        writable.add(store.parent)
+    Path(pipeline_root).mkdir(parents=True, exist_ok=True)
+    user = containers.writable_by_image_user(sorted(writable))
+    readable = set()
+    for key, value in arguments.items():
+        if key == "data" or key.endswith("_data"):
+            readable |= {Path(p) for p in sources.parse(value) if not sources.is_remote(p) and Path(p).exists()}
+    mounts = [Mount(str(p), str(p), type="bind") for p in sorted(writable)]
+    mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(readable)
+               if not any(p.is_relative_to(w) for w in writable)]
+    return {"network_mode": "host", "user": user, "environment": {"JOBAWARE_HOME": str(config.home())},
+            "mounts": [m for m in mounts if m["Target"] != str(pipeline_root)]}  # kfp mounts the root itself
 
 
 class StepEvents:
@@ -85,11 +134,12 @@ class StepEvents:
 
 
 def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
-                on_event: Callable[[str, str, float], None], echo: bool = False) -> dict:
+                on_event: Callable[[str, str, float], None], echo: bool = False, runner: str = "subprocess") -> dict:
     """Run in a child process logging to `log`; call `on_event(kind, step, seconds)` for each step's
     "start" and "SUCCESS"/"FAILURE"; return the outputs, or raise RuntimeError naming the failed step."""
     result = log.with_suffix(".result.json")
-    spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result)})
+    spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result),
+                       "runner": runner})
     steps = StepEvents(on_event)
     with open(log, "wb") as sink:
         child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
@@ -130,10 +180,59 @@ def submit(name: str, arguments: dict, host: str, experiment: str) -> str:
     return run.run_id
 
 
+_CRON_FIELD = re.compile(r"^[0-9A-Za-z*?/,\-]+$")
+_CRON_DESCRIPTOR = re.compile(r"^@(yearly|annually|monthly|weekly|daily|midnight|hourly|every \d+[smh](\d+[smh])*)$")
+
+
+def kfp_cron(expression: str) -> str:
+    """A cron expression as KFP's scheduler reads it (robfig/cron, seconds first): five fields get a leading `0`,
+    six are kept, a `@daily`-style descriptor is kept; anything else raises ValueError saying why."""
+    expression = " ".join(expression.split())
+    if _CRON_DESCRIPTOR.match(expression):
+        return expression
+    fields = expression.split(" ")
+    if len(fields) not in (5, 6) or not all(_CRON_FIELD.match(f) for f in fields):
+        raise ValueError(f"'{expression}' is not a cron expression (5 fields 'min hour day month weekday', "
+                         "6 with seconds first, or @hourly/@daily/@weekly/@monthly/@every 6h)")
+    return expression if len(fields) == 6 else "0 " + expression
+
+
+def schedule(name: str, arguments: dict, host: str, experiment: str, cron: str) -> dict:
+    """A recurring run of the pipeline on a KFP host, once: an enabled recurring run of the same name and
+    schedule in the experiment is kept and returned (`created` False); one with another schedule is an error."""
+    import tempfile
+
+    import kfp
+    from kfp import compiler
+
+    cron = kfp_cron(cron)
+    client = kfp.Client(host=host)
+    experiment_id = client.create_experiment(experiment).experiment_id  # returns the existing one by name
+    title = f"jobaware-{name} retraining"
+    existing = client.list_recurring_runs(experiment_id=experiment_id, page_size=100,
+                                          filter=json.dumps({"predicates": [{"key": "display_name",
+                                                                             "operation": "EQUALS",
+                                                                             "stringValue": title}]}))
+    for recurring in existing.recurring_runs or []:
+        if recurring.display_name != title:
+            continue
+        current = recurring.trigger.cron_schedule.cron if recurring.trigger and recurring.trigger.cron_schedule else ""
+        if current != cron:
+            raise ValueError(f"'{title}' already runs on '{current}' (recurring run {recurring.recurring_run_id}); "
+                             "delete it on the host to change its schedule")
+        return {"recurring_run_id": recurring.recurring_run_id, "cron": cron, "created": False}
+    with tempfile.TemporaryDirectory() as folder:
+        package = Path(folder) / f"{name}.yaml"
+        compiler.Compiler().compile(pipeline(name), str(package))
+        recurring = client.create_recurring_run(experiment_id, title, cron_expression=cron, params=arguments,
+                                                pipeline_package_path=str(package), no_catchup=True)
+    return {"recurring_run_id": recurring.recurring_run_id, "cron": cron, "created": True}
+
+
 def _child(spec: str) -> None:
     """Entry of the child process started by `run_watched`."""
     spec = json.loads(spec)
-    outputs = run_local(spec["name"], spec["arguments"], spec["root"])
+    outputs = run_local(spec["name"], spec["arguments"], spec["root"], spec.get("runner", "subprocess"))
     Path(spec["result"]).write_text(json.dumps(outputs, default=str))
 
 

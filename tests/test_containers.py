@@ -1,0 +1,154 @@
+"""The project image, run for real with podman (runc and rlimits from podman/containers.conf): its size within the
+README's budget; one pipeline per capability with every step in the image (`pipeline run --runner docker`),
+registering the same kind of model as the subprocess runner; and each of the four services served from the image
+on loopback, read-only root, answering the README's example request as uid 10001.
+
+Slow. Needs podman and the image `make image` builds: without them the tests skip, except where
+JOBAWARE_REQUIRE_PODMAN=1 (CI), where they fail.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from jobaware import capabilities, containers
+from tests.conftest import ROOT, free_port, wait_for
+from tests.test_cli import run
+
+IMAGE = os.environ.get("JOBAWARE_IMAGE", containers.IMAGE)
+KEYS = capabilities.keys()
+
+
+def require_image() -> None:
+    if os.environ.get("JOBAWARE_CONTAINER_TESTS") != "1":
+        pytest.skip("the container tests are opt-in until they have passed end to end: `make test-containers`")
+    if not shutil.which("podman"):
+        reason = "podman is not installed (apt-get install podman runc)"
+    elif not containers.image_exists(IMAGE):
+        reason = f"no image {IMAGE}: build it with `make image`"
+    else:
+        return
+    if os.environ.get("JOBAWARE_REQUIRE_PODMAN") == "1":
+        pytest.fail(f"JOBAWARE_REQUIRE_PODMAN=1 but {reason}")
+    pytest.skip(f"{reason}; set JOBAWARE_REQUIRE_PODMAN=1 to fail")
+
+
+def test_an_unknown_runner_is_a_one_line_error():
+    result = run("pipeline", "run", "failure", "--runner", "kubernetes")
+    assert result.returncode == 1 and "--runner kubernetes: expected one of subprocess, docker" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_image_size_is_within_the_readme_budget():
+    require_image()
+    budget = re.search(r"image budget: \*\*([\d.]+) GB\*\*", (ROOT / "README.md").read_text())
+    assert budget, "README.md states no 'image budget: **N GB**'"
+    size = containers.image_size(IMAGE)
+    assert size <= float(budget.group(1)) * 1e9, f"{IMAGE} is {size / 1e9:.2f} GB, past the README's budget"
+
+
+def pipeline(key: str, home: Path, data: Path, runner: str) -> str:
+    """Run the capability's pipeline on its smoke data with `runner`; the version it registered."""
+    _, params = capabilities.get(key).smoke
+    env = {**os.environ, "JOBAWARE_HOME": str(home)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    args = [f"--param={name}={json.dumps(value) if not isinstance(value, str) else value}"
+            for name, value in params.items()]
+    result = run("pipeline", "run", key, "--data", data, *args, "--runner", runner, "--json", env=env, timeout=1500)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout)[key]["version"]
+
+
+@pytest.fixture(scope="module")
+def smoke_data(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("smoke-data")
+    for key in KEYS:
+        capability = capabilities.get(key)
+        capability.synth(folder / key, capability.smoke[0], seed=5, fmt=None, progress=None)
+    return {key: folder / key for key in KEYS}
+
+
+@pytest.fixture(scope="module")
+def container_home(tmp_path_factory) -> Path:
+    """A JOBAWARE_HOME for the pipelines run with each step in the image."""
+    return tmp_path_factory.mktemp("container-home")
+
+
+_IN_CONTAINERS: dict[str, str] = {}
+
+
+def in_containers(key: str, home: Path, data: Path) -> str:
+    """The version the capability's pipeline registered in `home` with each step in the image (run once)."""
+    require_image()
+    if key not in _IN_CONTAINERS:
+        _IN_CONTAINERS[key] = pipeline(key, home, data, "docker")
+    return _IN_CONTAINERS[key]
+
+
+def model_kind(key: str, home: Path, version: str, monkeypatch) -> tuple[str, list[str]]:
+    """The bundle class and the MLflow flavors of a registered version."""
+    import mlflow
+
+    from jobaware import tracking
+
+    monkeypatch.setenv("JOBAWARE_HOME", str(home))
+    bundle, _ = tracking.load_bundle(key, version)
+    info = mlflow.models.get_model_info(f"models:/{capabilities.get(key).model_name}/{version}")
+    return f"{type(bundle).__module__}.{type(bundle).__qualname__}", sorted(info.flavors)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("key", KEYS)
+def test_pipeline_in_containers_registers_the_same_kind_of_model(key, container_home, smoke_data, tmp_path,
+                                                                  monkeypatch):
+    kind = model_kind(key, container_home, in_containers(key, container_home, smoke_data[key]), monkeypatch)
+    version = pipeline(key, tmp_path, smoke_data[key], "subprocess")
+    assert kind == model_kind(key, tmp_path, version, monkeypatch)
+    logs = sorted((container_home / "logs").glob(f"pipeline-{key}-*.log"))
+    assert logs and "Found image" in logs[-1].read_text(errors="replace")  # the steps ran in the image
+
+
+def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], env=containers.podman_env(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("key", KEYS)
+def test_service_answers_from_its_container_as_uid_10001(key, container_home, smoke_data):
+    """`podman run` of the service, published on 127.0.0.1 only, read-only root, /tmp a tmpfs, the JOBAWARE_HOME
+    its champion was trained in (in containers) mounted at its own path; the container is removed at the end."""
+    in_containers(key, container_home, smoke_data[key])
+    home, name, port = str(container_home), f"jobaware-test-{key}-{uuid.uuid4().hex[:8]}", free_port()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        started = podman("run", "--detach", f"--name={name}", f"--publish=127.0.0.1:{port}:3000", "--read-only",
+                         "--tmpfs=/tmp", f"--volume={home}:{home}", f"--env=JOBAWARE_HOME={home}",
+                         f"--env=BENTOML_HOME={home}/bentoml", IMAGE,
+                         "jobaware", "serve", key, "--host", "0.0.0.0", "--port", "3000")
+        assert started.returncode == 0, started.stderr
+        try:
+            wait_for(f"{url}/readyz", 300)
+        except TimeoutError:
+            pytest.fail(f"{key}: {url}/readyz never answered 200; its log:\n{podman('logs', name).stderr[-3000:]}")
+        route, example = capabilities.get(key).example
+        answer = httpx.post(f"{url}{route}", json=example, timeout=60)
+        assert answer.status_code == 200, answer.text
+        status = podman("exec", name, "cat", "/proc/1/status").stdout
+        assert re.search(r"^Uid:\s+10001\s+10001", status, re.M), status
+        ports = json.loads(podman("inspect", name).stdout)[0]["HostConfig"]["PortBindings"]["3000/tcp"]
+        assert [p["HostIp"] for p in ports] == ["127.0.0.1"]
+    finally:
+        podman("rm", "--force", "--time=10", name)
