@@ -93,7 +93,8 @@ def data_synth(
     with progress("generating") as bar, staged(out_path) as staging:
         task = bar.add_task("records", total=jobs)
         truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
-    out.print(f"wrote {jobs:,} to {out_path}; ground truth in {out_path.parent / Path(truth).name}", highlight=False)
+    truth = out_path.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
+    out.print(f"wrote {jobs:,} to {out_path}; ground truth in {truth}", highlight=False)
 
 
 # ---------------------------------------------------------------- pipelines
@@ -140,7 +141,7 @@ def pipeline_run(
     if name not in runner.names():
         raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
     if not 0 <= budget <= 1:  # every option is checked before any work starts
-        raise JobawareError(f"--budget: expected a share of bad records in [0, 1], got {budget}")
+        raise JobawareError(f"--budget: expected a share of bad records in [0, 1], got {budget:g}")
     arguments = _arguments(name, data, param, budget, remote=bool(host))
     if host:
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
@@ -315,6 +316,26 @@ def service_env() -> dict:
             "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
 
 
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port out of range or already taken, in one line, before BentoML starts."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise JobawareError(f"--port: expected 1..65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise JobawareError(f"--host {host}: cannot resolve ({exc.strerror})") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise JobawareError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); "
+                                "pick a free port with --port") from None
+
+
 @app.command("serve")
 def serve(
     key: Key,
@@ -323,6 +344,7 @@ def serve(
 ):
     """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly)."""
     command = service_command(key, port, host)
+    _check_port(host, port)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(command[0], command, service_env())

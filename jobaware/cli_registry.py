@@ -37,8 +37,9 @@ def models_show(
                         "feature_version": trained["feature_version"]}], title="trained on")
     if described["params"]:
         show(None, False, [{"parameter": k, "value": v} for k, v in described["params"].items()], title="parameters")
-    columns = sorted({m for values in described["metrics"].values() if isinstance(values, dict)
-                      for m, v in values.items() if isinstance(v, int | float)})
+    columns = capabilities.get(key).metrics_table or sorted(
+        {m for values in described["metrics"].values() if isinstance(values, dict)
+         for m, v in values.items() if isinstance(v, int | float)})  # --json has every metric
     if columns:
         show(None, False, [{"model": name, **{m: values.get(m, float("nan")) for m in columns}}
                            for name, values in described["metrics"].items() if isinstance(values, dict)],

@@ -93,3 +93,20 @@ def _outside(quantiles: list[float], low: float, high: float) -> bool:
     q01, q50, q99 = quantiles
     span = max(high - low, 1e-9)
     return not low <= q50 <= high or (q99 - high) > FAR_SHARE * span or (low - q01) > FAR_SHARE * span
+
+
+def batch_flags(trained: dict | None, columns: dict[str, np.ndarray]) -> list[str]:
+    """For a service's hot path: the numeric columns of a batch (one array per canonical column) with values
+    outside the training's 1st..99th percentile, one line each (vectorised: a comparison per column)."""
+    if not trained or len(trained.get("tables", {})) != 1:
+        return []
+    (table,) = trained["tables"].values()
+    found = []
+    for column, (low, _, high) in table["columns"].items():
+        values = columns.get(column)
+        if values is None or values.dtype.kind != "f":
+            continue
+        outside = int(np.count_nonzero((values < low) | (values > high)))  # NaN (unknown) is never outside
+        if outside:
+            found.append(f"{column}: {outside} of {len(values)} outside the training range {low:g}..{high:g}")
+    return found

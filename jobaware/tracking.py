@@ -338,10 +338,11 @@ def promote(key: str, version: str | None = None, force: bool = False) -> dict:
     candidate = str(version) if version else alias_version(client, name, "challenger")
     if candidate is None:
         raise JobawareError(f"{name} has no challenger to promote")
-    _model_version(client, name, candidate)
+    found = _model_version(client, name, candidate)
     champion = alias_version(client, name, "champion")
-    if champion == candidate:
-        checks, reasons = [], []
+    if champion == candidate:  # no gate to run: the scores quoted are the registry's
+        score = _score(client, found, capability.primary_metric)
+        checks, reasons = [{"eval_data_of": candidate, "rows": 0, "candidate": score, "champion": score}], []
     else:
         checks, reasons = _gate(key, client, candidate, champion)
     promoted = not reasons or force

@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jobaware import fit
 from jobaware.errors import InputError, TooLargeError
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
@@ -348,5 +347,4 @@ def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, 
         counts["agreement_with_labels"] = round(agree / len(items), 4)
     return PredictionSummary(predictions=len(items), model_version=str(version), output=str(output),
                              bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
-                             problems=problems[:20], counts=dict(sorted(counts.items())),
-                             input_profile=fit.describe({}, [str(s) for s in inputs]))
+                             problems=problems[:20], counts=dict(sorted(counts.items())))
