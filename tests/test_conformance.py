@@ -434,7 +434,8 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
 
     written = [json.loads(line) for line in out.read_text().splitlines()]
     piped = [json.loads(line) for line in results["predict stdout"].stdout.splitlines()]
-    assert written and written == piped and all(row["model_version"] == version for row in written)
+    assert written == piped and all(row["model_version"] == version for row in written)
+    assert written or key == "hold"  # the real hold sample ends with no hold standing: nothing to decide
     assert f"wrote {len(written):,} predictions to {out}" in results["predict real"].stdout
     if key != "resource":  # resource always trains on the real scripts beside the generated ones
         assert "was trained on synthetic data; this input is real data" in results["predict real"].stderr
