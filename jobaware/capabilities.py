@@ -51,8 +51,9 @@ class Capability:
       signature() -> mlflow.models.ModelSignature;  input_example(bundle) -> DataFrame
       score(bundle, eval_dir: Path) -> tuple[float, int]
           the primary metric of a bundle on a stored evaluation folder, and its number of rows
-      predict_file(input: str, output: Path, bundle, version: str) -> dict
-          predictions for a whole file, written as JSON Lines; returns counts for the summary line
+      predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress) -> PredictionSummary
+          predictions for files, folders or globs, written whole as JSON Lines (`-`: standard output);
+          returns the one summary shape of jobaware.prediction
       from_store(uri: str, out_dir: Path) -> str  (optional)
           the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
       commands(app: typer.Typer) -> None  (optional)
@@ -60,7 +61,8 @@ class Capability:
       train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
           fit and evaluate in one step (evaluation: `.metrics` with a "model" entry, `.plots`, `.eval_dir`);
           capabilities that have it use the generic `train` component, the others their own components
-    Data: `service` and `pipeline` as "module:attribute"; `example` = (route, request body) for people;
+    Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
+    words, for people; `example` = (route, request body) for people;
     `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests.
     """
 
@@ -85,6 +87,7 @@ class Capability:
     commands: Ref | None = None
     train: Ref | None = None
     from_store: Ref | None = None
+    formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -111,16 +114,17 @@ def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, key: str
     try:
         return model.model_validate(raw or {}).model_dump()
     except ValidationError as exc:
-        raise JobawareError(f"parameters of {key}: {describe(exc)}") from None
+        raise JobawareError(f"parameters of {key}: {describe(exc, known=list(model.model_fields))}") from None
 
 
-def describe(exc: ValidationError, limit: int = 3) -> str:
-    """A pydantic error as one line: `max_iter: expected a whole number, got 2.7; ...`."""
+def describe(exc: ValidationError, limit: int = 3, known: list[str] | None = None) -> str:
+    """A pydantic error as one line: `max_iter: expected a whole number, got 2.7; ...`; an unknown parameter
+    lists the `known` ones."""
     parts = []
     for error in exc.errors()[:limit]:
         where = ".".join(str(p) for p in error["loc"]) or "value"
         if error["type"] == "extra_forbidden":
-            parts.append(f"{where}: unknown parameter")
+            parts.append(f"{where}: unknown parameter" + (f" (valid: {', '.join(known)})" if known else ""))
             continue
         message = error["msg"][0].lower() + error["msg"][1:]
         parts.append(f"{where}: {message}, got {error.get('input')!r}")

@@ -20,14 +20,14 @@ import typer
 
 from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
-from jobaware import capabilities, config
+from jobaware import capabilities, cli_registry, config
 from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
-models_app = typer.Typer(help="The MLflow model registry: list, promote, roll back.", no_args_is_help=True)
+models_app = typer.Typer(help="The MLflow model registry: list, show, promote, roll back.", no_args_is_help=True)
 report_app = typer.Typer(help="Reports on what the adapters saw and did.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
@@ -63,9 +63,10 @@ def data_validate(
 ):
     """Check source data against its contracts: exit 0 when every record is good and every expectation met,
     1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
-    from jobaware import steps
+    from jobaware import sources, steps
 
     capabilities.get(key)
+    paths = [path for source in paths for path in sources.expand(source)]
     with tempfile.TemporaryDirectory() as tmp:
         with progress("reading") as bar:
             task = bar.add_task("records", total=None)
@@ -88,11 +89,15 @@ def data_synth(
     fmt: Annotated[str, typer.Option("--format", help="output format where the capability has several")] = "",
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
 ):
-    """Generate data in the capability's real format, with its ground truth beside it."""
+    """Generate data in the capability's real format, with its ground truth beside it (both written whole or
+    not at all: an existing file is replaced only once the new one is complete)."""
+    from jobaware.outputs import staged
+
     capability = capabilities.get(key)
-    with progress("generating") as bar:
+    with progress("generating") as bar, staged(out_path) as staging:
         task = bar.add_task("records", total=jobs)
-        truth = capability.synth(out_path, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
+        truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
+    truth = out_path.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
     out.print(f"wrote {jobs:,} to {out_path}; ground truth in {truth}", highlight=False)
 
 
@@ -114,10 +119,10 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     tracking = "" if remote else config.tracking_uri()
     if name != "all":
         capability = capabilities.get(name)
+        checked = json.dumps(_parse_params(capability, params))  # before the default data is prepared
         local = (lambda s: [s]) if remote else sources.expand  # a KFP host resolves its own paths
         chosen = sources.encode([path for source in data for path in local(source)]) if data else _default_data(name)
-        return {"data": chosen, "params": json.dumps(_parse_params(capability, params)),
-                "tracking_uri": tracking, "bad_record_budget": budget}
+        return {"data": chosen, "params": checked, "tracking_uri": tracking, "bad_record_budget": budget}
     arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
     for key in keys:
         arguments[f"{key}_data"] = _default_data(key)
@@ -143,6 +148,8 @@ def pipeline_run(
         raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
     if runner_name not in runner.RUNNERS:
         raise JobawareError(f"--runner {runner_name}: expected one of {', '.join(runner.RUNNERS)}")
+    if not 0 <= budget <= 1:  # every option is checked before any work starts
+        raise JobawareError(f"--budget: expected a share of bad records in [0, 1], got {budget:g}")
     arguments = _arguments(name, data, param, budget, remote=bool(host))
     if host:
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
@@ -195,6 +202,7 @@ def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: s
     from rich.live import Live
     from rich.spinner import Spinner
     from rich.table import Table
+    from rich.text import Text
 
     from pipelines import runner
 
@@ -214,8 +222,8 @@ def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: s
                 running[step] = time.monotonic()
                 return
             running.pop(step, None)
-            mark = "[green]✓[/green]" if kind == "SUCCESS" else "[red]✗[/red]"
-            live.console.print(f"{mark} {step:<28} {kind.lower():<8} {seconds:6.1f} s", highlight=False)
+            mark = ("✓", "green") if kind == "SUCCESS" else ("✗", "red")
+            live.console.print(Text.assemble(mark, f" {step:<28} {kind.lower():<8} {seconds:6.1f} s"), highlight=False)
 
         try:
             return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
@@ -270,7 +278,7 @@ def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
 
 @pipeline_app.command("compile")
 def pipeline_compile(out_dir: Annotated[Path, typer.Option("--out", help="directory for the IR YAML files")]):
-    """Compile every pipeline to KFP IR YAML."""
+    """Compile every pipeline to KFP IR YAML (each file replaced whole)."""
     from pipelines.runner import compile_all
 
     for path in compile_all(out_dir):
@@ -317,23 +325,30 @@ def models_rollback(key: Key, as_json: JsonFlag = False):
 @app.command("predict")
 def predict(
     key: Key,
-    input_path: Annotated[str, typer.Option("--input", help="input file")],
-    output: Annotated[Path, typer.Option("--output", help="JSON Lines file, one object per record")],
+    input_path: Annotated[list[str], typer.Option("--input", help="input file, folder or glob (repeatable)")],
+    output: Annotated[str, typer.Option("--output", help="JSON Lines file, one object per record; - for stdout")],
     version: Annotated[str, typer.Option(help="model version (default: the champion)")] = "",
 ):
-    """Predict every record of a file with the champion (or a given version)."""
-    from jobaware import tracking
+    """Predict every record of the input with the champion (or a given version); the output is written whole
+    or not at all."""
+    from jobaware import fit, sources, tracking
 
     capability = capabilities.get(key)
-    if not Path(input_path).exists():
-        raise JobawareError(f"{input_path}: no such file")
+    inputs = [path for source in input_path for path in sources.expand(source)]
     bundle, used = tracking.load_bundle(key, version or None)
-    summary = capability.predict_file(input_path, output, bundle, used)
-    out.print(f"wrote {summary['predictions']:,} predictions to {output} (model version {used})", highlight=False)
-    if summary.get("bad_records"):
-        err.print(f"[yellow]{summary['bad_records']:,} bad record(s) not predicted, listed in "
-                  f"{summary['quarantine']}; first: {summary['problems'][0] if summary['problems'] else ''}[/yellow]",
-                  highlight=False, soft_wrap=True)
+    with progress(f"predicting with {capability.model_name} version {used}") as bar:
+        task = bar.add_task("records", total=None)
+        summary = capability.predict_file(inputs, output, bundle, used, progress=lambda n: bar.advance(task, n))
+    summary.fit = fit.notes(tracking.training_profile(key, used), summary.input_profile, used)
+    where = "standard output" if output == "-" else output
+    (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} (model version {used})"
+              + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()), highlight=False, soft_wrap=True)
+    for note in summary.fit:
+        err.print(f"warning: {note}", style="yellow", highlight=False, soft_wrap=True)
+    if summary.bad_records:
+        first = f"; first: {summary.problems[0]}" if summary.problems else ""
+        err.print(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}",
+                  style="yellow", highlight=False, soft_wrap=True)
 
 
 def service_command(key: str, port: int, host: str) -> list[str]:
@@ -346,6 +361,26 @@ def service_env() -> dict:
             "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
 
 
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port out of range or already taken, in one line, before BentoML starts."""
+    import socket
+
+    if not 1 <= port <= 65535:
+        raise JobawareError(f"--port: expected 1..65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise JobawareError(f"--host {host}: cannot resolve ({exc.strerror})") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise JobawareError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); "
+                                "pick a free port with --port") from None
+
+
 @app.command("serve")
 def serve(
     key: Key,
@@ -354,6 +389,7 @@ def serve(
 ):
     """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly)."""
     command = service_command(key, port, host)
+    _check_port(host, port)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(command[0], command, service_env())
@@ -413,6 +449,7 @@ def _print_examples(ports: dict[str, int]) -> None:
     out.print("\nCtrl-C stops every service.")
 
 
+cli_registry.register(app, models_app)
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _capability.commands(app)

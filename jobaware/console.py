@@ -1,4 +1,7 @@
-"""What a person sees: results on stdout (tables or JSON), progress and messages on stderr."""
+"""What a person sees: results on stdout (tables or JSON), progress and messages on stderr.
+
+Neither console reads markup: text holding user data (a job name `[/bold]`) prints as it is; colour is
+given as a style or a `rich.text.Text`."""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from rich.table import Table
 from jobaware.jsonable import jsonable
 
 # piped output is read by programs: wide enough that no table has to fold an identifier
-out = Console(width=None if sys.stdout.isatty() else 250)
-err = Console(stderr=True)
+out = Console(width=None if sys.stdout.isatty() else 250, markup=False)
+err = Console(stderr=True, markup=False)
 
 
 def table(rows: list[dict], title: str | None = None) -> Table:
@@ -42,5 +45,5 @@ def show(data, as_json: bool, rows: list[dict] | None = None, title: str | None 
 
 def progress(label: str) -> Progress:
     """A transient progress bar on stderr; `total=None` tasks show a spinner and a count."""
-    return Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    return Progress(SpinnerColumn(), TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,12 +103,19 @@ def _left(handle: BinaryIO) -> int:
         return 1 << 62
 
 
-def write_quarantine(output: Path, records: list[dict]) -> str | None:
-    """The bad records of a prediction as `<output>.quarantine.jsonl` beside it; its path (None when none)."""
+def write_quarantine(output: str | Path, records: list[dict]) -> str | None:
+    """The bad records of a prediction as `<output>.quarantine.jsonl` beside it (under JOBAWARE_HOME's logs
+    when the predictions go to standard output); its path (None when none)."""
+    from jobaware import config
+    from jobaware.outputs import atomic_text, is_stdout
+
     if not records:
         return None
-    quarantine = output.with_name(output.name + ".quarantine.jsonl")
-    with open(quarantine, "w") as handle:
+    if is_stdout(output):
+        quarantine = config.logs_dir() / f"predict-{time.strftime('%Y%m%d-%H%M%S')}.quarantine.jsonl"
+    else:
+        quarantine = Path(output).with_name(Path(output).name + ".quarantine.jsonl")
+    with atomic_text(quarantine) as handle:
         for record in records:
             handle.write(json.dumps(record, default=str) + "\n")
     return str(quarantine)

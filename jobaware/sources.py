@@ -52,6 +52,27 @@ def expand(source: str) -> list[str]:
     raise InputError(f"{source}: no such file or folder")
 
 
+def files(names: list[str] | str, suffixes: tuple[str, ...] = (), *, recursive: bool = False) -> list[str]:
+    """The files named by paths, globs and folders (a folder: the files inside it, with one of `suffixes` when
+    given, hidden ones left out; below it too with `recursive`), in order, each once. Raises InputError
+    naming the source that holds no file."""
+    found: list[str] = []
+    for name in [names] if isinstance(names, str | Path) else names:
+        for match in expand(str(name)):
+            path = Path(match)
+            if not path.is_dir():
+                found.append(match)
+                continue
+            inside = sorted(p for p in (path.rglob("*") if recursive else path.iterdir())
+                            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                            and (not suffixes or p.name.lower().endswith(suffixes)))
+            if not inside:
+                wanted = f" ({', '.join(suffixes)})" if suffixes else ""
+                raise InputError(f"{name}: no files{wanted} in this folder")
+            found += [str(p) for p in inside]
+    return list(dict.fromkeys(found))
+
+
 def localize(sources: list[str], workdir: Path) -> list[str]:
     """Local paths for `sources`: object-store URIs are copied into `workdir` first (files or folders)."""
     import pyarrow.fs as pafs

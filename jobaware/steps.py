@@ -137,7 +137,7 @@ def train_step(key: str, dataset: str, params: str, validation: str, data: str, 
     bundle, evaluation = capability.train(dataset, p, Path(workdir), **extra)
     joblib.dump(bundle, model_out)
     report = json.loads(Path(validation).read_text()) if validation else {}
-    run_id = tracking.start_run(key, {**p, "data": data}, report, Path(dataset) / QUARANTINE)
+    run_id = tracking.start_run(key, {**p, "data": data}, report, Path(dataset) / QUARANTINE, dataset=dataset)
     tracking.log_model(run_id, key, bundle)
     tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir)
     return run_id, evaluation.metrics["model"]

@@ -28,17 +28,18 @@ import mlflow.pyfunc
 import pandas as pd
 from mlflow.types.type_hints import TypeFromExample
 
-from jobaware import capabilities, config
+from jobaware import capabilities, config, fit, sources
 from jobaware.errors import JobawareError
 from jobaware.jsonable import jsonable
 
 HISTORY_TAG = "jobaware.champion_history"
 MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
-TRAINED_ON_TAG = "jobaware.trained_on"  # a bundle's `trained_on` (source kind, labelled examples), as JSON
+TRAINED_ON_TAG = "jobaware.trained_on"  # the data's kind and tables; `.bundle`: a bundle's own `trained_on`, as JSON
 EVAL_TAG = "jobaware.eval_sha256"
 EVAL_DIR = "eval"
 OPERATING_TAG = "jobaware.operating."  # + objective, threshold, ...: copied from the run onto its registered version
+PROFILE = "fit/profile.json"
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
@@ -93,8 +94,11 @@ class BundleModel(mlflow.pyfunc.PythonModel):
         return self.bundle.predict(pd.DataFrame(model_input))
 
 
-def start_run(key: str, params: dict, validation: dict | None = None, quarantine: str | Path | None = None) -> str:
-    """Open a training run: parameters, the validation report (contract and bad records), the quarantine."""
+def start_run(key: str, params: dict, validation: dict | None = None, quarantine: str | Path | None = None,
+              dataset: str | Path | None = None) -> str:
+    """Open a training run: parameters, the validation report (contract and bad records), the quarantine, and
+    what the model is trained on (`fit/profile.json` and the tag `jobaware.trained_on`, from the canonical
+    `dataset` folder and the sources in `params["data"]`)."""
     mlflow, _ = mlflow_client(create=True)
     validation = validation or {}
     with mlflow.start_run(experiment_id=experiment_id(key)) as run:
@@ -107,7 +111,20 @@ def start_run(key: str, params: dict, validation: dict | None = None, quarantine
             mlflow.log_metrics({"bad_records": float(read["bad_rows"]), "read_records": float(read.get("rows", 0))})
         if quarantine and Path(quarantine).is_file() and Path(quarantine).stat().st_size:
             mlflow.log_artifact(str(quarantine), "contract")
+        if dataset is not None:
+            trained_on = fit.profile(dataset, sources.parse(params["data"]) if params.get("data") else [])
+            mlflow.log_dict(trained_on, PROFILE)
+            mlflow.set_tag(TRAINED_ON_TAG, f"{trained_on['kind']} {', '.join(trained_on['tables'])}")
         return run.info.run_id
+
+
+def training_profile(key: str, version: str) -> dict | None:
+    """What a registered version was trained on (`fit/profile.json` of its run), None for a run without it."""
+    _, client = mlflow_client()
+    run_id = _model_version(client, capabilities.get(key).model_name, version).run_id
+    if not any(a.path == PROFILE for a in client.list_artifacts(run_id, Path(PROFILE).parent.as_posix())):
+        return None
+    return json.loads(Path(client.download_artifacts(run_id, PROFILE)).read_text())
 
 
 def log_model(run_id: str, key: str, bundle) -> str:
@@ -129,7 +146,7 @@ def log_model(run_id: str, key: str, bundle) -> str:
         )
         mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
         if getattr(bundle, "trained_on", None):
-            mlflow.set_tag(TRAINED_ON_TAG, json.dumps(bundle.trained_on, sort_keys=True))
+            mlflow.set_tag(f"{TRAINED_ON_TAG}.bundle", json.dumps(bundle.trained_on, sort_keys=True))
     return info.model_uri
 
 
@@ -208,7 +225,7 @@ def register(key: str, run_id: str) -> str:
     client.set_model_version_tag(name, version.version, FEATURE_TAG, capability.feature_version)
     run_tags = client.get_run(run_id).data.tags
     for tag, value in run_tags.items():
-        if tag.startswith(OPERATING_TAG) or tag == TRAINED_ON_TAG:
+        if tag.startswith((OPERATING_TAG, TRAINED_ON_TAG)):
             client.set_model_version_tag(name, version.version, tag, value)
     client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
@@ -341,10 +358,11 @@ def promote(key: str, version: str | None = None, force: bool = False) -> dict:
     candidate = str(version) if version else alias_version(client, name, "challenger")
     if candidate is None:
         raise JobawareError(f"{name} has no challenger to promote")
-    _model_version(client, name, candidate)
+    found = _model_version(client, name, candidate)
     champion = alias_version(client, name, "champion")
-    if champion == candidate:
-        checks, reasons = [], []
+    if champion == candidate:  # no gate to run: the scores quoted are the registry's
+        score = _score(client, found, capability.primary_metric)
+        checks, reasons = [{"eval_data_of": candidate, "rows": 0, "candidate": score, "champion": score}], []
     else:
         checks, reasons = _gate(key, client, candidate, champion)
     promoted = not reasons or force
@@ -359,7 +377,8 @@ def promote(key: str, version: str | None = None, force: bool = False) -> dict:
             if champion:  # put the history back as it was; the champion did not move
                 client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
             raise
-    first = checks[0] if checks else {}
+    # the scores quoted: those of the first evaluation set on which the candidate's score is defined
+    first = next((c for c in checks if math.isfinite(c["candidate"])), checks[0] if checks else {})
     decision = {
         "model": name, "candidate": candidate, "champion_before": champion, "metric": capability.primary_metric,
         "candidate_score": first.get("candidate", float("nan")), "champion_score": first.get("champion", float("nan")),
@@ -405,11 +424,23 @@ def list_models() -> list[dict]:
                 "version": str(version.version),
                 "aliases": ",".join(sorted(a for a, v in aliases.items() if str(v) == str(version.version))),
                 "metric": capability.primary_metric,
-                "score": version.tags.get(capability.primary_metric, ""),
+                "score": _score(client, version, capability.primary_metric),
                 "run_id": version.run_id,
                 "created": pd.Timestamp(version.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
             })
     return sorted(rows, key=lambda r: (r["model"], int(r["version"])))
+
+
+def _score(client, version, metric: str) -> float:
+    """A version's primary metric: its tag, else the metric of its run (a number; NaN only when neither has it)."""
+    try:
+        score = float(version.tags.get(metric, "nan"))
+    except ValueError:
+        score = float("nan")
+    if not math.isfinite(score):
+        run = _registry_call(lambda: client.get_run(version.run_id), f"the run of version {version.version}")
+        score = float(run.data.metrics.get(metric, float("nan")))
+    return score
 
 
 def version_metrics(key: str, version: str) -> dict:
@@ -473,3 +504,90 @@ def close_sweep(sweep_run: str, best: int, best_params: dict, best_metric: float
     if math.isfinite(best_metric):
         client.log_metric(sweep_run, "best_validation_primary", best_metric)
     client.set_terminated(sweep_run)
+
+
+# ---------------------------------------------------------------- reading the registry and the runs
+def describe_version(key: str, version: str) -> dict:
+    """`jobaware models show`: a version's aliases and score, the data it was trained on, its parameters,
+    every baseline's metrics and its gate history (every promotion decision on it, and rollbacks)."""
+    _, client = mlflow_client()
+    capability = capabilities.get(key)
+    name = capability.model_name
+    found = _model_version(client, name, version)
+    run = _registry_call(lambda: client.get_run(found.run_id), f"the run of version {version}")
+    aliases = _registry_call(lambda: client.get_registered_model(name), name).aliases
+    profile = training_profile(key, version) or {}
+    gate = []
+    experiment = client.get_experiment_by_name(capability.experiment_name)
+    actions = _registry_call(lambda: client.search_runs(
+        [experiment.experiment_id], "tags.`jobaware.action` != ''", order_by=["attributes.start_time ASC"],
+        max_results=1000), f"the gate history of {name}") if experiment else []
+    for action in actions:
+        params, metrics = action.data.params, action.data.metrics
+        if version not in (params.get("candidate"), params.get("to_version"), params.get("from_version")):
+            continue
+        gate.append({"when": pd.Timestamp(action.info.start_time, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
+                     "action": action.data.tags.get("jobaware.action"),
+                     "promoted": bool(metrics.get("promoted", 0.0)) if "promoted" in metrics else None,
+                     "forced": params.get("forced"), "candidate_score": metrics.get("candidate_score"),
+                     "champion_score": metrics.get("champion_score"),
+                     "detail": params.get("reason") or f"{params.get('from_version')} -> {params.get('to_version')}"})
+    try:
+        metrics = version_metrics(key, version)
+    except JobawareError:
+        metrics = {}
+    return {
+        "model": name, "version": str(version), "run_id": found.run_id,
+        "aliases": sorted(a for a, v in aliases.items() if str(v) == str(version)),
+        "metric": capability.primary_metric, "score": _score(client, found, capability.primary_metric),
+        "created": pd.Timestamp(found.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
+        "trained_on": {"data": run.data.params.get("data"), "kind": profile.get("kind", "unknown"),
+                       "tables": {t: v["rows"] for t, v in profile.get("tables", {}).items()},
+                       "feature_version": run.data.tags.get(FEATURE_TAG)},
+        "params": {k: v for k, v in sorted(run.data.params.items()) if k != "data"},
+        "metrics": metrics, "gate": gate,
+    }
+
+
+def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
+    """The newest runs (training, promotions, rollbacks, sweeps) of the capabilities' experiments."""
+    _, client = mlflow_client()
+    experiments = {}
+    for key in keys:
+        found = client.get_experiment_by_name(capabilities.get(key).experiment_name)
+        if found:
+            experiments[found.experiment_id] = key
+    if not experiments:
+        return []
+    runs = _registry_call(lambda: client.search_runs(list(experiments), order_by=["attributes.start_time DESC"],
+                                                     max_results=limit), "the runs")
+    rows = []
+    for run in runs:
+        key = experiments[run.info.experiment_id]
+        metric = capabilities.get(key).primary_metric
+        rows.append({"run_id": run.info.run_id, "capability": key,
+                     "kind": run.data.tags.get("jobaware.action") or ("sweep" if SWEEP_TAG in run.data.tags else "training"),
+                     "started": pd.Timestamp(run.info.start_time, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
+                     "status": run.info.status, metric: run.data.metrics.get(metric, float("nan")),
+                     "data": run.data.params.get("data", "")})
+    return rows
+
+
+def describe_run(run_id: str) -> dict:
+    """`jobaware runs show`: a run's capability, status, parameters, metrics, jobaware tags and artifacts."""
+    from mlflow.exceptions import MlflowException
+
+    _, client = mlflow_client()
+    try:
+        run = client.get_run(run_id)
+    except MlflowException as exc:
+        if _is_missing(exc) or "not found" in str(exc).lower():
+            raise JobawareError(f"no run {run_id!r} in {config.tracking_uri(create=False)}") from None
+        raise RegistryError(f"could not read run {run_id}: {str(exc).splitlines()[0][:300]}") from None
+    experiment = client.get_experiment(run.info.experiment_id)
+    return {"run_id": run.info.run_id, "experiment": experiment.name, "name": run.info.run_name,
+            "status": run.info.status,
+            "started": pd.Timestamp(run.info.start_time, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
+            "params": dict(sorted(run.data.params.items())), "metrics": dict(sorted(run.data.metrics.items())),
+            "tags": {k: v for k, v in sorted(run.data.tags.items()) if k.startswith("jobaware.")},
+            "artifacts": [a.path for a in client.list_artifacts(run.info.run_id)]}

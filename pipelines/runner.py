@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from jobaware import capabilities
+from jobaware.errors import InputError
 
 ALL = "pipelines.all:all_pipeline"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -41,12 +42,16 @@ def pipeline(name: str):
 def compile_all(out_dir: str | Path) -> list[Path]:
     from kfp import compiler
 
+    from jobaware.outputs import atomic_path
+
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError(f"--out {out_dir}: is a file; give a folder for the YAML files")
     written = []
     for name in names():
         path = out_dir / f"{name}.yaml"
-        compiler.Compiler().compile(pipeline(name), str(path))
+        with atomic_path(path, ".yaml") as temporary:  # each file whole or not at all
+            compiler.Compiler().compile(pipeline(name), str(temporary))
         written.append(path)
     return written
 

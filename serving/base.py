@@ -39,6 +39,7 @@ class ChampionFollower:
         self.key = key
         self.reload_seconds = reload_seconds
         self._current: tuple[object, str] | None = None
+        self.profiles: dict[str, dict | None] = {}  # what each loaded version was trained on (jobaware.fit)
         self._failing = False
         self._thread = threading.Thread(target=self._follow, name=f"champion-{key}", daemon=True)
         self._thread.start()
@@ -54,6 +55,7 @@ class ChampionFollower:
             version = tracking.champion_version(self.key)
             if version is not None and (self._current is None or version != self._current[1]):
                 bundle, version = tracking.load_bundle(self.key, version)
+                self.profiles[version] = tracking.training_profile(self.key, version)
                 if hasattr(bundle, "warm"):
                     bundle.warm()  # state built once per model, before the first request and before /readyz
                 self._current = (bundle, version)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from jobaware.failure.predict import answer_rows
+from jobaware.fit import batch_flags
 from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body
 
@@ -43,6 +44,9 @@ class JobPrediction(BaseModel):
 class Predictions(BaseModel):
     model_version: str
     predictions: list[JobPrediction]
+    fit: list[str] = Field(default_factory=list, description=(
+        "the numeric fields of this batch with values outside the model's training range (its 1st..99th "
+        "percentile), one line each; empty when the batch lies inside it"))
 
 
 @bentoml.service(name="jobaware-failure", traffic={"timeout": 60})
@@ -62,18 +66,20 @@ class FailureService:
         # a few jobs (one scheduler hook asking) are answered on the event loop, with no hand-over to a thread; a
         # batch goes to a worker thread, so that probes and small requests are not held up behind it
         bundle, version = self.champion.get()
+        profile = self.champion.profiles.get(version)
         if not isinstance(jobs, list) or len(jobs) <= INLINE_JOBS:
-            return self._answer(bundle, version, jobs)
-        return await anyio.to_thread.run_sync(self._answer, bundle, version, jobs)
+            return self._answer(bundle, version, profile, jobs)
+        return await anyio.to_thread.run_sync(self._answer, bundle, version, profile, jobs)
 
     @staticmethod
-    def _answer(bundle, version: str, jobs) -> Response:
+    def _answer(bundle, version: str, profile: dict | None, jobs) -> Response:
         """The answer as `Predictions` JSON, encoded here in one piece: BentoML would validate the rows against the
         model again and send them in chunks, which costs more than the answer for a single job."""
         with answering():
-            rows = answer_rows(bundle.answer(parse_request(jobs, MAX_JOBS)), version)
-        return Response(pydantic_core.to_json({"model_version": version, "predictions": rows}, inf_nan_mode="null"),
-                        media_type="application/json")
+            columns = parse_request(jobs, MAX_JOBS)
+            rows = answer_rows(bundle.answer(columns), version)
+        body = {"model_version": version, "predictions": rows, "fit": batch_flags(profile, columns.columns)}
+        return Response(pydantic_core.to_json(body, inf_nan_mode="null"), media_type="application/json")
 
 
 harden(FailureService)

@@ -263,3 +263,51 @@ def test_stopping_the_demo_services_survives_a_second_ctrl_c(monkeypatch):
                 service.kill()
                 service.wait(5)
     assert ended == [-signal.SIGTERM] * len(services)
+
+
+def _with_markup(tmp_path: Path) -> Path:
+    """A folder holding the NREL sample's first 200 jobs, one named `[/bold]` and one with the state `[red]`."""
+    lines = NREL_CSV.read_text().splitlines()[:201]
+    header = lines[0].split(",")
+    for row, column, value in ((5, "name", "[/bold]"), (9, "state", "[red]")):
+        fields = lines[row].split(",")
+        fields[header.index(column)] = value
+        lines[row] = ",".join(fields)
+    folder = tmp_path / "jobs"
+    folder.mkdir()
+    (folder / "jobs.csv").write_text("\n".join(lines) + "\n")
+    (folder / "README.md").write_text("not a job file: a folder is read for its job files only\n")
+    return folder
+
+
+def test_user_text_is_never_read_as_markup_and_folders_are_sources(tmp_path):
+    folder = _with_markup(tmp_path)
+    result = run("data", "validate", "failure", folder)
+    assert result.returncode == 1 and "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert "jobs.csv:10: field 'state'" in result.stderr and "'[red]'" in result.stderr
+    glob = run("data", "validate", "failure", tmp_path / "*" / "*.csv", "--json")
+    assert json.loads(glob.stdout)["read"]["bad_rows"] == 1
+
+
+def test_refused_commands_touch_nothing(tmp_path):
+    keep = tmp_path / "keep.csv"
+    keep.write_text("precious\n")
+    refused = run("data", "synth", "failure", "--jobs", 5, "--out", keep)
+    assert refused.returncode == 1 and "--jobs must be between" in refused.stderr
+    assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
+    events = run("events", "parse", NREL_CSV, "--out", keep)  # not an event log: nothing read, nothing written
+    assert events.returncode == 1 and "no HTCondor event read" in events.stderr
+    assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
+    budget = run("pipeline", "run", "failure", "--data", tmp_path / "missing.csv", "--budget", 2)
+    assert budget.returncode == 1 and "--budget: expected a share of bad records in [0, 1], got 2" in budget.stderr
+
+
+def test_predict_takes_a_folder_prints_data_as_it_is_and_writes_to_stdout(champion, tmp_path):
+    folder = _with_markup(tmp_path)
+    out = tmp_path / "preds.jsonl"
+    result = run("predict", "failure", "--input", folder, "--output", out)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "wrote 199 predictions" in result.stdout
+    assert "1 bad record(s) not predicted" in result.stderr and "'[red]'" in result.stderr
+    piped = run("predict", "failure", "--input", folder / "jobs.csv", "--output", "-")
+    assert piped.stdout.splitlines() == out.read_text().splitlines()

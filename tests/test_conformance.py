@@ -352,3 +352,138 @@ def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
     module = sys.modules[f"jobaware.{key}.capability"]
     assert module.FEATURE_VERSION == capability.feature_version
     assert capability.min_eval_rows > 0 and capability.primary_metric
+
+
+# ---------------------------------------------------------------- the CLI contract
+# Each capability's real sample (a small slice where the sample is large) and a file that is not its data.
+REAL_SAMPLES = {
+    "failure": ROOT / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",
+    "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
+    "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
+    "resource": ROOT / "data" / "real" / "scripts",
+}
+SENTINEL = b"an existing file that a refused command must leave as it is\n"
+
+
+def _real_sample(key: str, tmp: Path) -> Path:
+    sample = REAL_SAMPLES[key]
+    if key == "similarity":  # 70,000 real jobs: the first 150 answer as well
+        small = tmp / "mistral" / sample.name
+        small.parent.mkdir()
+        small.write_text("\n".join(sample.read_text().splitlines()[:151]) + "\n")
+        return small.parent  # a folder: sources are expanded as everywhere else
+    return sample
+
+
+def _cli(args: list, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("jobaware")), *map(str, args)], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=600, check=False)
+
+
+def _no_crash(name: str, result: subprocess.CompletedProcess) -> None:
+    text = result.stdout + result.stderr
+    assert "unexpected" not in text and "Traceback" not in text, f"{name}: {text[-2000:]}"
+
+
+def _refused_in_one_line(name: str, result: subprocess.CompletedProcess) -> None:
+    _no_crash(name, result)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), (
+        f"{name}: exit {result.returncode}, stderr {result.stderr[-2000:]!r}")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("key", KEYS)
+def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_factory, tmp_path):
+    """On the capability's real sample and on a wrong file, through the real CLI: exit 0 on good input, exit 1
+    with one line on bad input, never "unexpected" or a traceback, and an existing output file untouched by a
+    refused command."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    version = smoke_version(key, in_home, tmp_path_factory.mktemp(key))
+    real = _real_sample(key, tmp_path)
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_bytes(b"not data of any capability\n\x00\x01\x02 [/bold] [red]\n")
+    kept = {name: tmp_path / name for name in ("synth.out", "predict.out", "compile.out")}
+    for path in kept.values():
+        path.write_bytes(SENTINEL)
+    out = tmp_path / "predictions.jsonl"
+    env = {**os.environ, "JOBAWARE_HOME": str(in_home), "COLUMNS": "200"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    cases = {
+        "validate real": ["data", "validate", key, real],
+        "validate wrong": ["data", "validate", key, wrong],
+        "synth refused": ["data", "synth", key, "--jobs", 0, "--out", kept["synth.out"]],
+        "predict real": ["predict", key, "--input", real, "--output", out],
+        "predict stdout": ["predict", key, "--input", real, "--output", "-"],
+        "predict wrong": ["predict", key, "--input", wrong if key != "resource" else tmp_path / "none", "--output",
+                          kept["predict.out"]],
+        "pipeline budget": ["pipeline", "run", key, "--budget", -1],
+        "pipeline param": ["pipeline", "run", key, "--param", "no_such_parameter=1"],
+        "models show": ["models", "show", key, version, "--json"],
+        "promote forced": ["models", "promote", key, version, "--force", "--json"],
+        "serve taken port": ["serve", key, "--port", taken.getsockname()[1]],
+    }
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            results = dict(zip(cases, pool.map(lambda args: _cli(args, env), cases.values()), strict=True))
+    finally:
+        taken.close()
+
+    for name in ("validate real", "predict real", "predict stdout", "models show", "promote forced"):
+        _no_crash(name, results[name])
+        assert results[name].returncode == 0, f"{name}: {results[name].stderr[-2000:]}"
+    _no_crash("validate wrong", results["validate wrong"])
+    assert results["validate wrong"].returncode == 1
+    for name in ("synth refused", "predict wrong", "pipeline budget", "pipeline param", "serve taken port"):
+        _refused_in_one_line(name, results[name])
+    for path in kept.values():
+        assert path.read_bytes() == SENTINEL, f"{path.name} was touched by a refused command"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "a temporary file was left behind"
+
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    piped = [json.loads(line) for line in results["predict stdout"].stdout.splitlines()]
+    assert written == piped and all(row["model_version"] == version for row in written)
+    assert written or key == "hold"  # the real hold sample ends with no hold standing: nothing to decide
+    assert f"wrote {len(written):,} predictions to {out}" in results["predict real"].stdout
+    if key != "resource":  # resource always trains on the real scripts beside the generated ones
+        assert "was trained on synthetic data; this input is real data" in results["predict real"].stderr
+    assert "--budget: expected a share of bad records in [0, 1], got -1" in results["pipeline budget"].stderr
+    assert "(valid: " in results["pipeline param"].stderr
+    shown = json.loads(results["models show"].stdout)
+    assert shown["version"] == version and shown["trained_on"]["kind"] == "synthetic" and shown["metrics"]
+    assert isinstance(shown["score"], float) and shown["params"]
+    forced = json.loads(results["promote forced"].stdout)
+    assert forced["promoted"] and forced["candidate_score"] == pytest.approx(shown["score"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_the_registry_commands_answer_for_every_capability(in_home, tmp_path_factory, tmp_path):
+    """`capabilities`, `models list`, `runs list|show` and `pipeline compile` over the session's registry."""
+    versions = {key: smoke_version(key, in_home, tmp_path_factory.mktemp(key)) for key in KEYS}
+    env = {**os.environ, "JOBAWARE_HOME": str(in_home)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    listed = _cli(["capabilities", "--json"], env)
+    assert listed.returncode == 0, listed.stderr
+    for row in json.loads(listed.stdout):
+        assert row["formats"] and row["champion"] and row["trained_on"].startswith("synthetic"), row
+    models = _cli(["models", "list", "--json"], env)
+    rows = json.loads(models.stdout)
+    assert {r["model"] for r in rows} == {f"jobaware-{k}" for k in KEYS}
+    assert all(isinstance(r["score"], float) for r in rows if r["version"] in versions.values()), rows
+    runs = _cli(["runs", "list", "--json", "--limit", 50], env)
+    run_id = next(r["run_id"] for r in json.loads(runs.stdout) if r["kind"] == "training")
+    shown = _cli(["runs", "show", run_id, "--json"], env)
+    assert json.loads(shown.stdout)["run_id"] == run_id and "fit" in json.loads(shown.stdout)["artifacts"]
+    _refused_in_one_line("runs show unknown", _cli(["runs", "show", "no-such-run"], env))
+    folder_taken = tmp_path / "compiled"
+    folder_taken.write_bytes(SENTINEL)
+    _refused_in_one_line("compile onto a file", _cli(["pipeline", "compile", "--out", folder_taken], env))
+    assert folder_taken.read_bytes() == SENTINEL

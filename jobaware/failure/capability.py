@@ -24,6 +24,7 @@ CAPABILITY = Capability(
     predict_file=Ref("jobaware.failure.predict:predict_file"),
     service="serving.failure:FailureService",
     pipeline="pipelines.failure:failure_pipeline",
+    formats=("NREL Eagle jobs: CSV, JSON, Parquet", "Standard Workload Format (.swf)", "squeue --json"),
     example=("/predict", {"jobs": [{
         "job_id": 1, "user": "user0001", "account": "account0001", "partition": "partition002", "qos": "normal",
         "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72, "gpus_req": 0, "mem_req": 0.0,

@@ -12,8 +12,12 @@ import pandas as pd
 from jobaware.failure.model import PROBABILITIES
 from jobaware.failure.readers import iter_batches
 from jobaware.failure.readers.common import to_canonical_dtypes
+from jobaware.failure.readers.dispatch import contract_for, job_files
 from jobaware.failure.readers.slurm import read_squeue_json
+from jobaware import fit
 from jobaware.jsonable import jsonable
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 
 
@@ -53,17 +57,23 @@ def records(predictions: pd.DataFrame, version: str) -> list[dict]:
     return rows
 
 
-def predict_file(input_path: str, output: Path, bundle, version: str) -> dict:
-    """Predict every readable job; bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently."""
-    jobs, quarantined, problems = read_for_prediction(input_path)
+def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+    """Predict every readable job of the files (paths, globs, folders), written as JSON Lines (`-`: standard
+    output); bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    frames, quarantined, problems = [], [], []
+    paths = job_files(inputs)
+    for path in paths:
+        jobs, bad, found = read_for_prediction(path)
+        frames.append(jobs)
+        quarantined += bad
+        problems += found
+    jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     predictions = bundle.predict(jobs) if len(jobs) else pd.DataFrame()
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "w") as handle:
+    with atomic_text(output) as handle:
         for row in records(predictions, version):
             handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
-    summary = {"predictions": len(predictions), "bad_records": len(quarantined), "model_version": version,
-               "output": str(output), "problems": problems[:20]}
-    if quarantine := write_quarantine(output, quarantined):
-        summary["quarantine"] = quarantine
-    return summary
+    if progress:
+        progress(len(predictions))
+    return PredictionSummary(predictions=len(predictions), model_version=version, output=str(output),
+                             bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
+                             problems=problems[:20], input_profile=fit.describe({contract_for(paths[0]): jobs}, paths))

@@ -44,7 +44,7 @@ def train_step(features: str, dataset: str, params: str, validation: str, data: 
     joblib.dump(bundle, model_out)
     report = json.loads(Path(validation).read_text()) if validation else {}
     run_id = tracking.start_run(KEY, {**p, "data": data, "rows": pq.ParquetFile(table).metadata.num_rows}, report,
-                                Path(dataset) / steps.QUARANTINE)
+                                Path(dataset) / steps.QUARANTINE, dataset=dataset)
     tracking.log_model(run_id, KEY, bundle)
     tracking.log_operating(run_id, bundle.model.operating)
     return run_id

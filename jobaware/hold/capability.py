@@ -33,6 +33,7 @@ CAPABILITY = Capability(
     predict_file=Ref("jobaware.hold.steps:predict_file"),
     service="serving.hold:HoldService",
     pipeline="pipelines.hold:hold_pipeline",
+    formats=("HTCondor job event logs (global EVENT_LOG or user logs)",),
     example=("/hold-decision", {"cluster": 4242, "proc": 0, "log": EXAMPLE_LOG}),
     smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "patience": 2,
                     "batch_size": 256, "gbt_max_iter": 30}),

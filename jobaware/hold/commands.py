@@ -12,18 +12,26 @@ from typing import Annotated
 import typer
 
 from jobaware.console import err, progress, show
+from jobaware.errors import InputError
+from jobaware.outputs import staged
 
 
 def parse_events(logs: list[str], out: str | Path, *, strict: bool = False, year: int | None = None,
                  progress=None) -> dict:
     """Read event logs (files, globs, folders) into one canonical Parquet file; bad records go to
-    `<out stem>.quarantine.jsonl` beside it. Returns the summary the command prints."""
+    `<out stem>.quarantine.jsonl` beside it. A read that found no event is an error and writes nothing.
+    Returns the summary the command prints."""
     from jobaware.hold.reader import ReadOptions, write_events
 
     out = Path(out)
     quarantine = out.with_name(out.stem + ".quarantine.jsonl")
-    report, stats = write_events(logs, out, quarantine, strict=strict, progress=progress,
-                                 options=ReadOptions(year=year))
+    with staged(out) as staging:  # both files replaced only once a read found events
+        report, stats = write_events(logs, staging, staging.with_name(quarantine.name), strict=strict,
+                                     progress=progress, options=ReadOptions(year=year))
+        if not report.rows:
+            first = f"; first problem: {report.problems[0]}" if report.problems else ""
+            raise InputError(f"{', '.join(map(str, logs))}: no HTCondor event read ({report.bad_rows:,} bad "
+                             f"record(s)){first}")
     return {"out": str(out), "events": report.rows, "bad_records": report.bad_rows, "duplicates": stats.duplicates,
             "files": stats.files, "quarantine": str(quarantine), "problems": [str(p) for p in report.problems]}
 

@@ -13,13 +13,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from jobaware import tracking
+import pyarrow as pa
+
+from jobaware import fit, tracking
 from jobaware.errors import InputError
 from jobaware.hold import synth
 from jobaware.hold.bundle import HoldBundle
 from jobaware.hold import sweep
 from jobaware.hold.params import check_params
-from jobaware.hold.reader import read_events
+from jobaware.hold.reader import CONTRACT, SCHEMA, EventLogReader, to_frame
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
+from jobaware.reading import write_quarantine
 from jobaware.hold.train import best_trial, run_trial
 
 DEFAULT_SYNTH_JOBS = 40_000
@@ -43,13 +48,19 @@ def default_data(data_dir: Path, progress=None) -> str:
     return str(path)
 
 
-def predict_file(input_path: str, output: Path, bundle: HoldBundle, version: str) -> dict:
-    """Decide every hold still standing at the end of an event log; one JSON object per line in `output`."""
-    events, report = read_events([input_path])
+def predict_file(inputs: list[str], output: str | Path, bundle: HoldBundle, version: str,
+                 progress=None) -> PredictionSummary:
+    """Decide every hold still standing at the end of the event logs (files, globs, folders); one JSON object
+    per line in `output` (`-`: standard output), bad records in `<output>.quarantine.jsonl`."""
+    quarantined: list[dict] = []
+    reader = EventLogReader(inputs, strict=False, progress=progress,
+                            on_bad=lambda record: quarantined.append(json.loads(record.as_json())))
+    events = to_frame(pa.Table.from_batches(list(reader.batches()), schema=SCHEMA))
+    if not len(events):
+        raise InputError(f"{', '.join(map(str, inputs))}: no HTCondor event read"
+                         + (f"; first problem: {reader.report.problems[0]}" if reader.report.problems else ""))
     decided = bundle.predict(events)
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with open(output, "w") as handle:
+    with atomic_text(output) as handle:
         for row in decided.itertuples(index=False):
             record = row._asdict()
             record["hold_time"] = record["hold_time"].isoformat(sep=" ")
@@ -57,8 +68,11 @@ def predict_file(input_path: str, output: Path, bundle: HoldBundle, version: str
                 record[key] = None if record[key] != record[key] else int(record[key])
             record["model_version"] = version
             handle.write(json.dumps(record) + "\n")
-    return {"events": report.rows, "bad_records": report.bad_rows, "holds_decided": len(decided),
-            "remove": int((decided["decision"] == "remove").sum())}
+    return PredictionSummary(predictions=len(decided), model_version=version, output=str(output),
+                             bad_records=reader.report.bad_rows, quarantine=write_quarantine(output, quarantined),
+                             problems=[str(p) for p in reader.report.problems],
+                             counts={"events": reader.report.rows, "remove": int((decided["decision"] == "remove").sum())},
+                             input_profile=fit.describe({CONTRACT: events}, inputs))
 
 
 def sweep_trials(params: str, space: str | sweep.Space = "") -> list[dict]:

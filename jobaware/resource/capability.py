@@ -25,6 +25,7 @@ CAPABILITY = Capability(
     predict_file=Ref("jobaware.resource.service:predict_file"),
     service="serving.resource:ResourceService",
     pipeline="pipelines.resource:resource_pipeline",
+    formats=("job scripts (Python, batch shell): files, folders", "labels.csv with file,class"),
     example=("/classify", {"scripts": [{"name": "solve.py", "text": (
         "import numpy as np\n"
         "a = np.random.rand(2000, 2000)\n"

@@ -10,7 +10,7 @@ from jobaware.console import show
 
 
 def classify(
-    files: Annotated[list[str], typer.Argument(help="job scripts (Python or batch shell)")],
+    files: Annotated[list[str], typer.Argument(help="job scripts (Python or batch shell): files, folders, globs")],
     detail: Annotated[bool, typer.Option(help="also the parse status and the deciding features")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
@@ -22,8 +22,19 @@ def classify(
     rows = classify_files(files, bundle, detail=detail)
     table = [{"file": r["file"], "class": r["class"],
               **{f"p_{k}": v for k, v in r["probabilities"].items()},
-              **({"parse_status": r["parse_status"]} if detail else {})} for r in rows]
+              **({"parse_status": r["parse_status"], "deciding features": _features(r["top_features"])}
+                 if detail else {})} for r in rows]
     show(rows, as_json, rows=table)
+
+
+def _features(top: list) -> str:
+    """The deciding features of one script, one per line: the feature, its value and (for models that weigh
+    them) its push toward the class decided."""
+    lines = []
+    for item in top:
+        weight = f" ({item['weight']:+.3f})" if isinstance(item.get("weight"), int | float) else ""
+        lines.append(f"{item['feature']}={item['value']:g}{weight}")
+    return "\n".join(lines) or "none (this model does not weigh features)"
 
 
 def register(app: typer.Typer) -> None:

@@ -25,9 +25,13 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from jobaware.errors import InputError, TooLargeError
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
+from jobaware.reading import write_quarantine
 from jobaware.resource.bundle import ResourceBundle
 from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, NOT_A_JOB
+from jobaware.sources import files as source_files
 
 SCRIPT_FIELDS = {"name", "text", "base64"}
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
@@ -290,16 +294,14 @@ def pairing_request(payload, bundle: ResourceBundle | None = None, model_version
 
 
 def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool = False) -> list[dict]:
-    """`jobaware classify FILE...`: one `{"file", "class", "probabilities"}` per file (more with `detail`)."""
+    """`jobaware classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per file
+    (more with `detail`)."""
     if not paths:
         raise InputError("no files given")
+    paths = [Path(p) for p in source_files([str(p) for p in paths], recursive=True)]
     limit = bundle.limits.max_token_bytes
     scripts = []
-    for path in map(Path, paths):
-        if not path.exists():
-            raise InputError(f"{path}: no such file")
-        if not path.is_file():
-            raise InputError(f"{path}: not a file")
+    for path in paths:
         try:
             with open(path, "rb") as handle:
                 scripts.append(handle.read(limit))
@@ -316,33 +318,32 @@ def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool
     return out
 
 
-def predict_file(source: str, output: Path | str, bundle: ResourceBundle, version: str | None = None,
-                 max_scripts: int = 100_000) -> dict:
-    """Classify a labels.csv (or a folder of them), a folder of scripts or one script; write JSON Lines.
+def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, version: str | None = None,
+                 progress=None, max_scripts: int = 100_000) -> PredictionSummary:
+    """Classify labels.csv files (or folders holding them), folders of scripts or single scripts (globs
+    taken); write JSON Lines (`-`: standard output).
 
     Each line: file, class, probabilities, parse_status, not_a_job (and `label` when the scripts come
-    labelled). Returns the counts for the summary line."""
+    labelled). The counts per class (and the agreement with the labels) go to the summary."""
     from jobaware.resource.reader import read_scripts
 
-    path = Path(source)
-    labelled = path.name == "labels.csv" or (path.is_dir() and any(path.rglob("labels.csv")))
-    if labelled:
-        table, _, _ = read_scripts([str(path)])
-        items = list(zip(table["file"], table["content"], table["class"], strict=True))
-    elif path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())[: max_scripts + 1]
-        items = [(str(p), p.read_bytes()[: bundle.limits.max_token_bytes], None) for p in files]
-    elif path.is_file():
-        items = [(str(path), path.read_bytes()[: bundle.limits.max_token_bytes], None)]
-    else:
-        raise InputError(f"{source}: no such file or folder")
-    if len(items) > max_scripts:
-        raise InputError(f"{source}: more than {max_scripts:,} scripts; split the input")
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
+    items, labelled, quarantined, problems = [], False, [], []
+    for source in [inputs] if isinstance(inputs, str | Path) else inputs:
+        path = Path(source)
+        if path.name == "labels.csv" or (path.is_dir() and any(path.rglob("labels.csv"))):
+            table, bad, report = read_scripts([str(path)])
+            quarantined += bad
+            problems += [str(p) for p in report.problems]
+            items += list(zip(table["file"], table["content"], table["class"], strict=True))
+            labelled = True
+        else:
+            items += [(name, Path(name).read_bytes()[: bundle.limits.max_token_bytes], None)
+                      for name in source_files(str(path), recursive=True)[: max_scripts + 1]]
+        if len(items) > max_scripts:
+            raise InputError(f"{source}: more than {max_scripts:,} scripts; split the input")
+    counts: dict[str, float] = {}
     agree = 0
-    with open(output, "w") as handle:
+    with atomic_text(output) as handle:
         for start in range(0, len(items), 256):
             chunk = items[start : start + 256]
             results = bundle.classify([c for _, c, _ in chunk], [str(n) for n, _, _ in chunk], top=0)
@@ -353,9 +354,12 @@ def predict_file(source: str, output: Path | str, bundle: ResourceBundle, versio
                 if label is not None:
                     row["label"] = label
                     agree += int(label == result["class"])
-                counts[result["class"]] = counts.get(result["class"], 0) + 1
+                counts[f"class_{result['class']}"] = counts.get(f"class_{result['class']}", 0) + 1
                 handle.write(json.dumps(row) + "\n")
-    summary = {"scripts": len(items), **{f"class_{c}": n for c, n in sorted(counts.items())}}
+            if progress:
+                progress(len(chunk))
     if labelled and items:
-        summary["agreement_with_labels"] = round(agree / len(items), 4)
-    return summary
+        counts["agreement_with_labels"] = round(agree / len(items), 4)
+    return PredictionSummary(predictions=len(items), model_version=str(version), output=str(output),
+                             bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
+                             problems=problems[:20], counts=dict(sorted(counts.items())))

@@ -25,6 +25,7 @@ CAPABILITY = Capability(
     predict_file=Ref("jobaware.similarity.service:predict_file"),
     service="serving.similarity:SimilarityService",
     pipeline="pipelines.similarity:similarity_pipeline",
+    formats=("DKRZ Mistral codings: binary (job_codings_binary.csv) and quantised (job_codings.csv)",),
     example=("/similar", {"coding": "0:256:272:0", "top_k": 5}),
     smoke=(6000, {"eval_references": 60, "eval_pool_jobs": 5000, "timing": False}),
     commands=Ref("jobaware.similarity.commands:register"),

@@ -12,7 +12,6 @@ across blocks when the index is built (the later row is dropped and counted ther
 from __future__ import annotations
 
 import bz2
-import glob
 import gzip
 import io
 import json
@@ -30,6 +29,7 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.reading import Problem, ReadReport, line_blocks
+from jobaware.sources import files as source_files
 from jobaware.similarity.flat import sequences_equal
 from jobaware.similarity.schema import (
     CODINGS, COLUMNS, FAMILIES, FLOATS, JOBS, LEVEL_MAX, LEVELS, MAX_NAME, MAX_SEGMENTS, METRICS, NODE_VALUES,
@@ -312,24 +312,7 @@ def iter_blocks(path: str | Path, seen: set[int] | None = None) -> Iterator[Bloc
 
 def expand(sources: list[str]) -> list[Path]:
     """Files named by `sources`: paths, globs, or folders (every coding file directly inside)."""
-    files: list[Path] = []
-    for source in sources:
-        path = Path(source)
-        if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and p.name.lower().endswith(SUFFIXES))
-            if not inside:
-                raise InputError(f"{path}: no coding files ({', '.join(SUFFIXES)}) in this folder")
-            files += inside
-        elif path.is_file():
-            files.append(path)
-        elif glob.has_magic(source):
-            matched = sorted(Path(p) for p in glob.glob(source) if Path(p).is_file())
-            if not matched:
-                raise InputError(f"{source}: no file matches")
-            files += matched
-        else:
-            raise InputError(f"{source}: no such file")
-    return list(dict.fromkeys(files))
+    return [Path(p) for p in source_files(sources, SUFFIXES)]
 
 
 def read_tables(path: str | Path, *, strict: bool = False) -> tuple[str, pa.Table, ReadReport]:

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
+from jobaware import fit
 from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
-from jobaware.similarity.capability import FEATURE_VERSION
 from jobaware.similarity.index import Reference, SimilarityIndex
 from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX,
                                         SYMBOL_MAX)
@@ -279,36 +281,37 @@ def similar(jobid: int, *, data=None, index=None, algorithm: str = "b-aggz", top
     return pool.query(ref, algorithm, top, workers)["ranking"]
 
 
-def predict_file(input_path: str, output: Path, bundle, version: str) -> dict:
-    """Rank the bundle's pool against every job of a Mistral coding file (binary or quantised), by the
-    bundle's algorithm; one JSON line per query job. Bad records are counted and written to
-    `<output>.quarantine.jsonl`."""
-    from jobaware.similarity.readers import iter_blocks
+def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+    """Rank the bundle's pool against every job of Mistral coding files (paths, globs, folders; binary or
+    quantised), by the bundle's algorithm; one JSON line per query job (`-`: standard output). Bad records are
+    counted and written to `<output>.quarantine.jsonl`."""
+    from jobaware.similarity.readers import expand, iter_blocks
     algorithm = bundle.algorithm
-    output = Path(output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    predictions, quarantined, problems = 0, [], []
-    with open(output, "w") as handle:
-        for block in iter_blocks(input_path, set()):
-            quarantined += block.quarantined
-            problems += [str(p) for p in block.problems]
-            if block.table not in (CODINGS, LEVELS):
-                raise InputError(f"{input_path}: holds {block.table}; queries come from a coding file")
-            if block.table == CODINGS and algorithm not in ("b-all", "b-aggz"):
-                raise InputError(f"{input_path}: binary codings only; the bundle's algorithm {algorithm} needs the "
-                                 f"quantised codings (job_codings.csv) of the queries")
-            for row in block.rows.to_pylist():
-                coding = row.get("coding") or row["coding_abs"]
-                ref = Reference(jobid=None, coding=np.array(coding.split(":"), np.int64))
-                if block.table == LEVELS:
-                    ref.levels = [np.array(row[m].split(":"), np.int64) for m in METRICS]
-                answer = bundle.index.query(ref, algorithm, bundle.top_k, bundle.workers)
-                record = {"query_jobid": row["jobid"], "algorithm": algorithm, "ranking": answer["ranking"],
-                          "model_version": version, "index_version": answer["index_version"]}
-                handle.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
-                predictions += 1
-    summary = {"predictions": predictions, "bad_records": len(quarantined), "model_version": version,
-               "output": str(output), "problems": problems[:20], "feature_version": FEATURE_VERSION}
-    if quarantine := write_quarantine(output, quarantined):
-        summary["quarantine"] = quarantine
-    return summary
+    predictions, quarantined, problems, tables = 0, [], [], {}
+    paths = expand(inputs)
+    with atomic_text(output) as handle:
+        for path in paths:
+            for block in iter_blocks(path, set()):
+                quarantined += block.quarantined
+                problems += [str(p) for p in block.problems]
+                if block.table not in (CODINGS, LEVELS):
+                    raise InputError(f"{path}: holds {block.table}; queries come from a coding file")
+                if block.table == CODINGS and algorithm not in ("b-all", "b-aggz"):
+                    raise InputError(f"{path}: binary codings only; the bundle's algorithm {algorithm} needs the "
+                                     f"quantised codings (job_codings.csv) of the queries")
+                tables[block.table] = tables.get(block.table, 0) + block.rows.num_rows
+                for row in block.rows.to_pylist():
+                    coding = row.get("coding") or row["coding_abs"]
+                    ref = Reference(jobid=None, coding=np.array(coding.split(":"), np.int64))
+                    if block.table == LEVELS:
+                        ref.levels = [np.array(row[m].split(":"), np.int64) for m in METRICS]
+                    answer = bundle.index.query(ref, algorithm, bundle.top_k, bundle.workers)
+                    record = {"query_jobid": row["jobid"], "algorithm": algorithm, "ranking": answer["ranking"],
+                              "model_version": version, "index_version": answer["index_version"]}
+                    handle.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
+                    predictions += 1
+                    if progress:
+                        progress(1)
+    return PredictionSummary(predictions=predictions, model_version=version, output=str(output),
+                             bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
+                             problems=problems[:20], input_profile=fit.describe(tables, [str(p) for p in paths]))

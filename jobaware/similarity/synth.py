@@ -276,12 +276,13 @@ def _paths(out: Path) -> dict[str, Path]:
 
 
 def write(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None, *,
-          tables: tuple[str, ...] = TABLES, family_share: float = 0.2) -> Path:
+          tables: tuple[str, ...] = TABLES, family_share: float = 0.2, first_jobid: int = FIRST_JOBID) -> Path:
     """Write `n` generated jobs as the Mistral tables; return the ground-truth families file.
 
     `out` is a folder (files named as in FILES) or the binary coding file's path ending in .csv (the
     other tables beside it as <stem>_levels.csv, <stem>_jobs.csv, <stem>_node_values.csv,
-    <stem>_families.csv). `tables` picks the tables to write (the node values are the bulkiest).
+    <stem>_families.csv). `tables` picks the tables to write (the node values are the bulkiest); the jobids
+    begin above `first_jobid`.
     """
     if fmt not in (None, "csv"):
         raise InputError(f"format: the Mistral tables are CSV only, got {fmt!r}")
@@ -302,7 +303,7 @@ def write(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=Non
             eol = "\r\n" if table == CODINGS else "\n"
             handle.write((",".join(SOURCE_COLUMNS[table]) + eol).encode())
         users = int(np.clip(3 * np.sqrt(n), 20, 20_000))
-        next_family, next_jobid = 0, FIRST_JOBID
+        next_family, next_jobid = 0, first_jobid
         for chunk, start in enumerate(range(0, n, CHUNK_JOBS)):
             rng = np.random.default_rng([seed, chunk])
             shapes = _Shapes(rng)

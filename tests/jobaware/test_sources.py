@@ -19,3 +19,16 @@ def test_a_glob_becomes_the_sorted_files_it_matches_and_a_miss_is_named(tmp_path
         sources.expand(str(tmp_path / "*.csv"))
     with pytest.raises(InputError, match="nothing.log: no such file or folder"):
         sources.expand(str(tmp_path / "nothing.log"))
+
+
+def test_files_takes_paths_globs_and_folders_each_once(tmp_path):
+    for name in ("b.swf", "a.swf", "README.md", ".hidden.swf"):
+        (tmp_path / name).write_text("x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.swf").write_text("x")
+    a, b, c = (str(tmp_path / n) for n in ("a.swf", "b.swf", "sub/c.swf"))
+    assert sources.files([str(tmp_path)], (".swf",)) == [a, b]
+    assert sources.files(str(tmp_path), (".swf",), recursive=True) == [a, b, c]
+    assert sources.files([str(tmp_path / "*.swf"), a, str(tmp_path / "sub")]) == [a, b, c]
+    with pytest.raises(InputError, match=r"sub: no files \(\.csv\) in this folder"):
+        sources.files([str(tmp_path / "sub")], (".csv",))

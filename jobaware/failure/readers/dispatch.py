@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 from jobaware.errors import InputError
 from jobaware.failure.readers.common import Batch, to_canonical_dtypes
 from jobaware.reading import ReadReport
+from jobaware.sources import files as source_files
 from jobaware.failure.readers.nrel import iter_csv, iter_json, iter_parquet
 from jobaware.failure.readers.swf import iter_swf
 from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
@@ -70,6 +71,11 @@ def read_jobs(path: str | Path, *, strict: bool = False, require_state: bool = F
     return frame, report
 
 
+def job_files(sources: list[str] | str) -> list[str]:
+    """The job files named by paths, globs and folders (a folder: its files of a known format)."""
+    return source_files(sources, tuple(READERS))
+
+
 def contract_for(path: str | Path) -> str:
     """The contract (and canonical table name) a source file is held to, by its format."""
     swf = str(path).lower().endswith(".swf") or (not Path(path).suffix and Path(path).is_file() and _sniff(Path(path)) == ".swf")
@@ -89,7 +95,9 @@ def ingest(
     require_state: bool = True,
     progress: Callable[[int], None] | None = None,
 ) -> ReadReport:
-    """Stream job files of one format into `out_dir/<contract>.parquet`; bad records into quarantine.jsonl."""
+    """Stream job files of one format (paths, globs or folders) into `out_dir/<contract>.parquet`; bad records
+    into quarantine.jsonl."""
+    sources = job_files(sources)
     contracts = {contract_for(s) for s in sources}
     if len(contracts) > 1:
         raise InputError(f"{', '.join(sources)}: one format per run (NREL or SWF), got a mix")

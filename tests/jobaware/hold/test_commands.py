@@ -39,7 +39,7 @@ def test_synth_formats_and_the_default_data(tmp_path, monkeypatch):
 
 
 def test_predict_file_writes_one_decision_per_standing_hold(trained, synthetic, tmp_path):
-    counts = predict_file(str(synthetic[0]), tmp_path / "out.jsonl", trained[0], "4")
+    summary = predict_file([str(synthetic[0])], tmp_path / "out.jsonl", trained[0], "4")
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert counts["holds_decided"] == len(rows) > 0 and counts["remove"] == sum(r["decision"] == "remove" for r in rows)
+    assert summary.predictions == len(rows) > 0 and summary.counts["remove"] == sum(r["decision"] == "remove" for r in rows)
     assert all(r["model_version"] == "4" and 0 <= r["p_release"] <= 1 for r in rows)

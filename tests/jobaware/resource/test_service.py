@@ -124,18 +124,17 @@ def test_classify_files_on_the_real_scripts(trained):
     assert {"parse_status", "top_features"} <= set(detailed[0])
     with pytest.raises(InputError, match="nowhere.py: no such file"):
         classify_files(["nowhere.py"], bundle)
-    with pytest.raises(InputError, match="not a file"):
-        classify_files([SCRIPTS], bundle)
+    assert len(classify_files([SCRIPTS / "files"], bundle)) == 134  # a folder: every script in it
 
 
 def test_predict_file_writes_json_lines(trained, tmp_path):
     bundle, _ = trained
-    summary = predict_file(str(SCRIPTS), tmp_path / "out.jsonl", bundle, "5")
+    summary = predict_file([str(SCRIPTS)], tmp_path / "out.jsonl", bundle, "5")
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
-    assert summary["scripts"] == len(lines) == 134 and 0 < summary["agreement_with_labels"] <= 1
+    assert summary.predictions == len(lines) == 134 and 0 < summary.counts["agreement_with_labels"] <= 1
     assert lines[0]["model_version"] == "5" and "label" in lines[0]
-    one = predict_file(str(SCRIPTS / "files" / "p1.py.txt"), tmp_path / "one.jsonl", bundle)
-    assert one["scripts"] == 1
+    one = predict_file([str(SCRIPTS / "files" / "p1.py.txt")], tmp_path / "one.jsonl", bundle)
+    assert one.predictions == 1
 
 
 _KEYS = st.sampled_from(["scripts", "text", "base64", "name", "top", "jobs", "id", "class", "threshold", "other"])

@@ -62,7 +62,7 @@ def test_unknown_header_and_missing_files_are_one_line_errors(tmp_path):
         ingest([str(path)], tmp_path / "out")
     with pytest.raises(InputError, match="nothing.csv: no such file"):
         ingest([str(tmp_path / "nothing.csv")], tmp_path / "out")
-    with pytest.raises(InputError, match="no file matches"):
+    with pytest.raises(InputError, match="the pattern matches no file"):
         ingest([str(tmp_path / "*.none")], tmp_path / "out")
     meta = _write(tmp_path, "meta.csv", "jobid,user,group,nodes,elapsed,job_name\n1,u,g,1,60,x\n")
     with pytest.raises(InputError, match="no coding file among the sources"):

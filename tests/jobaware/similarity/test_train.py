@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -71,11 +72,17 @@ def test_params_are_checked():
 
 
 def test_default_data_is_generated_once(tmp_path, monkeypatch):
+    from jobaware import sources
     from jobaware.similarity import synth, train as train_module
 
     monkeypatch.setattr(train_module, "DEFAULT_SYNTH_JOBS", 300)
-    folder = default_data(tmp_path)
+    made = default_data(tmp_path)
+    real, folder = sources.parse(made)  # the real Mistral sample, and the planted families beside it
+    assert Path(real) == train_module.real_sample() and Path(real).name == "dkrz_mistral_job_codings_binary.csv"
     first = (tmp_path / folder / "families.csv").stat().st_mtime_ns
-    assert default_data(tmp_path) == folder
+    assert default_data(tmp_path) == made
     assert (tmp_path / folder / "families.csv").stat().st_mtime_ns == first
     assert sorted(p.name for p in (tmp_path / folder).iterdir()) == sorted(synth.FILES.values())
+    real_jobids = [int(line.rsplit(",", 1)[1]) for line in Path(real).read_text().splitlines()[1:]]
+    planted = [int(line.split(",")[0]) for line in (Path(folder) / "families.csv").read_text().splitlines()[1:]]
+    assert min(planted) > max(real_jobids)  # no planted job takes a real jobid
