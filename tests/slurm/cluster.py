@@ -20,6 +20,20 @@ def missing_binaries(accounting: bool = False) -> list[str]:
     return [b for b, path in found.items() if path is None]
 
 
+def require_slurm(accounting: bool = False) -> None:
+    """Skip the test where Slurm (with accounting, if asked) is not installed; fail instead where
+    JOBAWARE_REQUIRE_SLURM is set, as in CI."""
+    import pytest
+
+    missing = missing_binaries(accounting)
+    if missing:
+        packages = "slurm-wlm slurmdbd mariadb-server munge" if accounting else "slurm-wlm munge"
+        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install {packages}"
+        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

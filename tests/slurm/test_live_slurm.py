@@ -1,7 +1,6 @@
 """A real one-node Slurm: submit jobs that succeed, fail and time out; predict for their live records."""
 
 import json
-import os
 import time
 
 import httpx
@@ -13,19 +12,14 @@ from jobaware.failure.from_store import export
 from jobaware.failure.readers import read_jobs
 from jobaware.failure.readers.slurm import read_squeue_json
 from jobaware.store import open_store
-from tests.slurm.cluster import SlurmCluster, missing_binaries
+from tests.slurm.cluster import SlurmCluster, require_slurm
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    missing = missing_binaries()
-    if missing:
-        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
-        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_slurm()
     slurm = SlurmCluster(tmp_path_factory.mktemp("slurm")).start()
     yield slurm
     slurm.stop()

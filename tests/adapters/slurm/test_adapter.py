@@ -19,7 +19,7 @@ from adapters.slurm.verdicts import read_cache
 from jobaware.card import short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
-from tests.slurm.cluster import SlurmCluster, missing_binaries
+from tests.slurm.cluster import SlurmCluster, require_slurm
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 CPU_SCRIPT = "#!/bin/bash\npython3 -c 'print(sum(i * i for i in range(10**6)))'\n"
@@ -79,12 +79,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
 # ---------------------------------------------------------------- live
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    missing = missing_binaries()
-    if missing:
-        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
-        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_slurm()
     from adapters.slurm.plugins import write_plugins
 
     root = tmp_path_factory.mktemp("slurm-adapt")

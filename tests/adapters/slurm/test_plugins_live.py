@@ -12,7 +12,7 @@ import pytest
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import write_cache
 from tests.adapters.slurm.test_verdicts import verdict
-from tests.slurm.cluster import SlurmCluster, missing_binaries
+from tests.slurm.cluster import SlurmCluster, require_slurm
 
 pytestmark = pytest.mark.slow
 USER = pwd.getpwuid(os.getuid()).pw_name
@@ -26,12 +26,7 @@ CACHED = [
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    missing = missing_binaries()
-    if missing:
-        reason = f"Slurm is not installed here ({', '.join(missing)} missing); apt-get install slurm-wlm munge"
-        if os.environ.get("JOBAWARE_REQUIRE_SLURM"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_slurm()
     root = tmp_path_factory.mktemp("slurm-lua")
     write_plugins(root, cache=str(root / "verdicts.tsv"), stale_after=600)
     slurm = SlurmCluster(root, lua_plugins=True).start()
