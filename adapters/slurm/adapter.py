@@ -227,10 +227,10 @@ class Adapter:
                 result.deferred += 1
                 result.missing.append("failure")
                 continue
-            key = self._key(record)
-            if key is None or self._judged(key, self.versions):
+            found = self._stored(record)
+            if found is None or self._judged(found[0], self.versions):
                 continue
-            stored = self.store.get(key) or {}
+            key, stored = found
             script = stored.get("script")
             if script is None and scripts_left > 0:
                 scripts_left -= 1
@@ -275,20 +275,22 @@ class Adapter:
         """Whether the job has a verdict of these model versions already (then it is not asked or acted on)."""
         return "failure" in versions and self._name(versions) in self.store.predictions(key)
 
-    def _key(self, record: dict) -> JobKey | None:
+    def _stored(self, record: dict) -> tuple[JobKey, dict] | None:
+        """The job's key and its record in the store (put there first if the collector has not seen it yet)."""
         submit = record.get("submit_time")
         submit = submit.get("number") if isinstance(submit, dict) else submit
         if not isinstance(submit, int) or submit <= 0:
             log.warning("job %s: no submit time; left out", record.get("job_id"))
             return None
         key = JobKey(self.cluster, record["job_id"], submit)
-        if self.store.get(key) is None:  # the collector may not have seen it yet
+        stored = self.store.get(key)
+        if stored is None:
             try:
                 self.store.put_job(key, {k: v for k, v in from_squeue(record).items() if v is not None})
             except (FieldError, AttributeError, TypeError) as exc:
                 log.warning("job %s left out: %s", record.get("job_id"), exc)
                 return None
-        return key
+        return key, stored or {}
 
     def _card(self, key: JobKey, record: dict, script: str | None, neighbours: list[dict]) -> dict:
         """The job's card, asking only the services not backed off; a service that failed is backed off."""
