@@ -19,6 +19,12 @@ TRUTH_MARKS = ("truth", "families")
 # 99th percentile lies beyond them by more than this share of the training's range
 FAR_SHARE = 0.25
 MIN_ROWS = 20
+# positions and identifiers: their range says nothing of the jobs
+IDENTITY = frozenset({"seq", "line", "cluster", "proc", "subproc"})
+
+
+def _compared(column: str) -> bool:
+    return column not in IDENTITY and not column.lower().endswith("id")
 
 
 def source_kind(sources: list[str]) -> str:
@@ -43,16 +49,12 @@ def describe(frames: dict, sources: list[str]) -> dict:
             tables[name] = {"rows": frame, "columns": {}}
             continue
         columns = {}
-        for column in frame.columns:
-            values = frame[column]
-            if str(column).lower().endswith("id"):  # identifiers: their range says nothing of the jobs
+        for column, numbers in numeric_columns(frame).items():
+            if not _compared(column):
                 continue
-            if values.dtype.kind not in "iuf" and str(values.dtype) not in ("Int64", "Int32", "Int16", "Float64"):
-                continue
-            numbers = values.to_numpy(dtype="float64", na_value=np.nan)
             numbers = numbers[np.isfinite(numbers)]
             if len(numbers):
-                columns[str(column)] = [float(q) for q in np.percentile(numbers, [1, 50, 99])]
+                columns[column] = [float(q) for q in np.percentile(numbers, [1, 50, 99])]
         tables[name] = {"rows": int(len(frame)), "columns": columns}
     return {"kind": source_kind(sources), "sources": [str(s) for s in sources][:20], "tables": tables}
 
@@ -80,7 +82,7 @@ def notes(trained: dict | None, given: dict | None, version: str) -> list[str]:
         if table["rows"] < MIN_ROWS:
             continue
         far = [(column, low, high) for column, (low, _, high) in known.get(name, {}).get("columns", {}).items()
-               if column in table["columns"] and _outside(table["columns"][column], low, high)]
+               if column in table["columns"] and _compared(column) and _outside(table["columns"][column], low, high)]
         if far:
             listed = ", ".join(f"{c} (trained on {lo:g}..{hi:g})" for c, lo, hi in far[:3])
             found.append(f"this input's {name} lies outside model version {version}'s training range in "
@@ -103,10 +105,29 @@ def batch_flags(trained: dict | None, columns: dict[str, np.ndarray]) -> list[st
     (table,) = trained["tables"].values()
     found = []
     for column, (low, _, high) in table["columns"].items():
-        values = columns.get(column)
+        values = columns.get(column) if _compared(column) else None
         if values is None or values.dtype.kind != "f":
             continue
         outside = int(np.count_nonzero((values < low) | (values > high)))  # NaN (unknown) is never outside
         if outside:
             found.append(f"{column}: {outside} of {len(values)} outside the training range {low:g}..{high:g}")
     return found
+
+
+def answer_flags(trained: dict | None, version: str, columns: dict[str, np.ndarray] | None = None) -> list[str]:
+    """A service answer's `fit` field: a line when the model was trained on synthetic data, then `batch_flags`
+    for the request's numeric columns (float arrays by canonical column name)."""
+    synthetic = bool(trained) and trained.get("kind") == "synthetic"
+    return ([f"model version {version} was trained on synthetic data; its answers on a site's real jobs may not "
+             f"carry over (train on your own jobs: jobaware pipeline run --data ...)"] if synthetic else []) \
+        + batch_flags(trained, columns or {})
+
+
+def numeric_columns(frame) -> dict[str, np.ndarray]:
+    """A DataFrame's numeric columns as float arrays (missing values NaN), for `batch_flags`."""
+    return {str(c): frame[c].to_numpy(dtype="float64", na_value=np.nan) for c in frame.columns
+            if _is_numeric(frame[c])}
+
+
+def _is_numeric(values) -> bool:
+    return values.dtype.kind in "iuf" or str(values.dtype) in ("Int64", "Int32", "Int16", "Float64")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.responses import Response
 
 from jobaware.failure.predict import answer_rows
-from jobaware.fit import batch_flags
+from jobaware.fit import answer_flags
 from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body
 
@@ -45,8 +45,8 @@ class Predictions(BaseModel):
     model_version: str
     predictions: list[JobPrediction]
     fit: list[str] = Field(default_factory=list, description=(
-        "the numeric fields of this batch with values outside the model's training range (its 1st..99th "
-        "percentile), one line each; empty when the batch lies inside it"))
+        "where this batch is unlike the model's training data, one line each: trained on synthetic data, or a "
+        "numeric field with values outside its training range (1st..99th percentile); empty when neither"))
 
 
 @bentoml.service(name="jobaware-failure", traffic={"timeout": 60})
@@ -78,7 +78,7 @@ class FailureService:
         with answering():
             columns = parse_request(jobs, MAX_JOBS)
             rows = answer_rows(bundle.answer(columns), version)
-        body = {"model_version": version, "predictions": rows, "fit": batch_flags(profile, columns.columns)}
+        body = {"model_version": version, "predictions": rows, "fit": answer_flags(profile, version, columns.columns)}
         return Response(pydantic_core.to_json(body, inf_nan_mode="null"), media_type="application/json")
 
 

@@ -26,7 +26,8 @@ class HoldService:
         """P(release), the decision and the hold reason for a held job, from the event log around it."""
         bundle, version = self.champion.get()
         with answering():
-            return decide(bundle, parse_request(payload(**body), LIMITS), version)
+            return decide(bundle, parse_request(payload(**body), LIMITS), version,
+                          trained=self.champion.profiles.get(version))
 
 
 harden(HoldService)

@@ -26,14 +26,14 @@ class ResourceService:
         """Each script's class, probabilities and deciding features."""
         bundle, version = self.champion.get()
         with answering():
-            return classify_request(payload(**body), bundle, version)
+            return classify_request(payload(**body), bundle, version, trained=self.champion.profiles.get(version))
 
     @bentoml.api(route="/pairing", input_spec=PairingRequest)
     def pairing(self, **body) -> dict:
         """Each job's class (given or classified) and the pairs whose bottlenecks differ."""
         bundle, version = self.champion.get()
         with answering():
-            return pairing_request(payload(**body), bundle, version)
+            return pairing_request(payload(**body), bundle, version, trained=self.champion.profiles.get(version))
 
 
 harden(ResourceService)

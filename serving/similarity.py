@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bentoml
 
+from jobaware.fit import answer_flags
 from jobaware.similarity.service import FIELDS, job_request, job_schema, request_schema, similar_request
 from serving.base import ChampionFollower, answering, harden, payload, request_body
 
@@ -27,7 +28,7 @@ class SimilarityService:
         bundle, version = self.champion.get()
         with answering():
             answer = similar_request(bundle, payload(**body))
-        return {**answer, "model_version": version}
+        return {**answer, "model_version": version, "fit": answer_flags(self.champion.profiles.get(version), version)}
 
     @bentoml.api(route="/job", input_spec=JobRequest)
     def job(self, jobid=None) -> dict:

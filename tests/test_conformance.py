@@ -272,6 +272,8 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
         good = httpx.post(f"{url}{route}", json=example, timeout=60)
         assert good.status_code == 200, good.text
         assert version in good.text
+        # the smoke champion was trained on generated data, and its answer says so (issue 25)
+        assert good.json()["fit"][0].startswith(f"model version {version} was trained on synthetic data"), good.text
         broken = httpx.post(f"{url}{route}", content=b"{nope", headers={"content-type": "application/json"}, timeout=30)
         assert broken.status_code == 400
         wrong = httpx.post(f"{url}{route}", json={"no_such_field": 1}, timeout=30)

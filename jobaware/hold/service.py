@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from jobaware import fit
 from jobaware.errors import InputError
 from jobaware.hold.bundle import HoldBundle, current_holds
 from jobaware.hold.labels import decisions
@@ -149,8 +150,10 @@ def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return text[: limit - len(marker)] + marker
 
 
-def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: ReadOptions | None = None) -> dict:
-    """The decision for the request's held job, as a plain JSON-ready dict (no NaN)."""
+def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: ReadOptions | None = None,
+           trained: dict | None = None) -> dict:
+    """The decision for the request's held job, as a plain JSON-ready dict (no NaN); `fit` says where the log is
+    unlike what the model was `trained` on (its profile, `jobaware.fit`)."""
     events = read_request_log(request, options)
     job_id = f"{request.cluster}.{request.proc}.{request.subproc}"
     is_mine = ((events["cluster"] == request.cluster) & (events["proc"] == request.proc)
@@ -183,4 +186,5 @@ def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: Read
         "threshold": float(bundle.threshold),
         "model_version": str(version),
         "trained_on": getattr(bundle, "trained_on", None) or {"source": "unrecorded"},
+        "fit": fit.answer_flags(trained, version, fit.numeric_columns(events)),
     }

@@ -24,13 +24,17 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+import numpy as np
+import pandas as pd
+
+from jobaware import fit
 from jobaware.errors import InputError, TooLargeError
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.resource.bundle import ResourceBundle
 from jobaware.resource.pairing import plan
-from jobaware.resource.schema import BINDING, CLASSES, NOT_A_JOB
+from jobaware.resource.schema import BINDING, CLASSES, CONTRACT, NOT_A_JOB
 from jobaware.sources import files as source_files
 
 SCRIPT_FIELDS = {"name", "text", "base64"}
@@ -211,14 +215,20 @@ def _answer(name: str, size: int, result: dict) -> dict:
 
 
 def classify_request(payload, bundle: ResourceBundle, model_version: str | None = None,
-                     limits: ServiceLimits | None = None) -> dict:
-    """Answer a /classify body."""
+                     limits: ServiceLimits | None = None, trained: dict | None = None) -> dict:
+    """Answer a /classify body; `fit` says where the scripts are unlike what the model was `trained` on (its
+    profile, `jobaware.fit`)."""
     limits = limits or ServiceLimits()
     scripts, top = parse_classify(payload, limits)
     features = analyse_within(bundle, [(name, script) for name, script, _ in scripts], limits.request_seconds)
     results = bundle.classify_features(features, top)
     return {"model_version": model_version, "feature_version": bundle.feature_version,
-            "results": [_answer(name, size, r) for (name, _, size), r in zip(scripts, results, strict=True)]}
+            "results": [_answer(name, size, r) for (name, _, size), r in zip(scripts, results, strict=True)],
+            "fit": _fit(trained, model_version, [size for _, _, size in scripts])}
+
+
+def _fit(trained: dict | None, version: str | None, sizes: list[int]) -> list[str]:
+    return fit.answer_flags(trained, str(version), {"n_bytes": np.array(sizes, dtype="float64")}) if sizes else []
 
 
 def analyse_within(bundle: ResourceBundle, scripts: list[tuple[str, bytes | str]], seconds: float) -> list:
@@ -273,11 +283,13 @@ def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[di
 
 
 def pairing_request(payload, bundle: ResourceBundle | None = None, model_version: str | None = None,
-                    limits: ServiceLimits | None = None) -> dict:
-    """Answer a /pairing body: classes (given or classified) and the pairs."""
+                    limits: ServiceLimits | None = None, trained: dict | None = None) -> dict:
+    """Answer a /pairing body: classes (given or classified) and the pairs (`fit` as for /classify, over the
+    scripts classified)."""
     limits = limits or ServiceLimits()
     jobs, threshold = parse_pairing(payload, limits)
     scripts = [j for j in jobs if "script" in j]
+    sizes = [len(j["script"]) for j in scripts]
     if scripts:
         if bundle is None:
             raise InputError("jobs: scripts given but no model is loaded; give classes instead")
@@ -290,7 +302,8 @@ def pairing_request(payload, bundle: ResourceBundle | None = None, model_version
             job.update({"probabilities": {c: float(c == job["class"]) for c in (*BINDING, "other")},
                         "source": "given"})
     hints = plan(jobs, threshold, limits.max_pairs)
-    return {"model_version": model_version if scripts else None, "threshold": threshold, "jobs": jobs, **hints}
+    return {"model_version": model_version if scripts else None, "threshold": threshold, "jobs": jobs, **hints,
+            "fit": _fit(trained, model_version, sizes)}
 
 
 def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool = False) -> list[dict]:
@@ -328,7 +341,8 @@ def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, 
     from jobaware.resource.reader import read_scripts
 
     items, labelled, quarantined, problems = [], False, [], []
-    for source in [inputs] if isinstance(inputs, str | Path) else inputs:
+    sources = [str(s) for s in ([inputs] if isinstance(inputs, str | Path) else inputs)]
+    for source in sources:
         path = Path(source)
         if path.name == "labels.csv" or (path.is_dir() and any(path.rglob("labels.csv"))):
             table, bad, report = read_scripts([str(path)])
@@ -362,4 +376,6 @@ def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, 
         counts["agreement_with_labels"] = round(agree / len(items), 4)
     return PredictionSummary(predictions=len(items), model_version=str(version), output=str(output),
                              bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
-                             problems=problems[:20], counts=dict(sorted(counts.items())))
+                             problems=problems[:20], counts=dict(sorted(counts.items())),
+                             input_profile=fit.describe({CONTRACT: pd.DataFrame({"n_bytes": [len(c) for _, c, _ in items]})},
+                                                       sources))

@@ -27,11 +27,13 @@ def similar(
     if data or index:
         pool = open_index(data or None, index)
     else:
-        from jobaware import tracking
+        from jobaware import fit, tracking
 
         bundle, version = tracking.load_bundle("similarity")
         pool = bundle.index
         err.print(f"pool: the index of jobaware-similarity version {version} ({pool.size:,} jobs)", highlight=False)
+        for note in fit.answer_flags(tracking.training_profile("similarity", version), version):
+            err.print(f"warning: {note}", style="yellow", highlight=False, soft_wrap=True, markup=False)
     rows = rank(jobid, index=pool, algorithm=algorithm, top=top, consensus=consensus or None)
     show(rows, as_json, rows=rows)
     if report:

@@ -47,3 +47,15 @@ def test_a_service_batch_is_flagged_per_column_with_a_comparison_per_column():
     flags = fit.batch_flags(trained, {"nodes_req": np.array([2.0, 4000.0, 5000.0])})
     assert flags == ["nodes_req: 2 of 3 outside the training range 1.99..99.01"]
     assert fit.batch_flags(None, inside) == []
+
+
+def test_a_service_answer_says_synthetic_training_and_skips_positions_and_ids():
+    trained = fit.describe({"condor_events": pd.DataFrame({"cluster": [10.0] * 50, "line": np.arange(50.0),
+                                                           "code": np.linspace(1, 40, 50)})}, [])
+    assert set(trained["tables"]["condor_events"]["columns"]) == {"code"}
+    request = fit.numeric_columns(pd.DataFrame({"cluster": [99_999], "line": [10_000], "code": [500],
+                                                "reason": ["[/bold] text"]}))
+    assert fit.answer_flags(trained, "4", request) == ["code: 1 of 1 outside the training range 1.39..39.61"]
+    synthetic = {**trained, "kind": "synthetic"}
+    assert fit.answer_flags(synthetic, "4")[0].startswith("model version 4 was trained on synthetic data")
+    assert fit.answer_flags(None, "4", request) == []

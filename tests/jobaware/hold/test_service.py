@@ -25,6 +25,12 @@ def test_a_held_job_gets_its_decision_as_plain_json(trained):
     assert 0 <= answer["p_release"] <= 1 and answer["model_version"] == "7"
     assert answer["trained_on"]["source"] == "synthetic" and answer["trained_on"]["labelled_holds"] > 100
     assert answer["decision"] == ("remove" if answer["p_release"] < answer["threshold"] else "release")
+    assert answer["fit"] == []  # no training profile given: nothing to compare with
+    trained_on = {"kind": "synthetic", "tables": {"condor_events": {"rows": 900, "columns": {"code": [1, 20, 40]}}}}
+    flags = decide(trained[0], request, "7", trained=trained_on)["fit"]
+    assert flags[0].startswith("model version 7 was trained on synthetic data")
+    assert len(flags) == 2 and flags[1].startswith("code: 1 of ")  # the hold code 47, in a log of many events
+    assert flags[1].endswith(" outside the training range 1..40")
 
 
 def test_a_path_is_read_only_inside_the_log_folder(trained, tmp_path):

@@ -39,6 +39,11 @@ def test_one_script_or_a_batch_text_or_base64(trained):
     assert set(result) == {"name", "class", "probabilities", "top_features", "parse_status", "parse_detail", "kind",
                            "not_a_job", "not_a_job_reason", "n_bytes", "complete", "decode_errors"}
     assert result["name"] == "a.py" and result["n_bytes"] == 41 and result["parse_status"] == "ok"
+    assert one["fit"] == []  # no training profile given
+    trained_on = {"kind": "real", "tables": {"labelled_scripts": {"rows": 200, "columns": {"n_bytes": [200, 350, 700]}}}}
+    assert classify_request({"text": "x = 1\n" * 50}, bundle, "3", trained=trained_on)["fit"] == []
+    assert classify_request({"text": "x = 1\n"}, bundle, "3", trained=trained_on)["fit"] == [
+        "n_bytes: 1 of 1 outside the training range 200..700"]
     latin1 = base64.b64encode("# café\nfor line in open('x'):\n    print(line)\n".encode("latin-1")).decode()
     batch = classify_request({"scripts": [{"text": "x = 1\n"}, {"name": "b", "base64": latin1}], "top": 2},
                              bundle)
