@@ -56,8 +56,8 @@ class Capability:
           returns the one summary shape of jobaware.prediction
       from_store(uri: str, out_dir: Path) -> str  (optional)
           the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
-      commands(app: typer.Typer) -> None  (optional)
-          adds the capability's own CLI commands
+      commands(group: typer.Typer, root: typer.Typer) -> None  (optional)
+          adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
       train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
           fit and evaluate in one step (evaluation: `.metrics` with a "model" entry, `.plots`, `.eval_dir`);
           capabilities that have it use the generic `train` component, the others their own components

@@ -1,6 +1,7 @@
 """The `jobaware` command: data, pipelines, models, predictions and services, for every registered capability.
 
-Each capability may add commands of its own (`jobaware/<key>/commands.py`, named in its registration).
+Each capability may add commands of its own under `jobaware <key>` (`jobaware/<key>/commands.py`, named in its
+registration).
 """
 
 from __future__ import annotations
@@ -452,7 +453,9 @@ def _print_examples(ports: dict[str, int]) -> None:
 cli_registry.register(app, models_app)
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
-        _capability.commands(app)
+        _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
+        app.add_typer(_group, name=_capability.key)
+        _capability.commands(_group, app)
 _register_slurm(app, report_app)
 _register_htcondor(app)
 

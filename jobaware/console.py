@@ -5,6 +5,7 @@ given as a style or a `rich.text.Text`."""
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 
@@ -47,3 +48,15 @@ def progress(label: str) -> Progress:
     """A transient progress bar on stderr; `total=None` tasks show a spinner and a count."""
     return Progress(SpinnerColumn(), TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)
+
+
+def renamed(command, new: str):
+    """`command` under its old spelling (a hidden alias kept for one release): the same command, with a notice
+    naming the new spelling."""
+    @functools.wraps(command)
+    def old(*args, **kwargs):
+        err.print(f"notice: this command is now `{new}`; the old spelling goes in the next release", style="yellow")
+        return command(*args, **kwargs)
+
+    old.__doc__ = f"Deprecated: `{new}`."
+    return old

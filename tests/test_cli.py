@@ -206,10 +206,10 @@ def _listening(port: int) -> bool:
 
 
 # ---------------------------------------------------------------- the capabilities' own commands
-def test_events_parse_and_hold_label_on_the_real_logs(tmp_path):
+def test_hold_parse_and_hold_label_on_the_real_logs(tmp_path):
     logs = ROOT / "data" / "real" / "condor" / "mldag_standalone"
     out = tmp_path / "events.parquet"
-    parsed = run("events", "parse", logs, "--out", out, "--json")
+    parsed = run("hold", "parse", logs, "--out", out, "--json")
     assert parsed.returncode == 0, parsed.stderr
     summary = json.loads(parsed.stdout)
     assert summary["events"] > 0 and summary["bad_records"] == 0 and out.is_file()
@@ -220,21 +220,40 @@ def test_events_parse_and_hold_label_on_the_real_logs(tmp_path):
     assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
 
 
-def test_similar_ranks_the_real_pool_with_the_job_first():
+def test_similarity_rank_ranks_the_real_pool_with_the_job_first():
     codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
-    result = run("similar", "18035492", "--data", codings, "--top", "3", "--json")
+    result = run("similarity", "rank", "18035492", "--data", codings, "--top", "3", "--json")
     assert result.returncode == 0, result.stderr
     ranking = json.loads(result.stdout)
     assert len(ranking) == 3 and ranking[0]["jobid"] == 18035492 and ranking[0]["similarity"] == 1.0
-    wrong = run("similar", "18035492", "--data", codings, "--algorithm", "q-lev")
+    wrong = run("similarity", "rank", "18035492", "--data", codings, "--algorithm", "q-lev")
     assert wrong.returncode == 1 and "quantised" in wrong.stderr.lower() and "Traceback" not in wrong.stderr
 
 
 def test_classify_without_a_champion_says_what_to_run(tmp_path):
     env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    result = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    result = run("resource", "classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert result.returncode == 1 and "no MLflow store" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tmp_path):
+    """`jobaware classify|similar|events parse` became `jobaware resource classify|similarity rank|hold parse`; the
+    old spellings stay for one release, hidden from the help, each naming its new spelling."""
+    codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    similar = run("similar", "18035492", "--data", codings, "--top", "3", "--json")
+    assert similar.returncode == 0 and json.loads(similar.stdout)[0]["jobid"] == 18035492, similar.stderr
+    assert "notice: this command is now `jobaware similarity rank`" in similar.stderr
+    parsed = run("events", "parse", ROOT / "data" / "real" / "condor" / "mldag_standalone", "--out",
+                 tmp_path / "events.parquet", "--json")
+    assert parsed.returncode == 0 and "now `jobaware hold parse`" in parsed.stderr, parsed.stderr
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
+    listed = run("--help").stdout
+    assert all(f"│ {old} " not in listed for old in ("classify", "similar", "events"))
+    assert all(f"│ {key} " in listed for key in ("hold", "resource", "similarity"))
 
 
 def test_stopping_the_demo_services_survives_a_second_ctrl_c(monkeypatch):
@@ -295,7 +314,7 @@ def test_refused_commands_touch_nothing(tmp_path):
     refused = run("data", "synth", "failure", "--jobs", 5, "--out", keep)
     assert refused.returncode == 1 and "--jobs must be between" in refused.stderr
     assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
-    events = run("events", "parse", NREL_CSV, "--out", keep)  # not an event log: nothing read, nothing written
+    events = run("hold", "parse", NREL_CSV, "--out", keep)  # not an event log: nothing read, nothing written
     assert events.returncode == 1 and "no HTCondor event read" in events.stderr
     assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
     budget = run("pipeline", "run", "failure", "--data", tmp_path / "missing.csv", "--budget", 2)

@@ -12,6 +12,6 @@ Modules (each a step the platform wires):
   sweep     a YAML search space -> seeded trial parameter sets
   bundle    the registered artefact (HoldBundle.predict), its signature and input example
   service   request handling of POST /hold-decision
-  commands  the logic of `jobaware events parse` and `jobaware hold label`
+  commands  the logic of `jobaware hold parse` and `jobaware hold label`
   steps     the registry's file functions (synth, default data, predict_file)
 """

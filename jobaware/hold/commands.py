@@ -1,6 +1,6 @@
 """The logic of `hold`'s own commands, as plain functions (the CLI only parses arguments and prints):
 
-  jobaware events parse LOG... --out events.parquet   ->  parse_events(logs, out)
+  jobaware hold parse LOG... --out events.parquet     ->  parse_events(logs, out)
   jobaware hold label LOG... --json                    ->  label_holds(logs)
 """
 
@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.console import err, progress, show
+from jobaware.console import err, progress, renamed, show
 from jobaware.errors import InputError
 from jobaware.outputs import staged
 
@@ -73,11 +73,10 @@ def label_command(logs: Logs, strict: Strict = False, year: Year = None,
     show(rows, as_json, rows=rows)
 
 
-def register(app: typer.Typer) -> None:
-    """`jobaware events parse` and `jobaware hold label`."""
-    events_app = typer.Typer(help="HTCondor job event logs.", no_args_is_help=True)
-    events_app.command("parse")(parse_command)
-    hold_app = typer.Typer(help="Holds of HTCondor jobs.", no_args_is_help=True)
-    hold_app.command("label")(label_command)
-    app.add_typer(events_app, name="events")
-    app.add_typer(hold_app, name="hold")
+def register(group: typer.Typer, root: typer.Typer) -> None:
+    """`jobaware hold parse` and `jobaware hold label`; `jobaware events parse` stays for one release."""
+    group.command("parse")(parse_command)
+    group.command("label")(label_command)
+    events_app = typer.Typer(help="Deprecated: `jobaware hold parse`.", no_args_is_help=True, hidden=True)
+    events_app.command("parse")(renamed(parse_command, "jobaware hold parse"))
+    root.add_typer(events_app, name="events", hidden=True)

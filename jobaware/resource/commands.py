@@ -1,4 +1,4 @@
-"""`resource`'s own command: `jobaware classify FILE...` (scripts are parsed, never run)."""
+"""`resource`'s own command: `jobaware resource classify FILE...` (scripts are parsed, never run)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.console import show
+from jobaware.console import renamed, show
 
 
 def classify(
@@ -37,5 +37,7 @@ def _features(top: list) -> str:
     return "\n".join(lines) or "none (this model does not weigh features)"
 
 
-def register(app: typer.Typer) -> None:
-    app.command("classify")(classify)
+def register(group: typer.Typer, root: typer.Typer) -> None:
+    """`jobaware resource classify`; `jobaware classify` stays for one release."""
+    group.command("classify")(classify)
+    root.command("classify", hidden=True)(renamed(classify, "jobaware resource classify"))

@@ -307,7 +307,7 @@ def pairing_request(payload, bundle: ResourceBundle | None = None, model_version
 
 
 def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool = False) -> list[dict]:
-    """`jobaware classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per file
+    """`jobaware resource classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per file
     (more with `detail`)."""
     if not paths:
         raise InputError("no files given")

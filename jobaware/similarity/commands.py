@@ -1,4 +1,4 @@
-"""`similarity`'s own command: `jobaware similar JOBID` (a ranked table, optionally the HTML report)."""
+"""`similarity`'s own command: `jobaware similarity rank JOBID` (a ranked table, optionally the HTML report)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from jobaware.console import err, out, show
+from jobaware.console import err, out, renamed, show
 
 
-def similar(
+def rank(
     jobid: Annotated[int, typer.Argument(help="the reference job")],
     data: Annotated[list[str], typer.Option(help="a pool to index on the fly (coding files); default: the champion's")] = [],  # noqa: B006
     index: Annotated[Path | None, typer.Option(help="a saved index folder")] = None,
@@ -22,7 +22,7 @@ def similar(
 ):
     """Rank every job of the pool by I/O similarity to JOBID, most similar first."""
     from jobaware.similarity.service import open_index
-    from jobaware.similarity.service import similar as rank
+    from jobaware.similarity.service import similar
 
     if data or index:
         pool = open_index(data or None, index)
@@ -34,7 +34,7 @@ def similar(
         err.print(f"pool: the index of jobaware-similarity version {version} ({pool.size:,} jobs)", highlight=False)
         for note in fit.answer_flags(tracking.training_profile("similarity", version), version):
             err.print(f"warning: {note}", style="yellow", highlight=False, soft_wrap=True, markup=False)
-    rows = rank(jobid, index=pool, algorithm=algorithm, top=top, consensus=consensus or None)
+    rows = similar(jobid, index=pool, algorithm=algorithm, top=top, consensus=consensus or None)
     show(rows, as_json, rows=rows)
     if report:
         from jobaware.similarity.report import report as write_report
@@ -43,5 +43,7 @@ def similar(
         out.print(f"report: {page}", highlight=False)
 
 
-def register(app: typer.Typer) -> None:
-    app.command("similar")(similar)
+def register(group: typer.Typer, root: typer.Typer) -> None:
+    """`jobaware similarity rank`; `jobaware similar` stays for one release."""
+    group.command("rank")(rank)
+    root.command("similar", hidden=True)(renamed(rank, "jobaware similarity rank"))

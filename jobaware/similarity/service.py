@@ -268,7 +268,7 @@ def open_index(data: list[str] | str | None = None, index: str | Path | None = N
 
 def similar(jobid: int, *, data=None, index=None, algorithm: str = "b-aggz", top: int = 10,
             consensus: list[str] | None = None, workers: int = 0) -> list[dict]:
-    """`jobaware similar JOBID`: `[{"jobid": ..., "similarity": ...}]`, similarity descending, ties by jobid.
+    """`jobaware similarity rank JOBID`: `[{"jobid": ..., "similarity": ...}]`, similarity descending, ties by jobid.
     With `consensus`, the jobs every named algorithm ranks in its top `top`, by mean similarity."""
     pool = index if isinstance(index, SimilarityIndex) else open_index(data, index)
     top = _integer(top, "top", 1, MAX_TOP_K)

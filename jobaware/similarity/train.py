@@ -81,7 +81,7 @@ def real_sample() -> Path | None:
 
 
 def default_data(data_dir: Path, progress=None) -> str:
-    """`make run`'s default data: the real Mistral sample (its jobids answer `jobaware similar` out of the
+    """`make run`'s default data: the real Mistral sample (its jobids answer `jobaware similarity rank` out of the
     box), with generated Mistral tables beside it whose planted families the evaluation scores on (their
     jobids above the real ones), generated once under `data_dir`."""
     from jobaware import sources

@@ -1,4 +1,4 @@
-"""`jobaware events parse` and the registry's file functions, as plain functions."""
+"""`jobaware hold parse` and the registry's file functions, as plain functions."""
 
 from __future__ import annotations
 
