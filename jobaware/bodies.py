@@ -8,6 +8,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import core_schema
 
 from jobaware.errors import InputError, TooLargeError, one_line
 
@@ -32,16 +33,31 @@ def parse_body(model: type[M], payload: Any, root: str = "body") -> M:
         raise (TooLargeError if over else InputError)(one_line(exc)) from None
 
 
-def one_of(kind: Any, message: str) -> Any:
-    """`kind` (a union) refused with `message` alone, not one error per alternative."""
+def worded(kind: Any, message: str) -> Any:
+    """`kind` refused with `message` alone (not one error per alternative of a union)."""
 
     class _Message:
         @staticmethod
         def __get_pydantic_core_schema__(source, handler):
-            schema = handler(source)
-            return {**schema, "custom_error_type": "one_of", "custom_error_message": message}
+            return core_schema.custom_error_schema(handler(source), custom_error_type="worded",
+                                                   custom_error_message=message)
 
     return Annotated[kind, _Message]
+
+
+class Matching:
+    """Annotates a string that must match `pattern` (its length bounds checked first): refused with `message`."""
+
+    def __init__(self, pattern: str, message: str):
+        self.pattern, self.message = pattern, message
+
+    def __get_pydantic_core_schema__(self, source, handler):
+        check = core_schema.str_schema(pattern=self.pattern)
+        return core_schema.chain_schema([handler(source), core_schema.custom_error_schema(
+            check, custom_error_type="worded", custom_error_message=self.message)])
+
+    def __get_pydantic_json_schema__(self, schema, handler):
+        return {**handler(schema), "pattern": self.pattern}
 
 
 class _OpenAPI(GenerateJsonSchema):
