@@ -91,7 +91,7 @@ def openapi_schema(model: type[BaseModel]) -> dict:
     def inline(node):
         if isinstance(node, dict):
             if "$ref" in node:
-                return inline(defs[node["$ref"].rsplit("/", 1)[-1]])
+                node = {**defs[node["$ref"].rsplit("/", 1)[-1]], **{k: v for k, v in node.items() if k != "$ref"}}
             return {key: inline(value) for key, value in node.items() if key != "title"}
         if isinstance(node, list):
             return [inline(item) for item in node]
