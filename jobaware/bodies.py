@@ -22,10 +22,10 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
-def parse_body(model: type[M], payload: Any, root: str = "body") -> M:
+def parse_body(model: type[M], payload: Any) -> M:
     """`payload` (parsed JSON) as `model`; errors as one line naming the field."""
     if not isinstance(payload, dict):
-        raise InputError(f"{root}: expected an object, got {type(payload).__name__}")
+        raise InputError(f"body: expected an object, got {type(payload).__name__}")
     try:
         return model.model_validate(payload)
     except ValidationError as exc:

@@ -32,8 +32,8 @@ def field_path(loc: tuple) -> str:
 
 def shown(value, limit: int = 60) -> str:
     """A short repr of a value, however large it is."""
-    if isinstance(value, list | dict):
-        return f"a {type(value).__name__} of {len(value):,} items" if len(value) > 8 else repr(value)[:limit]
+    if isinstance(value, list | dict) and len(value) > 8:
+        return f"a {type(value).__name__} of {len(value):,} items"
     text = repr(value[: limit + 1] if isinstance(value, str) else value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
