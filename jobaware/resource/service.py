@@ -72,8 +72,9 @@ def request_models(limits: ServiceLimits) -> tuple[type[Body], type[Body]]:
                         f"+-{SAFE_INTEGER:,}")
     Text = Annotated[str, Field(max_length=limits.max_script_bytes,
                                 description=f"the script (at most {limits.max_script_bytes:,} bytes in UTF-8)")]
-    Encoded = Annotated[str, Field(max_length=-(-limits.max_script_bytes // 3) * 4, description="or its bytes, base64-encoded"),
-                        Matching(BASE64_PATTERN, "not valid base64")]
+    groups = -(-limits.max_script_bytes // 3)  # base64 of at most max_script_bytes, in whole groups of 3 bytes
+    Encoded = Annotated[str, Field(max_length=groups * 4, description=f"or its bytes, base64-encoded (at most "
+                                   f"{groups * 4:,} characters)"), Matching(BASE64_PATTERN, "not valid base64")]
     one_script = {"oneOf": [{"required": ["text"]}, {"required": ["base64"]}]}
 
     class Script(Body):
@@ -138,11 +139,9 @@ def request_models(limits: ServiceLimits) -> tuple[type[Body], type[Body]]:
 
 
 def _script(item, path: str, limits: ServiceLimits) -> tuple[bytes | str, int]:
-    """(script, size in bytes) of a checked script; its bytes bounded."""
+    """(script, size in bytes) of a checked script; the bytes of a text bounded (base64 is, by its length)."""
     if item.text is None:
         data = base64.b64decode(item.base64)
-        if len(data) > limits.max_script_bytes:
-            raise PayloadTooLarge(f"{path}.base64: {len(data):,} bytes; at most {limits.max_script_bytes:,}".lstrip("."))
         return data, len(data)
     size = len(item.text.encode("utf-8", errors="surrogatepass"))
     if size > limits.max_script_bytes:
