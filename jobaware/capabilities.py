@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from jobaware.errors import JobawareError
+from jobaware.errors import JobawareError, one_line
 
 
 class Ref:
@@ -114,22 +114,8 @@ def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, key: str
     try:
         return model.model_validate(raw or {}).model_dump()
     except ValidationError as exc:
-        raise JobawareError(f"parameters of {key}: {describe(exc, known=list(model.model_fields))}") from None
-
-
-def describe(exc: ValidationError, limit: int = 3, known: list[str] | None = None) -> str:
-    """A pydantic error as one line: `max_iter: expected a whole number, got 2.7; ...`; an unknown parameter
-    lists the `known` ones."""
-    parts = []
-    for error in exc.errors()[:limit]:
-        where = ".".join(str(p) for p in error["loc"]) or "value"
-        if error["type"] == "extra_forbidden":
-            parts.append(f"{where}: unknown parameter" + (f" (valid: {', '.join(known)})" if known else ""))
-            continue
-        message = error["msg"][0].lower() + error["msg"][1:]
-        parts.append(f"{where}: {message}, got {error.get('input')!r}")
-    more = len(exc.errors()) - limit
-    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")
+        unknown = f"unknown parameter (valid: {', '.join(model.model_fields)})"
+        raise JobawareError(f"parameters of {key}: {one_line(exc, limit=3, unknown=unknown)}") from None
 
 
 @cache

@@ -24,6 +24,7 @@ from bentoml.exceptions import BentoMLException, InvalidArgument, ServiceUnavail
 from pydantic import BaseModel, ConfigDict, create_model
 
 from jobaware import tracking
+from jobaware.bodies import openapi_schema
 from jobaware.errors import InputError, JobawareError, TooLargeError
 
 logger = logging.getLogger("jobaware.serving")
@@ -117,17 +118,18 @@ def payload(**fields) -> dict:
     return {name: value for name, value in fields.items() if value is not None}
 
 
-def request_body(name: str, schema: dict, fields: tuple[str, ...]) -> type[BaseModel]:
-    """The input model of an endpoint whose body the slice's own parser checks: the named fields pass as they
-    came (pydantic checks no value), any other field is refused naming it, and the OpenAPI document shows
-    `schema`, the slice's exact description of a valid body."""
+def request_body(name: str, model: type[BaseModel] | dict) -> type[BaseModel]:
+    """The input model of an endpoint whose body the slice checks itself: the fields pass as they came (pydantic
+    checks no value), any other field is refused naming it, and the OpenAPI document shows the slice's `model`
+    (or a JSON schema), its exact description of a valid body."""
+    schema = model if isinstance(model, dict) else openapi_schema(model)
 
     def describe(generated: dict) -> None:
         generated.clear()
         generated.update(copy.deepcopy(schema))
 
     return create_model(name, __config__=ConfigDict(extra="forbid", json_schema_extra=describe),
-                        **{field: (Any, None) for field in fields})
+                        **{field: (Any, None) for field in schema["properties"]})
 
 
 class BodyLimit:

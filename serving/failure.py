@@ -22,7 +22,7 @@ INLINE_JOBS = 32  # up to this many jobs take well under a millisecond or two: a
 PredictRequest = request_body("PredictRequest", {
     "type": "object", "required": ["jobs"], "additionalProperties": False,
     "properties": {"jobs": {**request_schema(MAX_JOBS), "description": "job records, canonical or squeue --json"}},
-}, ("jobs",))
+})
 
 
 class JobPrediction(BaseModel):

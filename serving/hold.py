@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import bentoml
 
-from jobaware.hold.service import FIELDS, Limits, decide, parse_request, request_schema
+from jobaware.hold.service import Limits, decide, parse_request, request_model
 from serving.base import ChampionFollower, answering, harden, payload, request_body
 
 LIMITS = Limits.from_env()
-HoldRequest = request_body("HoldRequest", request_schema(LIMITS), FIELDS)
+HoldRequest = request_body("HoldRequest", request_model(LIMITS))
 
 
 @bentoml.service(name="jobaware-hold", traffic={"timeout": 60})

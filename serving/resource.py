@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import bentoml
 
-from jobaware.resource.service import classify_request, classify_schema, pairing_request, pairing_schema
+from jobaware.resource.service import ServiceLimits, classify_request, pairing_request, request_models
 from serving.base import ChampionFollower, answering, harden, payload, request_body
 
-ClassifyRequest = request_body("ClassifyRequest", classify_schema(), ("scripts", "name", "text", "base64", "top"))
-PairingRequest = request_body("PairingRequest", pairing_schema(), ("jobs", "threshold"))
+CLASSIFY, PAIRING = request_models(ServiceLimits())
+ClassifyRequest = request_body("ClassifyRequest", CLASSIFY)
+PairingRequest = request_body("PairingRequest", PAIRING)
 
 
 @bentoml.service(name="jobaware-resource", traffic={"timeout": 60})

@@ -5,11 +5,11 @@ from __future__ import annotations
 import bentoml
 
 from jobaware.fit import answer_flags
-from jobaware.similarity.service import FIELDS, job_request, job_schema, request_schema, similar_request
+from jobaware.similarity.service import JobBody, SimilarBody, job_request, similar_request
 from serving.base import ChampionFollower, answering, harden, payload, request_body
 
-SimilarRequest = request_body("SimilarRequest", request_schema(), FIELDS)
-JobRequest = request_body("JobRequest", job_schema(), ("jobid",))
+SimilarRequest = request_body("SimilarRequest", SimilarBody)
+JobRequest = request_body("JobRequest", JobBody)
 
 
 @bentoml.service(name="jobaware-similarity", traffic={"timeout": 120})
@@ -35,7 +35,7 @@ class SimilarityService:
         """A pool job's codings and metadata."""
         bundle, version = self.champion.get()
         with answering():
-            return {**job_request(bundle, jobid), "model_version": version}
+            return {**job_request(bundle, payload(jobid=jobid)), "model_version": version}
 
 
 harden(SimilarityService)

@@ -36,7 +36,7 @@ from pydantic import (
     model_validator,
 )
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, one_line
 
 Code = tuple[int, int | None]
 _CODE = re.compile(r"^(\d{1,4})(?:/(-?\d{1,10}))?$")
@@ -118,10 +118,7 @@ def load_policy(path: str | Path | None) -> Policy:
     try:
         return Policy.model_validate(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "policy"
-        message = first["msg"].removeprefix("Value error, ")
-        raise InputError(f"{path}: {where}: {message}") from None
+        raise InputError(f"{path}: {one_line(error)}") from None
 
 
 def _matches(code: int | None, subcode: int | None, codes: list[Code]) -> bool:

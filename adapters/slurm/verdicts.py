@@ -28,7 +28,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, one_line
 
 MAGIC = "jobaware-verdicts"
 FORMAT_VERSION = 1
@@ -160,10 +160,7 @@ def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_a
 
 
 def _first_error(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        e = exc.errors()[0]
-        return f"{'.'.join(map(str, e['loc'])) or 'verdict'}: {e['msg']}"
-    return str(exc)
+    return one_line(exc) if isinstance(exc, ValidationError) else str(exc)
 
 
 def _generation(path: Path) -> int:

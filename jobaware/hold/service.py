@@ -4,9 +4,10 @@ A request names the held job and gives the event log around it, either as text o
 service may read (only under its configured folder):
   {"cluster": 14736943, "proc": 0, "subproc": 0, "log": "000 (14736943.000.000) ...\\n...\\n"}
   {"cluster": 14736943, "proc": 0, "path": "ap40/EventLog"}
-Every number and string is bounded before anything is built from it; errors are `InputError`s whose message
-starts with the JSON path of the bad field. A log with a bad record, a job the log does not know, and a job
-that is not on hold at the end of the log are refused, each saying which. The answer: P(release), the
+`request_model` declares the body, bounds and all (the service's OpenAPI document shows it); errors are
+`InputError`s whose message starts with the JSON path of the bad field, a size over a limit a `TooLargeError`. A
+log with a bad record, a job the log does not know, and a job that is not on hold at the end of the log are
+refused, each saying which. The answer: P(release), the
 decision, the hold reason in words (and as the log wrote it), the model version and what it was trained on.
 """
 
@@ -15,20 +16,24 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
+from pydantic import ConfigDict, Field, model_validator
 
 from jobaware import fit
-from jobaware.errors import InputError
+from jobaware.bodies import Body, parse_body
+from jobaware.errors import InputError, TooLargeError
 from jobaware.hold.bundle import HoldBundle, current_holds
 from jobaware.hold.labels import decisions
 from jobaware.hold.reader import ReadOptions, Source, read_events
 
 MAX_ID = 2**31 - 1
+JobNumber = Annotated[int, Field(ge=0, le=MAX_ID)]
 MAX_REASON_CHARS = 1000  # the hold reason echoed in an answer: longer ones are cut, with a marker that says so
-FIELDS = ("cluster", "proc", "subproc", "log", "path")
 
 
 @dataclass(frozen=True)
@@ -56,42 +61,44 @@ class HoldRequest:
     path: Path | None
 
 
-def _job_number(payload: dict, name: str, default: int | None = None) -> int:
-    value = payload.get(name, default)
-    if value is None:
-        raise InputError(f"{name}: required, an integer in [0, {MAX_ID}]")
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_ID:
-        raise InputError(f"{name}: expected an integer in [0, {MAX_ID}], got {value!r:.80}")
-    return value
+@cache
+def request_model(limits: Limits) -> type[Body]:
+    """The body of `POST /hold-decision` under `limits`: a path only where the service reads log files."""
+    sources = ("log", "path") if limits.log_dir is not None else ("log",)
+
+    class HoldRequestBody(Body):
+        model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [field]} for field in sources]})
+
+        cluster: JobNumber = Field(description="the held job's cluster id")
+        proc: JobNumber = Field(description="its proc id")
+        subproc: JobNumber = Field(0, description="its subproc id")
+        log: str | None = Field(None, max_length=limits.max_log_bytes, description=(
+            f"the event log around it, as text (at most {limits.max_log_bytes:,} bytes in UTF-8)"))
+        if limits.log_dir is not None:
+            path: str | None = Field(None, min_length=1, max_length=limits.max_path_chars,
+                                     description="or the path of a log, relative to the service's log folder")
+
+        @model_validator(mode="after")
+        def _one_source(self) -> HoldRequestBody:
+            if (self.log is None) == (getattr(self, "path", None) is None):
+                raise ValueError("log: give exactly one of log (the event-log text) and path (a log the service "
+                                 "may read)" if len(sources) == 2 else "log: give the event-log text")
+            return self
+
+    return HoldRequestBody
 
 
 def parse_request(payload: object, limits: Limits) -> HoldRequest:
     """Check a request body (already parsed JSON) against the limits; raise InputError naming the field."""
-    if not isinstance(payload, dict):
-        raise InputError(f"$: expected an object with {', '.join(FIELDS)}, got {type(payload).__name__}")
-    unknown = sorted(str(k)[:40] for k in payload if k not in FIELDS)
-    if unknown:
-        raise InputError(f"{unknown[0]}: unknown field; expected some of {', '.join(FIELDS)}")
-    cluster, proc = _job_number(payload, "cluster"), _job_number(payload, "proc")
-    subproc = _job_number(payload, "subproc", 0)
-    log, path = payload.get("log"), payload.get("path")
-    if (log is None) == (path is None):
-        raise InputError("log: give exactly one of log (the event-log text) and path (a log the service may read)")
-    if log is not None:
-        if not isinstance(log, str):
-            raise InputError(f"log: expected the event-log text as a string, got {type(log).__name__}")
-        if len(log) > limits.max_log_bytes:
-            raise InputError(f"log: {len(log):,} characters, more than the limit of {limits.max_log_bytes:,}")
-        data = log.encode("utf-8", "replace")
-        if len(data) > limits.max_log_bytes:
-            raise InputError(f"log: {len(data):,} bytes, more than the limit of {limits.max_log_bytes:,}")
-        return HoldRequest(cluster, proc, subproc, data, None)
-    if not isinstance(path, str) or not path:
-        raise InputError(f"path: expected a non-empty string, got {path!r:.80}")
-    if len(path) > limits.max_path_chars:
-        raise InputError(f"path: {len(path):,} characters, more than the limit of {limits.max_path_chars:,}")
-    if limits.log_dir is None:
+    if isinstance(payload, dict) and "path" in payload and limits.log_dir is None:
         raise InputError("path: this service reads no log files (no log folder configured); send the log text")
+    body = parse_body(request_model(limits), payload)
+    if body.log is not None:
+        data = body.log.encode("utf-8", "replace")
+        if len(data) > limits.max_log_bytes:
+            raise TooLargeError(f"log: {len(data):,} bytes, more than the limit of {limits.max_log_bytes:,}")
+        return HoldRequest(body.cluster, body.proc, body.subproc, data, None)
+    path = body.path
     if "\x00" in path:
         raise InputError("path: contains a NUL character")
     root = limits.log_dir.resolve()
@@ -105,28 +112,8 @@ def parse_request(payload: object, limits: Limits) -> HoldRequest:
     except OSError as error:  # a name too long for the file system, a loop of links, no permission
         raise InputError(f"path: {path!r:.200} cannot be read: {error.strerror or error}") from None
     if size > limits.max_log_bytes:
-        raise InputError(f"path: {size:,} bytes, more than the limit of {limits.max_log_bytes:,}")
-    return HoldRequest(cluster, proc, subproc, None, target)
-
-
-def request_schema(limits: Limits) -> dict:
-    """The JSON schema of a request body, from the same limits `parse_request` checks (the service's OpenAPI
-    document shows it). A path is described only where the service reads log files."""
-    number = {"type": "integer", "minimum": 0, "maximum": MAX_ID}
-    properties = {
-        "cluster": {**number, "description": "the held job's cluster id"},
-        "proc": {**number, "description": "its proc id"},
-        "subproc": {**number, "description": "its subproc id (default 0)"},
-        "log": {"type": "string", "maxLength": limits.max_log_bytes,
-                "description": f"the event log around it, as text (at most {limits.max_log_bytes:,} bytes in UTF-8)"},
-    }
-    sources = [{"required": ["log"]}]
-    if limits.log_dir is not None:
-        properties["path"] = {"type": "string", "minLength": 1, "maxLength": limits.max_path_chars,
-                              "description": "or the path of a log, relative to the service's log folder"}
-        sources.append({"required": ["path"]})
-    return {"type": "object", "properties": properties, "required": ["cluster", "proc"],
-            "oneOf": sources, "additionalProperties": False}
+        raise TooLargeError(f"path: {size:,} bytes, more than the limit of {limits.max_log_bytes:,}")
+    return HoldRequest(body.cluster, body.proc, body.subproc, None, target)
 
 
 def read_request_log(request: HoldRequest, options: ReadOptions | None = None) -> pd.DataFrame:

@@ -23,7 +23,7 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from jobaware.errors import JobawareError
+from jobaware.errors import JobawareError, one_line
 from jobaware.hold.params import Params, check_params
 
 DEFAULT_SPACE = Path(__file__).with_name("sweep.yaml")
@@ -78,8 +78,7 @@ class Space(BaseModel):
                 try:
                     self.space[name] = Range.model_validate(values)
                 except ValidationError as exc:
-                    error = exc.errors()[0]
-                    raise ValueError(f"space.{name}: {error['msg'].removeprefix('Value error, ')}") from None
+                    raise ValueError(f"space.{name}: {one_line(exc)}") from None
             elif not isinstance(values, list) or not values:
                 raise ValueError(f"space.{name}: expected a list of choices or a range {{low, high}}, got {values!r}")
         if self.method == "grid" and any(isinstance(v, Range) for v in self.space.values()):
@@ -108,11 +107,7 @@ def load_space(source: str | Path | dict | Space | None = None) -> Space:
     try:
         return Space.model_validate(source)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "space"
-        message = error["msg"].removeprefix("Value error, ")
-        raise JobawareError(f"search space: {message}" if where == "space" or message.startswith("space.")
-                            else f"search space: {where}: {message}") from None
+        raise JobawareError(f"search space: {one_line(exc)}") from None
 
 
 def trials(source: str | Path | dict | Space | None = None) -> list[dict[str, Any]]:

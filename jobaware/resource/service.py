@@ -8,26 +8,28 @@
 `POST /pairing` body: `{"jobs": [{"id", "class"} | {"id", "text"} | {"id", "base64"}], "threshold": 0.5}`
 -> each job's class and probabilities and the hints of `pairing.plan`.
 
-Every number and string length is bounded before anything is built from it; errors are InputError whose
-message starts with the JSON path of the bad field (`scripts[1].base64: ...`); a request over a size limit
-raises PayloadTooLarge (an InputError the service answers with 413). Bytes that are not UTF-8 are answered
+`request_models` declares both bodies, bounds and all; errors are InputError whose message starts with the JSON
+path of the bad field (`scripts[1].base64: ...`); a request over a size limit raises PayloadTooLarge (an
+InputError the service answers with 413). Bytes that are not UTF-8 are answered
 (decoded with replacement, `decode_errors` true), never refused. Answers are plain JSON (no NaN).
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import json
 import time
+from functools import cache
 from pathlib import Path
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 import numpy as np
 import pandas as pd
 
 from jobaware import fit
+from jobaware.bodies import Body, Matching, parse_body, worded
 from jobaware.errors import InputError, TooLargeError
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
@@ -37,10 +39,8 @@ from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, CONTRACT, NOT_A_JOB
 from jobaware.sources import files as source_files
 
-SCRIPT_FIELDS = {"name", "text", "base64"}
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-# integers every JSON reader keeps exactly (a float64 holds them; OpenAPI tools store bounds as floats)
-SAFE_INTEGER = {"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1}
+SAFE_INTEGER = 2**53 - 1  # integers every JSON reader keeps exactly (a float64 holds them)
 
 
 class PayloadTooLarge(TooLargeError):
@@ -62,148 +62,116 @@ class ServiceLimits(BaseModel):
     request_seconds: float = Field(1.0, gt=0, le=60)
 
 
-def _type(value) -> str:
-    return "null" if value is None else type(value).__name__
+@cache
+def request_models(limits: ServiceLimits) -> tuple[type[Body], type[Body]]:
+    """The bodies of `POST /classify` and `POST /pairing` under `limits` (the service's OpenAPI document shows
+    them). Beyond them: the bytes of all scripts together are bounded, and job ids differ."""
+    Identifier = worded(Annotated[str, Field(max_length=limits.max_name_chars)]
+                        | Annotated[int, Field(ge=-SAFE_INTEGER, le=SAFE_INTEGER)],
+                        f"expected a string of at most {limits.max_name_chars} characters or an integer within "
+                        f"+-{SAFE_INTEGER:,}")
+    Text = Annotated[str, Field(max_length=limits.max_script_bytes,
+                                description=f"the script (at most {limits.max_script_bytes:,} bytes in UTF-8)")]
+    groups = -(-limits.max_script_bytes // 3)  # base64 of at most max_script_bytes, in whole groups of 3 bytes
+    Encoded = Annotated[str, Field(max_length=groups * 4, description=f"or its bytes, base64-encoded (at most "
+                                   f"{groups * 4:,} characters)"), Matching(BASE64_PATTERN, "not valid base64")]
+    one_script = {"oneOf": [{"required": ["text"]}, {"required": ["base64"]}]}
 
+    class Script(Body):
+        model_config = ConfigDict(json_schema_extra=one_script)
 
-def _object(value, path: str) -> dict:
-    if not isinstance(value, dict):
-        raise InputError(f"{path}: expected an object, got {_type(value)}")
-    return value
+        name: Identifier = Field("", description="the script's name")
+        text: Text | None = None
+        base64: Encoded | None = None
 
+        @model_validator(mode="after")
+        def _one_script(self) -> Script:
+            if (self.text is None) == (self.base64 is None):
+                raise ValueError("give exactly one of 'text' or 'base64'")
+            return self
 
-def _unknown(item: dict, allowed: set[str], path: str) -> None:
-    unknown = sorted(str(k) for k in item if k not in allowed)
-    if unknown:
-        raise InputError(f"{path}.{unknown[0][:64]}: unknown field; expected some of {', '.join(sorted(allowed))}")
+    single = {"anyOf": [{"required": ["name"]}, {"required": ["text"]}, {"required": ["base64"]}]}
 
-
-def _identifier(value, path: str, limits: ServiceLimits) -> str:
-    """A name or id: a string of at most max_name_chars, or an integer within +-(2**53 - 1); as a string."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not SAFE_INTEGER["minimum"] <= value <= SAFE_INTEGER["maximum"]:
-            raise InputError(f"{path}: expected an integer within +-{SAFE_INTEGER['maximum']:,} (or a string), got {value}"[:200])
-        return str(value)
-    if not isinstance(value, str):
-        raise InputError(f"{path}: expected a string or an integer, got {_type(value)}")
-    if len(value) > limits.max_name_chars:
-        raise InputError(f"{path}: {len(value)} characters; at most {limits.max_name_chars}")
-    return value
-
-
-def _script(item: dict, path: str, limits: ServiceLimits) -> tuple[str, bytes | str, int]:
-    """(name, script, size in bytes) of one script object, checked and bounded."""
-    name = _identifier(item.get("name", ""), f"{path}.name", limits)
-    given = [k for k in ("text", "base64") if k in item]
-    if len(given) != 1:
-        raise InputError(f"{path}: give exactly one of 'text' or 'base64'")
-    key = given[0]
-    value = item[key]
-    if not isinstance(value, str):
-        raise InputError(f"{path}.{key}: expected a string, got {_type(value)}")
-    if key == "text":
-        if len(value) > limits.max_script_bytes:  # characters: a lower bound of the bytes
-            raise PayloadTooLarge(f"{path}.text: over {limits.max_script_bytes:,} bytes")
-        size = len(value.encode("utf-8", errors="surrogatepass"))
-        if size > limits.max_script_bytes:
-            raise PayloadTooLarge(f"{path}.text: {size:,} bytes; at most {limits.max_script_bytes:,}")
-        return name, value, size
-    if len(value) // 4 * 3 > limits.max_script_bytes + 3:
-        raise PayloadTooLarge(f"{path}.base64: over {limits.max_script_bytes:,} bytes once decoded")
-    try:
-        data = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise InputError(f"{path}.base64: not valid base64") from None
-    if len(data) > limits.max_script_bytes:
-        raise PayloadTooLarge(f"{path}.base64: {len(data):,} bytes; at most {limits.max_script_bytes:,}")
-    return name, data, len(data)
-
-
-def _top(payload: dict, limits: ServiceLimits) -> int:
-    top = payload.get("top", 5)
-    if not isinstance(top, int) or isinstance(top, bool):
-        raise InputError(f"top: expected an integer, got {_type(top)}")
-    if not 0 <= top <= limits.max_top:
-        raise InputError(f"top: expected 0 to {limits.max_top}, got {top}")
-    return top
-
-
-def _script_properties(limits: ServiceLimits) -> dict:
-    return {"text": {"type": "string", "maxLength": limits.max_script_bytes,
-                     "description": f"the script (at most {limits.max_script_bytes:,} bytes in UTF-8)"},
-            "base64": {"type": "string", "pattern": BASE64_PATTERN,
-                       "maxLength": limits.max_script_bytes // 3 * 4, "description": "or its bytes, base64-encoded"}}
-
-
-def _name(limits: ServiceLimits, description: str) -> dict:
-    return {"oneOf": [{"type": "string", "maxLength": limits.max_name_chars}, SAFE_INTEGER], "description": description}
-
-
-def classify_schema(limits: ServiceLimits | None = None) -> dict:
-    """The JSON schema of a /classify body, from the limits `parse_classify` checks (the service's OpenAPI
-    document shows it): one script, or `scripts`; the bytes of all scripts together are bounded beyond it."""
-    limits = limits or ServiceLimits()
-    script = {"type": "object", "properties": {"name": _name(limits, "the script's name"), **_script_properties(limits)},
-              "oneOf": [{"required": ["text"]}, {"required": ["base64"]}], "additionalProperties": False}
-    single_fields = {"anyOf": [{"required": ["name"]}, {"required": ["text"]}, {"required": ["base64"]}]}
-    return {"type": "object",
-            "properties": {"scripts": {"type": "array", "items": script, "minItems": 1, "maxItems": limits.max_scripts},
-                           **script["properties"],
-                           "top": {"type": "integer", "minimum": 0, "maximum": limits.max_top,
-                                   "description": "how many deciding features to report per script"}},
-            "oneOf": [{"required": ["scripts"], "not": single_fields},
+    class ClassifyRequest(Body):
+        model_config = ConfigDict(json_schema_extra={
+            "oneOf": [{"required": ["scripts"], "not": single},
                       {"required": ["text"], "not": {"required": ["scripts"]}},
                       {"required": ["base64"], "not": {"required": ["scripts"]}}],
-            "additionalProperties": False,
-            "description": f"one script, or a batch of them (at most {limits.max_total_bytes:,} bytes of scripts in all)"}
+            "description": f"one script, or a batch of them (at most {limits.max_total_bytes:,} bytes of scripts in all)"})
+
+        scripts: Annotated[list[Script], Field(min_length=1, max_length=limits.max_scripts)] | None = None
+        name: Identifier = Field("", description="the script's name")
+        text: Text | None = None
+        base64: Encoded | None = None
+        top: int = Field(5, ge=0, le=limits.max_top, description="how many deciding features to report per script")
+
+        @model_validator(mode="after")
+        def _one_or_a_batch(self) -> ClassifyRequest:
+            given = [field for field in ("name", "text", "base64") if field in self.model_fields_set]
+            if self.scripts is not None and given:
+                raise ValueError(f"{given[0]}: give one script or a list of scripts, not both")
+            if self.scripts is None and (self.text is None) == (self.base64 is None):
+                raise ValueError("text: give exactly one of 'text' or 'base64' (or a list of scripts)")
+            return self
+
+    class Job(Body):
+        model_config = ConfigDict(json_schema_extra={"oneOf": [
+            {"required": ["class"], "not": {"anyOf": [{"required": ["text"]}, {"required": ["base64"]}]}},
+            {"required": ["text"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["base64"]}]}},
+            {"required": ["base64"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["text"]}]}}]})
+
+        id: Identifier = Field(description="the job's id, unique in the request")
+        label: Literal[*CLASSES, NOT_A_JOB] | None = Field(None, alias="class")
+        text: Text | None = None
+        base64: Encoded | None = None
+
+        @model_validator(mode="after")
+        def _class_or_script(self) -> Job:
+            if [self.label, self.text, self.base64].count(None) != 2:
+                raise ValueError("give one of 'class' or a script ('text' / 'base64')")
+            return self
+
+    class PairingRequest(Body):
+        jobs: list[Job] = Field(min_length=2, max_length=limits.max_jobs)
+        threshold: float = Field(0.5, ge=0, le=1, description="the least score of a recommended pair")
+
+    return ClassifyRequest, PairingRequest
 
 
-def pairing_schema(limits: ServiceLimits | None = None) -> dict:
-    """The JSON schema of a /pairing body, from the limits `parse_pairing` checks; job ids must also differ."""
-    limits = limits or ServiceLimits()
-    job = {"type": "object",
-           "properties": {"id": _name(limits, "the job's id, unique in the request"),
-                          "class": {"type": "string", "enum": [*CLASSES, NOT_A_JOB]}, **_script_properties(limits)},
-           "required": ["id"],
-           "oneOf": [{"required": ["class"], "not": {"anyOf": [{"required": ["text"]}, {"required": ["base64"]}]}},
-                     {"required": ["text"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["base64"]}]}},
-                     {"required": ["base64"], "not": {"anyOf": [{"required": ["class"]}, {"required": ["text"]}]}}],
-           "additionalProperties": False}
-    return {"type": "object",
-            "properties": {"jobs": {"type": "array", "items": job, "minItems": 2, "maxItems": limits.max_jobs},
-                           "threshold": {"type": "number", "minimum": 0, "maximum": 1,
-                                         "description": "the least score of a recommended pair (default 0.5)"}},
-            "required": ["jobs"], "additionalProperties": False}
+def _script(item, path: str, limits: ServiceLimits) -> tuple[bytes | str, int]:
+    """(script, size in bytes) of a checked script; the bytes of a text bounded (base64 is, by its length)."""
+    if item.text is None:
+        data = base64.b64decode(item.base64)
+        return data, len(data)
+    size = len(item.text.encode("utf-8", errors="surrogatepass"))
+    if size > limits.max_script_bytes:
+        raise PayloadTooLarge(f"{path}.text: {size:,} bytes; at most {limits.max_script_bytes:,}".lstrip("."))
+    return item.text, size
+
+
+def _within_total(total: int, path: str, limits: ServiceLimits) -> None:
+    if total > limits.max_total_bytes:
+        raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
 
 
 def parse_classify(payload, limits: ServiceLimits | None = None) -> tuple[list[tuple[str, bytes | str, int]], int]:
     """The scripts of a /classify body (name, script, bytes) and how many features to report."""
     limits = limits or ServiceLimits()
-    payload = _object(payload, "body")
-    top = _top(payload, limits)
-    if "scripts" in payload:
-        _unknown(payload, {"scripts", "top"}, "body")
-        items = payload["scripts"]
-        if not isinstance(items, list):
-            raise InputError(f"scripts: expected a list of scripts, got {_type(items)}")
-        if not items:
-            raise InputError("scripts: empty list; give at least one script")
-        if len(items) > limits.max_scripts:
-            raise PayloadTooLarge(f"scripts: {len(items)} scripts; at most {limits.max_scripts} per request")
-        paths = [f"scripts[{i}]" for i in range(len(items))]
-    else:
-        _unknown(payload, SCRIPT_FIELDS | {"top"}, "body")
-        items, paths = [payload], ["body"]
+    body = _parse(request_models(limits)[0], payload)
+    items = [(body, "")] if body.scripts is None else [(s, f"scripts[{i}]") for i, s in enumerate(body.scripts)]
     scripts, total = [], 0
-    for item, path in zip(items, paths, strict=True):
-        item = _object(item, path)
-        if path != "body":
-            _unknown(item, SCRIPT_FIELDS, path)
-        scripts.append(_script(item, path, limits))
+    for item, path in items:
+        scripts.append((str(item.name), *_script(item, path, limits)))
         total += scripts[-1][2]
-        if total > limits.max_total_bytes:
-            raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
-    return scripts, top
+        _within_total(total, path or "text", limits)
+    return scripts, body.top
+
+
+def _parse(model: type[Body], payload) -> Body:
+    try:
+        return parse_body(model, payload)
+    except TooLargeError as error:
+        raise PayloadTooLarge(str(error)) from None
 
 
 def _answer(name: str, size: int, result: dict) -> dict:
@@ -244,42 +212,22 @@ def analyse_within(bundle: ResourceBundle, scripts: list[tuple[str, bytes | str]
 def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[dict], float]:
     """The jobs of a /pairing body: dicts with `id` and either `class` or a script; and the threshold."""
     limits = limits or ServiceLimits()
-    payload = _object(payload, "body")
-    _unknown(payload, {"jobs", "threshold"}, "body")
-    threshold = payload.get("threshold", 0.5)
-    if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
-        raise InputError(f"threshold: expected a number from 0 to 1, got {threshold!r}"[:200])
-    jobs = payload.get("jobs")
-    if not isinstance(jobs, list):
-        raise InputError(f"jobs: expected a list of jobs, got {_type(jobs)}")
-    if len(jobs) < 2:
-        raise InputError(f"jobs: {len(jobs)} job(s); pairing needs at least 2")
-    if len(jobs) > limits.max_jobs:
-        raise PayloadTooLarge(f"jobs: {len(jobs)} jobs; at most {limits.max_jobs} per request")
+    body = _parse(request_models(limits)[1], payload)
     parsed, seen, total = [], {}, 0
-    for i, item in enumerate(jobs):
+    for i, job in enumerate(body.jobs):
         path = f"jobs[{i}]"
-        item = _object(item, path)
-        _unknown(item, {"id", "class", "text", "base64"}, path)
-        job_id = _identifier(item.get("id"), f"{path}.id", limits)
+        job_id = str(job.id)
         if job_id in seen:
             raise InputError(f"{path}.id: duplicate of jobs[{seen[job_id]}].id ({job_id!r})")
         seen[job_id] = i
-        if "class" in item:
-            if "text" in item or "base64" in item:
-                raise InputError(f"{path}: give either 'class' or a script ('text' / 'base64'), not both")
-            label = item["class"]
-            if label not in (*CLASSES, NOT_A_JOB):
-                expected = ", ".join((*CLASSES, NOT_A_JOB))
-                raise InputError(f"{path}.class: expected one of {expected}, got {label!r}"[:200])
-            parsed.append({"id": job_id, "class": label})
+        if job.label is not None:
+            parsed.append({"id": job_id, "class": job.label})
             continue
-        _, script, size = _script(item, path, limits)
+        script, size = _script(job, path, limits)
         total += size
-        if total > limits.max_total_bytes:
-            raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
+        _within_total(total, path, limits)
         parsed.append({"id": job_id, "script": script})
-    return parsed, float(threshold)
+    return parsed, body.threshold
 
 
 def pairing_request(payload, bundle: ResourceBundle | None = None, model_version: str | None = None,

@@ -3,22 +3,24 @@
 `POST /similar` takes {"jobid": J} or an inline reference ({"coding": "0:256:..."} and/or {"levels": {metric:
 "0:3:..."}} and/or {"values": {metric: [..]}}), with "algorithm" (default: the bundle's), "top_k" (default:
 the bundle's) and optionally "consensus": [algorithms]; it answers the ranked jobs, the histogram, the
-counts and the index version. `POST /job` ({"jobid": J}) answers a job's codings and metadata. A bad request
-raises `InputError` whose message starts with the JSON path of the bad field; every size is bounded before
-anything is built from it.
+counts and the index version. `POST /job` ({"jobid": J}) answers a job's codings and metadata. `SimilarBody` and
+`JobBody` declare both bodies, bounds and all (the service's OpenAPI document shows them); a bad request raises
+`InputError` whose message starts with the JSON path of the bad field.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, Literal
 
 import numpy as np
+from pydantic import ConfigDict, Field, create_model, model_validator
 
 from jobaware import fit
+from jobaware.bodies import Body, parse_body, worded
 from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.outputs import atomic_text
@@ -35,7 +37,6 @@ MAX_VALUES = 200_000
 # Q-phases compare every segment of the reference with every segment of the pool, so this bounds a request's cost
 MAX_REFERENCE_SEGMENTS = 1_000
 MAX_JOBID = 2**62
-FIELDS = ("jobid", "coding", "levels", "values", "algorithm", "top_k", "consensus")
 REFERENCE_FIELD = {CODINGS: "coding", LEVELS: "levels", NODE_VALUES: "values"}  # an algorithm's table, inline
 INLINE = tuple(REFERENCE_FIELD.values())
 
@@ -64,167 +65,98 @@ def _show(value) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _sequence(value, where: str, high: float, *, integer: bool, limit: int, least: int = 1) -> np.ndarray:
-    """A ':'-separated string or a list of numbers, bounded in length (least..limit) and range."""
-    if isinstance(value, str):
-        if len(value) > limit * 8:
-            raise InputError(f"{where}: longer than {limit * 8:,} characters")
-        items, path = value.split(":"), lambda i: f"{where} (segment {i + 1})"
-    elif isinstance(value, list):
-        items, path = value, lambda i: f"{where}[{i}]"
-    else:
-        raise InputError(f"{where}: expected a ':'-separated string or a list of numbers, got {_show(value)}")
-    if not items or items == [""]:
-        raise InputError(f"{where}: empty")
-    if len(items) > limit:
-        raise InputError(f"{where}: {len(items):,} values, at most {limit:,}")
-    if len(items) < least:
-        raise InputError(f"{where}: {len(items)} value(s), at least {least}")
-    kind = f"an integer 0..{int(high)}" if integer else f"a number 0..{high:g}"
-    if isinstance(value, list) and all(type(item) in (int, float) for item in items):  # plain numbers: at once
-        with np.errstate(invalid="ignore"):
-            numbers = np.asarray(items, np.float64)
-            good = np.isfinite(numbers) & (numbers >= 0) & (numbers <= high)
-            if integer:
-                good &= numbers == np.floor(numbers)
-        if good.all():
-            return numbers.astype(np.int64) if integer else numbers
-    out = np.empty(len(items), np.int64 if integer else np.float64)
-    for i, item in enumerate(items):
-        if isinstance(item, bool):
-            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}")
-        try:
-            number = float(item)
-        except (TypeError, ValueError):
-            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}") from None
-        if not math.isfinite(number) or not 0 <= number <= high or (integer and not number.is_integer()):
-            raise InputError(f"{path(i)}: expected {kind}, got {_show(item)}")
-        out[i] = number
-    return out
+def _sequence(high: int, value: str) -> Any:
+    """1 to MAX_REFERENCE_SEGMENTS integers 0..high (each matching `value`): a ':'-separated string or a list."""
+    listed = rf"^(?:{value})(?::(?:{value})){{0,{MAX_REFERENCE_SEGMENTS - 1}}}$"
+    return worded(Annotated[str, Field(pattern=listed)]
+                  | Annotated[list[Annotated[int, Field(ge=0, le=high)]],
+                              Field(min_length=1, max_length=MAX_REFERENCE_SEGMENTS)],
+                  f"expected 1 to {MAX_REFERENCE_SEGMENTS:,} integers 0..{high}, ':'-separated or as a list")
 
 
-def _per_metric(value, where: str, high: float, *, integer: bool, limit: int, least: int = 1) -> list[np.ndarray]:
-    if not isinstance(value, dict):
-        raise InputError(f"{where}: expected an object with the nine metrics {', '.join(METRICS)}")
-    unknown = sorted(set(value) - set(METRICS))
-    if unknown:
-        raise InputError(f"{where}.{unknown[0]}: unknown metric; expected {', '.join(METRICS)}")
-    missing = [m for m in METRICS if m not in value]
-    if missing:
-        raise InputError(f"{where}.{missing[0]}: missing; all nine metrics are needed")
-    out = [_sequence(value[m], f"{where}.{m}", high, integer=integer, limit=limit, least=least) for m in METRICS]
-    for m, seq in zip(METRICS, out, strict=True):
-        if len(seq) != len(out[0]):
-            raise InputError(f"{where}.{m}: {len(seq)} values, {METRICS[0]} has {len(out[0])}")
-    return out
+Coding = _sequence(SYMBOL_MAX, "[0-9]|[1-9][0-9]|[1-4][0-9]{2}|50[0-9]|51[01]")  # 0..511
+Values = Annotated[list[Annotated[float, Field(ge=0, le=SCORE_MAX)]], Field(min_length=KS_MIN_VALUES, max_length=MAX_VALUES)]
+Levels = create_model("Levels", __base__=Body, **{m: (_sequence(LEVEL_MAX, "[0-9]|1[0-6]"), ...) for m in METRICS})
+NodeValues = create_model("NodeValues", __base__=Body, **{m: (Values, ...) for m in METRICS})
+JobId = Annotated[int, Field(ge=1, le=MAX_JOBID, description="a job of the pool")]
+Algorithm = Literal[*ALGORITHMS]
 
 
-def _listed(value_pattern: str) -> str:
-    """A ':'-separated string of 1 to MAX_REFERENCE_SEGMENTS values, each matching `value_pattern`."""
-    return rf"^(?:{value_pattern})(?::(?:{value_pattern})){{0,{MAX_REFERENCE_SEGMENTS - 1}}}$"
-
-
-def _sequence_schema(high: int, value_pattern: str, description: str) -> dict:
-    return {"oneOf": [{"type": "string", "pattern": _listed(value_pattern)},
-                      {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": high},
-                       "minItems": 1, "maxItems": MAX_REFERENCE_SEGMENTS}],
-            "description": description}
-
-
-def _per_metric_schema(item: dict, description: str) -> dict:
-    return {"type": "object", "properties": {m: item for m in METRICS}, "required": list(METRICS),
-            "additionalProperties": False, "description": description}
-
-
-def _needed_by(field: str, algorithms: list[str]) -> dict:
+def _needed_by(field: str) -> dict:
     """An inline reference holds `field` where the algorithm or one of the consensus needs it."""
-    others = [a for a in ALGORITHMS if a not in algorithms]
+    others = [a for a in ALGORITHMS if REFERENCE_FIELD[NEEDS[a]] != field]
     return {"anyOf": [{"required": [field]},
                       {"properties": {"algorithm": {"enum": others}, "consensus": {"items": {"enum": others}}}}]}
 
 
-JOBID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_JOBID, "description": "a job of the pool"}
+_INLINE = {"anyOf": [{"required": [field]} for field in INLINE]}
 
 
-def request_schema() -> dict:
-    """The JSON schema of a `POST /similar` body, from the bounds `parse_request` checks (the service's OpenAPI
-    document shows it). Beyond what JSON Schema can say: a jobid must be in the pool, and the nine metrics of an
-    inline reference have as many values each (levels: as many as the coding's segments)."""
-    symbol = "[0-9]|[1-9][0-9]|[1-4][0-9]{2}|50[0-9]|51[01]"  # 0..SYMBOL_MAX (511)
-    level = "[0-9]|1[0-6]"  # 0..LEVEL_MAX
-    values = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": SCORE_MAX},
-              "minItems": KS_MIN_VALUES, "maxItems": MAX_VALUES}
-    inline = {"anyOf": [{"required": [field]} for field in INLINE]}
-    return {
-        "type": "object",
-        "properties": {
-            "jobid": JOBID_SCHEMA,
-            "coding": _sequence_schema(SYMBOL_MAX, symbol, "an inline binary coding, one symbol per 10 minutes"),
-            "levels": _per_metric_schema(_sequence_schema(LEVEL_MAX, level, "the metric's levels"),
-                                         "inline per-metric levels, as many as the coding's segments"),
-            "values": _per_metric_schema(values, "inline per-node values of each metric (for ks)"),
-            "algorithm": {"type": "string", "enum": list(ALGORITHMS)},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K},
-            "consensus": {"type": "array", "items": {"type": "string", "enum": list(ALGORITHMS)},
-                          "minItems": 1, "maxItems": len(ALGORITHMS),
-                          "description": "several algorithms whose ranks are combined"},
-        },
-        "oneOf": [{"required": ["jobid"], "not": inline},
-                  {"not": {"required": ["jobid"]}, **inline,
-                   "allOf": [_needed_by(field, [a for a in ALGORITHMS if REFERENCE_FIELD[NEEDS[a]] == field])
-                             for field in INLINE]}],
-        "additionalProperties": False,
+class SimilarBody(Body):
+    """The body of `POST /similar`. Beyond it: a jobid must be in the pool, the nine metrics of an inline
+    reference have as many values each (levels: as many as the coding's segments), and without `algorithm` the
+    model's own decides which coding an inline reference needs."""
+
+    model_config = ConfigDict(json_schema_extra={
+        "oneOf": [{"required": ["jobid"], "not": _INLINE},
+                  {"not": {"required": ["jobid"]}, **_INLINE, "allOf": [_needed_by(field) for field in INLINE]}],
         "description": "a pool job or an inline reference; without `algorithm`, the model's own decides which "
-                       "coding an inline reference needs",
-    }
+                       "coding an inline reference needs"})
+
+    jobid: JobId | None = None
+    coding: Coding | None = Field(None, description="an inline binary coding, one symbol per 10 minutes")
+    levels: Levels | None = Field(None, description="inline per-metric levels, as many as the coding's segments")
+    values: NodeValues | None = Field(None, description="inline per-node values of each metric (for ks)")
+    algorithm: Algorithm | None = None
+    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] | None = None
+    consensus: Annotated[list[Algorithm], Field(min_length=1, max_length=len(ALGORITHMS))] | None = Field(
+        None, description="several algorithms whose ranks are combined")
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> SimilarBody:
+        inline = [field for field in INLINE if getattr(self, field) is not None]
+        if self.jobid is not None and inline:
+            raise ValueError(f"jobid: give either a jobid or an inline reference ({', '.join(inline)}), not both")
+        if self.jobid is None and not inline:
+            raise ValueError("jobid: give a jobid or an inline reference (coding, levels or values)")
+        return self
 
 
-def job_schema() -> dict:
-    """The JSON schema of a `POST /job` body."""
-    return {"type": "object", "properties": {"jobid": JOBID_SCHEMA}, "required": ["jobid"],
-            "additionalProperties": False}
+class JobBody(Body):
+    """The body of `POST /job`."""
+
+    jobid: JobId
+
+
+def _numbers(value: str | list[int]) -> np.ndarray:
+    return np.array(value.split(":") if isinstance(value, str) else value, np.int64)
+
+
+def _per_metric(where: str, sequences: list[np.ndarray]) -> list[np.ndarray]:
+    for m, seq in zip(METRICS, sequences, strict=True):
+        if len(seq) != len(sequences[0]):
+            raise InputError(f"{where}.{m}: {len(seq)} values, {METRICS[0]} has {len(sequences[0])}")
+    return sequences
 
 
 def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -> SimilarRequest:
-    """Validate a `POST /similar` body; `algorithm` and `top_k` are the defaults."""
-    if not isinstance(payload, dict):
-        raise InputError(f"body: expected a JSON object, got {type(payload).__name__}")
-    unknown = sorted(set(payload) - set(FIELDS))
-    if unknown:
-        raise InputError(f"{unknown[0]}: unknown field; expected some of {', '.join(FIELDS)}")
-    inline = [k for k in INLINE if payload.get(k) is not None]
-    if payload.get("jobid") is not None and inline:
-        raise InputError(f"jobid: give either a jobid or an inline reference ({', '.join(inline)}), not both")
-    if payload.get("jobid") is not None:
-        ref = index.reference(_integer(payload["jobid"], "jobid", 1, MAX_JOBID))
-    elif inline:
+    """Check a `POST /similar` body; `algorithm` and `top_k` are the defaults."""
+    body = parse_body(SimilarBody, payload)
+    if body.jobid is not None:
+        ref = index.reference(body.jobid)
+    else:
         ref = Reference()
-        if payload.get("coding") is not None:
-            ref.coding = _sequence(payload["coding"], "coding", SYMBOL_MAX, integer=True,
-                                   limit=MAX_REFERENCE_SEGMENTS)
-        if payload.get("levels") is not None:
-            ref.levels = _per_metric(payload["levels"], "levels", LEVEL_MAX, integer=True,
-                                     limit=MAX_REFERENCE_SEGMENTS)
+        if body.coding is not None:
+            ref.coding = _numbers(body.coding)
+        if body.levels is not None:
+            ref.levels = _per_metric("levels", [_numbers(getattr(body.levels, m)) for m in METRICS])
             if ref.coding is not None and len(ref.coding) != len(ref.levels[0]):
                 raise InputError(f"levels: {len(ref.levels[0])} segments, coding has {len(ref.coding)}")
-        if payload.get("values") is not None:
-            ref.values = _per_metric(payload["values"], "values", SCORE_MAX, integer=False, limit=MAX_VALUES,
-                                     least=KS_MIN_VALUES)  # fewer: not comparable by KS, the only use of values
-    else:
-        raise InputError("jobid: give a jobid or an inline reference (coding, levels or values)")
-    name = payload.get("algorithm", algorithm)
-    if not isinstance(name, str):
-        raise InputError(f"algorithm: expected one of {', '.join(ALGORITHMS)}, got {_show(name)}")
+        if body.values is not None:
+            ref.values = _per_metric("values", [np.asarray(getattr(body.values, m), np.float64) for m in METRICS])
+    name = body.algorithm or algorithm
     check_algorithm(name)
-    k = _integer(payload.get("top_k", top_k), "top_k", 1, MAX_TOP_K)
-    consensus = payload.get("consensus")
-    if consensus is not None:
-        if not isinstance(consensus, list) or not 1 <= len(consensus) <= len(ALGORITHMS):
-            raise InputError(f"consensus: expected a list of 1..{len(ALGORITHMS)} algorithms, got {_show(consensus)}")
-        for i, item in enumerate(consensus):
-            if not isinstance(item, str) or item not in ALGORITHMS:
-                raise InputError(f"consensus[{i}]: expected one of {', '.join(ALGORITHMS)}, got {_show(item)}")
-    return SimilarRequest(ref, name, k, consensus)
+    return SimilarRequest(ref, name, body.top_k or top_k, body.consensus)
 
 
 def similar_request(bundle, payload) -> dict:
@@ -245,9 +177,9 @@ def similar_request(bundle, payload) -> dict:
                      "feature_version": bundle.feature_version})
 
 
-def job_request(bundle, jobid) -> dict:
+def job_request(bundle, payload) -> dict:
     """`POST /job`: the job's codings and metadata (JSON-ready)."""
-    return jsonable(bundle.index.job(_integer(jobid, "jobid", 1, MAX_JOBID)))
+    return jsonable(bundle.index.job(parse_body(JobBody, payload).jobid))
 
 
 def open_index(data: list[str] | str | None = None, index: str | Path | None = None, *, progress=None) -> SimilarityIndex:

@@ -50,31 +50,33 @@ def test_consensus_request(bundle):
     assert answer["consensus"] == ["b-all", "q-lev"]
 
 
+SEQUENCE = "expected 1 to 1,000 integers 0..{}, ':'-separated or as a list"
+
+
 @pytest.mark.parametrize("payload, message", [
-    ([1, 2], "body: expected a JSON object"),
+    ([1, 2], "body: expected an object"),
     ({"jobid": 1}, "jobid: unknown job 1"),
-    ({"jobid": "abc"}, "jobid: expected an integer"),
-    ({"jobid": True}, "jobid: expected an integer"),
+    ({"jobid": "abc"}, "jobid: input should be a valid integer"),
+    ({"jobid": True}, "jobid: input should be a valid integer"),
     ({}, "jobid: give a jobid or an inline reference"),
     ({"jobid": 5, "coding": "1"}, "jobid: give either a jobid or an inline reference"),
-    ({"coding": "1:x:3"}, r"coding \(segment 2\): expected an integer 0..511, got 'x'"),
-    ({"coding": [1, 600]}, r"coding\[1\]: expected an integer 0..511, got 600"),
-    ({"coding": ""}, "coding: empty"),
-    ({"coding": ":".join(["1"] * (MAX_REFERENCE_SEGMENTS + 1))},
-     f"coding: {MAX_REFERENCE_SEGMENTS + 1:,} values, at most {MAX_REFERENCE_SEGMENTS:,}"),
-    ({"coding": "1" * (MAX_REFERENCE_SEGMENTS * 9)}, f"coding: longer than {MAX_REFERENCE_SEGMENTS * 8:,} characters"),
-    ({"coding": "1", "algorithm": "fast"}, "algorithm: expected one of b-all, b-aggz"),
-    ({"coding": "1", "top_k": 0}, "top_k: expected an integer 1..1000, got 0"),
-    ({"coding": "1", "top_k": 10**6}, "top_k: expected an integer 1..1000"),
+    ({"coding": "1:x:3"}, f"coding: {SEQUENCE.format(511)}, got '1:x:3'"),
+    ({"coding": [1, 600]}, rf"coding: {SEQUENCE.format(511)}, got \[1, 600\]"),
+    ({"coding": ""}, f"coding: {SEQUENCE.format(511)}, got ''"),
+    ({"coding": ":".join(["1"] * (MAX_REFERENCE_SEGMENTS + 1))}, f"coding: {SEQUENCE.format(511)}"),
+    ({"coding": [1] * (MAX_REFERENCE_SEGMENTS + 1)}, f"coding: {SEQUENCE.format(511)}, got a list of 1,001 items"),
+    ({"coding": "1", "algorithm": "fast"}, "algorithm: input should be 'b-all', 'b-aggz'"),
+    ({"coding": "1", "top_k": 0}, "top_k: input should be greater than or equal to 1, got 0"),
+    ({"coding": "1", "top_k": 10**6}, "top_k: input should be less than or equal to 1000"),
     ({"coding": "1", "colour": "red"}, "colour: unknown field"),
     ({"coding": "1", "algorithm": "q-lev"}, "levels: q-lev needs the reference's per-metric levels"),
-    ({"levels": {"md_read": "1"}}, "levels.md_file_create: missing"),
-    ({"levels": {**{m: "1:2" for m in METRICS}, "disk": "1"}}, "levels.disk: unknown metric"),
+    ({"levels": {"md_read": "1"}}, "levels.md_file_create: field required"),
+    ({"levels": {**{m: "1:2" for m in METRICS}, "disk": "1"}}, "levels.disk: unknown field"),
     ({"levels": {**{m: "1:2" for m in METRICS}, "md_read": "1"}}, "levels.md_read: 1 values, md_file_create has 2"),
-    ({"levels": {m: "17" for m in METRICS}}, r"levels.md_file_create \(segment 1\): expected an integer 0..16"),
-    ({"values": {m: [0.5, float("nan")] + [1.0] * 6 for m in METRICS}}, r"values.md_file_create\[1\]: expected a number 0..4"),
-    ({"values": {m: [1.0] * 3 for m in METRICS}, "algorithm": "ks"}, r"values.md_file_create: 3 value\(s\), at least 8"),
-    ({"coding": "1", "consensus": ["b-all", "x"]}, r"consensus\[1\]: expected one of"),
+    ({"levels": {m: "17" for m in METRICS}}, f"levels.md_file_create: {SEQUENCE.format(16)}, got '17'"),
+    ({"values": {m: [0.5, float("nan")] + [1.0] * 6 for m in METRICS}}, r"values.md_file_create\[1\]: input should be a finite number"),
+    ({"values": {m: [1.0] * 3 for m in METRICS}, "algorithm": "ks"}, "values.md_file_create: list should have at least 8 items"),
+    ({"coding": "1", "consensus": ["b-all", "x"]}, r"consensus\[1\]: input should be 'b-all'"),
 ])
 def test_bad_requests_name_the_field(bundle, payload, message):
     with pytest.raises(InputError, match=f"^{message}"):
@@ -83,11 +85,11 @@ def test_bad_requests_name_the_field(bundle, payload, message):
 
 def test_job_request(bundle):
     jobid = int(bundle.index.jobids[0])
-    assert service.job_request(bundle, str(jobid))["jobid"] == jobid
-    with pytest.raises(InputError, match="^jobid: expected an integer"):
-        service.job_request(bundle, "12a")
+    assert service.job_request(bundle, {"jobid": jobid})["jobid"] == jobid
+    with pytest.raises(InputError, match="^jobid: input should be a valid integer, got '12'"):
+        service.job_request(bundle, {"jobid": "12"})
     with pytest.raises(InputError, match="^jobid: unknown job 7"):
-        service.job_request(bundle, 7)
+        service.job_request(bundle, {"jobid": 7})
 
 
 def test_cli_similar_on_the_real_file_and_on_a_saved_index(tmp_path, real_index):
@@ -168,15 +170,16 @@ def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
     assert levels.predictions == 100
 
 
-def test_the_request_schema_and_the_request_check_agree_at_every_bound(generated_index, bundle):
-    """What the service's OpenAPI document calls valid, parse_request accepts; one step past a bound it states,
-    parse_request refuses naming the field. Beyond the schema: a jobid must be in the pool, and the nine metrics
-    of an inline reference must have as many values each (and as the coding)."""
+def test_the_request_models_refuse_just_past_every_bound_they_state(generated_index, bundle):
+    """The bounds of both bodies, read from the models' own schemas (what the OpenAPI document shows): at a bound
+    a body is taken, one step past it refused naming the field. Beyond the schema: a jobid must be in the pool,
+    and the nine metrics of an inline reference must have as many values each (and as the coding)."""
     from jsonschema_rs import Draft4Validator
 
+    from jobaware.bodies import openapi_schema
     from tests.schema_bounds import check_bounds
 
-    schema = service.request_schema()
+    schema = openapi_schema(service.SimilarBody)
     validator = Draft4Validator(schema)
 
     def parse(body):
@@ -187,22 +190,21 @@ def test_the_request_schema_and_the_request_check_agree_at_every_bound(generated
     bodies = [{"jobid": jobid, "algorithm": "q-lev", "top_k": 3, "consensus": ["b-all", "ks"]},
               {"coding": [0, 256], "levels": {m: [0, 16] for m in METRICS}, "values": {m: [0.5, 4.0] * 4 for m in METRICS}}]
     assert check_bounds(schema, bodies, parse, semantic=("jobid", "coding", *per_metric)) >= 100
-    check_bounds(service.job_schema(), [{"jobid": jobid}], lambda body: service.job_request(_Pool(generated_index), body["jobid"]),
-                 semantic=("jobid",))
+    check_bounds(openapi_schema(service.JobBody), [{"jobid": jobid}],
+                 lambda body: service.job_request(_Pool(generated_index), body), semantic=("jobid",))
     most = ":".join(["511"] * MAX_REFERENCE_SEGMENTS)
     for coding in ("0", "511", "0:256:272:0", most, [0], [511] * MAX_REFERENCE_SEGMENTS):
         assert validator.is_valid({"coding": coding}) and parse({"coding": coding})
-    for coding, words in [("512", r"coding \(segment 1\)"), (most + ":0", f"coding: {MAX_REFERENCE_SEGMENTS + 1:,} values"), ("", "coding: empty"),
-                          ("1::2", r"coding \(segment 2\)"), ("-1", r"coding \(segment 1\)")]:
+    for coding in ("512", most + ":0", "", "1::2", "-1"):
         assert not validator.is_valid({"coding": coding}), coding
-        with pytest.raises(InputError, match=words):
+        with pytest.raises(InputError, match="^coding: expected 1 to 1,000 integers 0..511"):
             parse({"coding": coding})
     levels = {m: "0:16" for m in METRICS}
     assert validator.is_valid({"coding": "0:1", "levels": levels}) and parse({"coding": "0:1", "levels": levels})
     for body, words in [({"jobid": jobid, "coding": "0"}, "jobid: give either a jobid or an inline reference"),
                         ({"top_k": 3}, "jobid: give a jobid or an inline reference"),
-                        ({"coding": "0", "levels": {**levels, "md_mod": "0:17"}}, r"levels\.md_mod \(segment 2\)"),
-                        ({"coding": "0", "levels": {m: "0" for m in METRICS[1:]}}, f"levels.{METRICS[0]}: missing"),
+                        ({"coding": "0", "levels": {**levels, "md_mod": "0:17"}}, r"levels\.md_mod: expected 1 to"),
+                        ({"coding": "0", "levels": {m: "0" for m in METRICS[1:]}}, f"levels.{METRICS[0]}: field required"),
                         ({"coding": "0", "note": 1}, "note: unknown field")]:
         assert not validator.is_valid(body), body
         with pytest.raises(InputError, match=words):
@@ -211,7 +213,7 @@ def test_the_request_schema_and_the_request_check_agree_at_every_bound(generated
     for body, words in [({"levels": levels, "algorithm": "b-all"}, "coding: b-all needs the reference's binary coding"),
                         ({"coding": "0:1", "algorithm": "q-lev"}, "levels: q-lev needs the reference's per-metric levels"),
                         ({"coding": "0:1", "consensus": ["b-all", "ks"]}, "values: ks needs the reference's node values"),
-                        ({"coding": "0", "values": {m: [1.0] * 7 for m in METRICS}}, f"values.{METRICS[0]}: 7 value")]:
+                        ({"coding": "0", "values": {m: [1.0] * 7 for m in METRICS}}, f"values.{METRICS[0]}: list should have at least 8 items")]:
         assert not validator.is_valid(body), body  # the algorithm (or the consensus) needs what the body lacks
         with pytest.raises(InputError, match=words):
             service.similar_request(bundle, body)
