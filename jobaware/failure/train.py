@@ -228,3 +228,39 @@ def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | 
     table = featurize(jobs, p["test_fraction"])
     bundle = fit(table, FailureBundle.history_tail(jobs), p)
     return bundle, evaluate(bundle, table, p, truth, plot_dir)
+
+
+def score(bundle, eval_dir: Path) -> tuple[float, int]:
+    """ROC-AUC of P(fail) of a bundle on a stored evaluation folder, and the number of labelled jobs in it."""
+    features = pd.read_parquet(Path(eval_dir) / "features.parquet")
+    labels = pd.read_parquet(Path(eval_dir) / "labels.parquet")["label"]
+    keep = labels.notna().to_numpy()
+    features, labels = features.loc[keep].reset_index(drop=True), labels.loc[keep].reset_index(drop=True)
+    if len(labels) == 0:
+        return float("nan"), 0
+    return metrics(labels, bundle.model.predict_proba(features))["roc_auc"], len(labels)
+
+
+def log_evaluation(run_id: str, evaluation, workdir: Path) -> None:
+    """Log to run `run_id` the metrics, plots, feature importance and the test side's features and labels
+    (the gate's data)."""
+    from jobaware import tracking
+
+    eval_dir = workdir / "eval"
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    evaluation.test_features.to_parquet(eval_dir / "features.parquet")
+    evaluation.test_labels.to_frame("label").to_parquet(eval_dir / "labels.parquet")
+    importance = evaluation.importance
+    documents = {"feature_importance": importance.sort_values(ascending=False).to_dict()} if importance is not None else {}
+    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, eval_dir, documents)
+
+
+def log_trained(bundle, evaluation, params: dict, workdir: Path) -> str:
+    """Log an in-memory training result as the pipeline would (run, model, evaluation); the run id."""
+    from jobaware import tracking
+
+    run_id = tracking.start_run("failure", params, {"success": True})
+    tracking.log_model(run_id, "failure", bundle)
+    tracking.log_operating(run_id, bundle.model.operating)
+    log_evaluation(run_id, evaluation, Path(workdir))
+    return run_id
