@@ -26,7 +26,8 @@ from jobaware import fit
 from jobaware.errors import InputError
 from jobaware.hold.bundle import HoldBundle, current_holds
 from jobaware.hold.labels import decisions
-from jobaware.hold.reader import CONTRACT, SCHEMA, EventLogReader, ReadOptions, Source, read_events, to_frame
+from jobaware.hold.reader import EventLogReader, ReadOptions, Source, read_events, to_frame
+from jobaware.hold.schema import CONTRACT, SCHEMA
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine

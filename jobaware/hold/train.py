@@ -35,7 +35,8 @@ from jobaware.hold.evaluate import choose_threshold, metrics, plots
 from jobaware.hold.labels import decisions
 from jobaware.hold.model import HoldNetwork, StaticEncoder, fit, predict_proba, threads
 from jobaware.hold.params import check_params
-from jobaware.hold.reader import CONTRACT, read_stats
+from jobaware.hold.reader import read_stats
+from jobaware.hold.schema import CONTRACT
 from jobaware.hold.synth import truth_path
 
 EVENT_COLUMNS = ["seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode",
