@@ -18,12 +18,13 @@ from jobaware.failure.model import PROBABILITIES, FailureModel
 from jobaware.failure.online import OnlineFeatures
 from jobaware.failure.readers.common import NAT, JobColumns, to_canonical_dtypes
 from jobaware.failure.schema import FAILURES
+from jobaware.model import Bundle
 
 HISTORY_JOBS = 200_000
 
 
 @dataclass
-class FailureBundle:
+class FailureBundle(Bundle):
     model: FailureModel
     history: pd.DataFrame
     feature_version: str = FEATURE_VERSION

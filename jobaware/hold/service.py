@@ -191,7 +191,7 @@ def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: Read
         "decision": str(row["decision"]),
         "threshold": float(bundle.threshold),
         "model_version": str(version),
-        "trained_on": getattr(bundle, "trained_on", None) or {"source": "unrecorded"},
+        "trained_on": dict(bundle.trained_on) or {"source": "unrecorded"},
         "fit": fit.answer_flags(trained, version, fit.numeric_columns(events)),
     }
 

@@ -6,11 +6,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from jobaware.model import Evaluation
 from jobaware.similarity.bundle import SimilarityBundle
 from jobaware.similarity.evaluate import EvalSet, evaluate, make_eval, timings
 from jobaware.similarity.index import SimilarityIndex
@@ -18,16 +19,9 @@ from jobaware.similarity.params import check_params
 
 
 
-@dataclass
-class Evaluation:
-    metrics: dict[str, dict[str, float]]
-    plots: list[Path] = field(default_factory=list)
-    eval_dir: Path | None = None
-    report: Path | None = None
-
-    @property
-    def primary(self) -> dict:
-        return self.metrics["model"]
+@dataclass(kw_only=True)
+class SimilarityEvaluation(Evaluation):
+    report: Path | None = None  # the HTML page of the example reference
 
 
 def build(dataset_dir: str | Path, params: dict | None = None, progress=None) -> SimilarityBundle:
@@ -38,7 +32,7 @@ def build(dataset_dir: str | Path, params: dict | None = None, progress=None) ->
     return SimilarityBundle(index, p["algorithm"], p["top_k"], p["workers"])
 
 
-def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> tuple[SimilarityBundle, Evaluation]:
+def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> tuple[SimilarityBundle, SimilarityEvaluation]:
     """build -> make_eval (workdir/eval) -> evaluate (+ timings) -> plots and the HTML report of the paper's
     views for one example job (workdir/plots)."""
     from jobaware.similarity.report import evaluation_plots, report
@@ -56,7 +50,7 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> 
     if reference is not None:
         page, views = report(bundle.index, reference, workdir / "plots" / "report.html", workers=bundle.workers)
         plots += views
-    return bundle, Evaluation(metrics, plots, eval_dir, page)
+    return bundle, SimilarityEvaluation(metrics=metrics, plots=plots, eval_dir=eval_dir, report=page)
 
 
 def example_reference(bundle: SimilarityBundle) -> int | None:
