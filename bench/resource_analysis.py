@@ -128,7 +128,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from jobaware.resource.reader import ingest, read_scripts
-    from jobaware.resource.synth import generate, write
+    from jobaware.resource.synth import generate, write_synthetic
     from jobaware.resource.train import train
 
     results: dict = {}
@@ -144,7 +144,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        write(tmp / "generated", 600, seed=0)
+        write_synthetic(tmp / "generated", 600, seed=0)
         ingest([str(REAL), str(tmp / "generated")], tmp / "data")
         params = {} if not args.skip_train else {"candidates": ["rich"], "cv_repeats": 1}
         start = time.perf_counter()

@@ -92,9 +92,9 @@ def main() -> None:
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import tracking
     from jobaware.failure.readers import read_jobs
-    from jobaware.failure.predict import answer_rows
+    from jobaware.failure.service import answer_rows
     from jobaware.failure.readers.slurm import parse_request
-    from jobaware.failure.steps import log_trained
+    from jobaware.failure.train import log_trained
     from jobaware.failure.synth import write
     from jobaware.failure.train import train
 

@@ -61,7 +61,7 @@ def prepare(pool: Path, jobs: int) -> SimilarityIndex:
     files, dataset, saved = pool / "files", pool / "dataset", pool / "index"
     if not (files / synth.FILES[synth.FAMILIES]).is_file():
         started = time.perf_counter()
-        synth.write(files, jobs, seed=0)
+        synth.write_synthetic(files, jobs, seed=0)
         print(f"generated {jobs:,} jobs in {time.perf_counter() - started:.0f} s")
     if not (dataset / "read.done").is_file():
         started = time.perf_counter()

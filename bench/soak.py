@@ -82,7 +82,7 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
         steps.ingest(key, str(data), dataset)
         if capability.train is None:  # failure: its own training step
             from jobaware.failure.readers import read_jobs
-            from jobaware.failure.steps import log_trained
+            from jobaware.failure.train import log_trained
             from jobaware.failure.train import train
 
             jobs, _ = read_jobs(next(dataset.glob("*.parquet")))

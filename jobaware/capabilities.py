@@ -59,7 +59,7 @@ class Capability:
       commands(group: typer.Typer, root: typer.Typer) -> None  (optional)
           adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
       train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
-          fit and evaluate in one step (evaluation: `.metrics` with a "model" entry, `.plots`, `.eval_dir`);
+          fit and evaluate in one step (bundle: a jobaware.model.Bundle; evaluation: a jobaware.model.Evaluation);
           capabilities that have it use the generic `train` component, the others their own components
     Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
     words, for people; `example` = (route, request body) for people;

@@ -140,4 +140,4 @@ def train_step(key: str, dataset: str, params: str, validation: str, data: str, 
     run_id = tracking.start_run(key, {**p, "data": data}, report, Path(dataset) / QUARANTINE, dataset=dataset)
     tracking.log_model(run_id, key, bundle)
     tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir)
-    return run_id, evaluation.metrics["model"]
+    return run_id, evaluation.primary

@@ -31,6 +31,7 @@ from mlflow.types.type_hints import TypeFromExample
 from jobaware import capabilities, config, fit, sources
 from jobaware.errors import JobawareError
 from jobaware.jsonable import jsonable
+from jobaware.model import Bundle
 
 HISTORY_TAG = "jobaware.champion_history"
 MODEL_URI_TAG = "jobaware.model_uri"
@@ -127,7 +128,7 @@ def training_profile(key: str, version: str) -> dict | None:
     return json.loads(Path(client.download_artifacts(run_id, PROFILE)).read_text())
 
 
-def log_model(run_id: str, key: str, bundle) -> str:
+def log_model(run_id: str, key: str, bundle: Bundle) -> str:
     """Log the bundle as a pyfunc model with the capability's signature and input example; return its URI."""
     mlflow, _ = mlflow_client(create=True)
     capability = capabilities.get(key)
@@ -145,7 +146,7 @@ def log_model(run_id: str, key: str, bundle) -> str:
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],
         )
         mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
-        if getattr(bundle, "trained_on", None):
+        if bundle.trained_on:
             mlflow.set_tag(f"{TRAINED_ON_TAG}.bundle", json.dumps(bundle.trained_on, sort_keys=True))
     return info.model_uri
 
@@ -264,7 +265,7 @@ def _model_version(client, name: str, version: str):
         raise RegistryError(f"could not read version {version} of {name}: {exc.message.splitlines()[0][:300]}") from None
 
 
-def load_bundle(key: str, version: str | None = None, alias: str = "champion"):
+def load_bundle(key: str, version: str | None = None, alias: str = "champion") -> tuple[Bundle, str]:
     """The bundle of a registered version (or of the version an alias points to), and that version.
 
     A bundle trained with other feature code than this jobaware's is refused: it would be fed features
@@ -279,7 +280,7 @@ def load_bundle(key: str, version: str | None = None, alias: str = "champion"):
     _model_version(client, name, version)
     model = _registry_call(lambda: mlflow.pyfunc.load_model(f"models:/{name}/{version}"), f"{name} version {version}")
     bundle = model.unwrap_python_model().bundle
-    trained_with = getattr(bundle, "feature_version", None)
+    trained_with = bundle.feature_version
     if trained_with != capability.feature_version:
         raise JobawareError(f"{name} version {version} was trained with feature code {trained_with}; this jobaware "
                             f"computes features with version {capability.feature_version}: retrain it")

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, create_model
 from jobaware import tracking
 from jobaware.bodies import openapi_schema
 from jobaware.errors import InputError, JobawareError, TooLargeError
+from jobaware.model import Bundle
 
 logger = logging.getLogger("jobaware.serving")
 RELOAD_SECONDS = float(os.environ.get("JOBAWARE_RELOAD_SECONDS", "5"))
@@ -39,7 +40,7 @@ class ChampionFollower:
     def __init__(self, key: str, reload_seconds: float = RELOAD_SECONDS):
         self.key = key
         self.reload_seconds = reload_seconds
-        self._current: tuple[object, str] | None = None
+        self._current: tuple[Bundle, str] | None = None
         self.profiles: dict[str, dict | None] = {}  # what each loaded version was trained on (jobaware.fit)
         self._failing = False
         self._thread = threading.Thread(target=self._follow, name=f"champion-{key}", daemon=True)
@@ -57,8 +58,7 @@ class ChampionFollower:
             if version is not None and (self._current is None or version != self._current[1]):
                 bundle, version = tracking.load_bundle(self.key, version)
                 self.profiles[version] = tracking.training_profile(self.key, version)
-                if hasattr(bundle, "warm"):
-                    bundle.warm()  # state built once per model, before the first request and before /readyz
+                bundle.warm()  # state built once per model, before the first request and before /readyz
                 self._current = (bundle, version)
                 _settle()
                 logger.warning("serving jobaware-%s version %s", self.key, version)
@@ -76,7 +76,7 @@ class ChampionFollower:
     def ready(self) -> bool:
         return self._current is not None
 
-    def get(self) -> tuple[object, str]:
+    def get(self) -> tuple[Bundle, str]:
         """The loaded (bundle, version); 503 while there is none."""
         current = self._current
         if current is None:

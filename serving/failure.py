@@ -10,7 +10,7 @@ import pydantic_core
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from jobaware.failure.predict import answer_rows
+from jobaware.failure.service import answer_rows
 from jobaware.fit import answer_flags
 from jobaware.failure.readers.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body

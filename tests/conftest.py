@@ -38,7 +38,7 @@ def synthetic(tmp_path_factory) -> tuple[Path, Path]:
 def champion(synthetic, tmp_path_factory) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import tracking
-    from jobaware.failure.steps import log_trained
+    from jobaware.failure.train import log_trained
     from jobaware.failure.train import train
     from jobaware.failure.readers import read_jobs
 

@@ -8,6 +8,7 @@ undefined metric, too little evaluation data); a failed contract stops validatio
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -355,6 +356,60 @@ def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
     assert module.FEATURE_VERSION == capability.feature_version
     assert capability.min_eval_rows > 0 and capability.primary_metric
 
+
+
+# ---------------------------------------------------------------- one layout for every slice, by role
+ROLES = ("capability.py", "params.py", "schema.py", "synth.py", "train.py", "bundle.py", "service.py")
+OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py")  # where the slice has features, steps, commands
+READERS = ("reader.py", "reader", "readers.py", "readers")  # the reader role: a module or a package
+# registry reference -> the role module and function it must name
+ROLE_REFS = {"synth": "synth:write_synthetic", "default_data": "synth:default_data", "signature": "bundle:signature",
+             "input_example": "bundle:input_example", "score": "train:score", "predict_file": "service:predict_file",
+             "train": "train:train", "commands": "commands:register"}
+
+
+def _top_level(path: Path) -> tuple[set[str], dict[str, list[str]]]:
+    """The module-level function names of a file, and its classes with the names of their bases."""
+    tree = ast.parse(path.read_text())
+    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: [b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in n.bases]
+               for n in tree.body if isinstance(n, ast.ClassDef)}
+    return functions, classes
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_every_slice_has_the_same_files_for_the_same_roles(key):
+    """Every slice keeps each role in the module named for it (docs/architecture.md): the registry's references
+    name those modules, no role function is defined elsewhere, steps.py holds only the KFP steps its components
+    call, and the bundle and evaluation are the platform's types."""
+    slice_dir = ROOT / "jobaware" / key
+    missing = [role for role in ROLES if not (slice_dir / role).is_file()]
+    assert not missing, f"jobaware/{key}/ lacks {missing}"
+    readers = [r for r in READERS if (slice_dir / r).exists()]
+    assert len(readers) == 1, f"jobaware/{key}/: expected one reader module or package, found {readers}"
+    capability = capabilities.get(key)
+    assert capability.params.__module__ == f"jobaware.{key}.params"
+    assert capability.ingest.target.startswith(f"jobaware.{key}.{readers[0].removesuffix('.py')}")
+    for field, role in ROLE_REFS.items():
+        ref = getattr(capability, field)
+        if ref is not None:
+            assert ref.target == f"jobaware.{key}.{role}", f"{key}: {field} is {ref.target}, not in its role module"
+
+    modules = {path: _top_level(path) for path in sorted(slice_dir.rglob("*.py"))}
+    for path, (functions, _) in modules.items():
+        for role in ROLE_REFS.values():
+            module, function = role.split(":")
+            if function in functions and path != slice_dir / f"{module}.py":
+                pytest.fail(f"jobaware/{key}/{path.relative_to(slice_dir)} defines {function}, a role of {module}.py")
+    assert "Bundle" in sum(modules[slice_dir / "bundle.py"][1].values(), []), f"{key}: no Bundle subclass in bundle.py"
+    assert "Evaluation" in sum(modules[slice_dir / "train.py"][1].values(), []), f"{key}: no Evaluation subclass in train.py"
+
+    if (slice_dir / "steps.py").is_file():
+        component = ROOT / "components" / f"{key}.py"
+        called = set(re.findall(rf"from jobaware\.{key}\.steps import (\w+)", component.read_text())) if component.is_file() else set()
+        public = {f for f in modules[slice_dir / "steps.py"][0] if not f.startswith("_")}
+        assert public and public == called and all(f.endswith("_step") for f in public), (
+            f"jobaware/{key}/steps.py: {sorted(public)}, but its components call {sorted(called)}")
 
 # ---------------------------------------------------------------- the CLI contract
 # Each capability's real sample (a small slice where the sample is large) and a file that is not its data.

@@ -18,12 +18,13 @@ from jobaware.failure.model import PROBABILITIES, FailureModel
 from jobaware.failure.online import OnlineFeatures
 from jobaware.failure.readers.common import NAT, JobColumns, to_canonical_dtypes
 from jobaware.failure.schema import FAILURES
+from jobaware.model import Bundle
 
 HISTORY_JOBS = 200_000
 
 
 @dataclass
-class FailureBundle:
+class FailureBundle(Bundle):
     model: FailureModel
     history: pd.DataFrame
     feature_version: str = FEATURE_VERSION
@@ -112,3 +113,40 @@ class FailureBundle:
 
 
 _FAILURES = np.asarray(FAILURES, dtype=object)  # PROBABILITIES from the third on: p_FAILED, ... (OUTCOMES[1:])
+
+
+def signature():
+    """The pyfunc signature: submit-time fields in (only job_id and submit_time required); probabilities, the
+    operating threshold and the flag at it out."""
+    from mlflow.models import ModelSignature
+    from mlflow.types import ColSpec, Schema
+
+    from jobaware.failure.schema import INTEGER, NUMERIC, OUTCOMES, SUBMIT_FIELDS, TIME_COLUMNS
+
+    def kind(field: str) -> str:
+        if field == "job_id":
+            return "long"
+        if field in TIME_COLUMNS:
+            return "datetime"
+        return "double" if field in NUMERIC or field in INTEGER else "string"
+
+    inputs = Schema([ColSpec(kind(f), f, required=f in ("job_id", "submit_time")) for f in SUBMIT_FIELDS])
+    probabilities = [ColSpec("double", f"p_{c}") for c in ("fail", *OUTCOMES)]
+    outputs = Schema([ColSpec("long", "job_id"), *probabilities, ColSpec("string", "most_likely_failure"),
+                      ColSpec("boolean", "likely_fail", required=False), ColSpec("double", "threshold", required=False)])
+    return ModelSignature(inputs=inputs, outputs=outputs)
+
+
+def input_example(bundle) -> pd.DataFrame:
+    """The three most recent jobs of the bundled history, as submit-time records of the signature's types."""
+    from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
+
+    frame = bundle.history.sort_values("submit_time").tail(3)[list(SUBMIT_FIELDS)].copy()
+    for column in frame.columns:
+        if column == "job_id":
+            frame[column] = frame[column].astype("int64")
+        elif column in NUMERIC or column in INTEGER:
+            frame[column] = frame[column].astype("float64")
+        elif pd.api.types.is_string_dtype(frame[column]):
+            frame[column] = frame[column].astype(object)
+    return frame.reset_index(drop=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pyarrow as pa
+
+from jobaware.errors import JobawareError
 
 TIME_COLUMNS = ("submit_time", "start_time", "end_time")
 
@@ -132,3 +136,11 @@ def request_record_schema() -> dict:
             "additionalProperties": False,
             "description": "a job in the canonical schema; a missing submit_time is now; post-run fields describe "
                            "ended jobs of the history"}
+
+
+def jobs_table(dataset: str | Path) -> Path:
+    """The one canonical job table of a dataset folder (NREL- or SWF-sourced)."""
+    tables = sorted(Path(dataset).glob("*_jobs.parquet"))
+    if len(tables) != 1:
+        raise JobawareError(f"{dataset}: expected one canonical job table, found {len(tables)}")
+    return tables[0]

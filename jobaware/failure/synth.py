@@ -27,6 +27,7 @@ from jobaware.errors import InputError
 from jobaware.failure.writers import NrelWriter
 
 MIN_JOBS, MAX_JOBS = 1_000, 11_000_000
+DEFAULT_SYNTH_JOBS = 150_000
 FORMATS = ("csv", "json", "parquet")
 TRUTH_CLASSES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED")
 ROUND_TIMES = np.array([300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 345600, 864000], float)
@@ -275,3 +276,16 @@ def describe(truth_file: Path) -> str:
     truth = pq.read_table(truth_file).to_pandas()
     means = {c.removeprefix("p_"): round(float(truth[c].mean()), 4) for c in truth.columns if c.startswith("p_")}
     return json.dumps(means)
+
+
+def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
+    """`jobaware data synth failure`: jobs in the NREL format; returns the truth file beside them."""
+    return write(out, n, fmt, seed, progress=progress)
+
+
+def default_data(data_dir: Path, progress=None) -> str:
+    """Synthetic NREL-format jobs, generated once under `data_dir` (the embedded default of `make run`)."""
+    path = data_dir / f"synthetic_failure_{DEFAULT_SYNTH_JOBS}.parquet"
+    if not path.exists():
+        write(path, DEFAULT_SYNTH_JOBS, "parquet", 0, progress=progress)
+    return str(path)

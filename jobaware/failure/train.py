@@ -6,7 +6,7 @@ The three steps are separate functions (the pipeline runs each as its own compon
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +25,7 @@ from jobaware.failure.readers.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel, baselines, time_split
 from jobaware.failure.params import check_params
 from jobaware.failure.synth import bayes_scores
+from jobaware.model import Evaluation
 
 IMPORTANCE_ROWS = 4000
 
@@ -134,17 +135,11 @@ def _table(table: pd.DataFrame | FeatureTable) -> FeatureTable:
     return table if isinstance(table, FeatureTable) else FeatureTable(table)
 
 
-@dataclass
-class Evaluation:
-    metrics: dict[str, dict]
+@dataclass(kw_only=True)
+class FailureEvaluation(Evaluation):
     test_features: pd.DataFrame  # the gate's evaluation data: every test job, or a seeded sample of GATE_ROWS
     test_labels: pd.Series
-    plots: list[Path] = field(default_factory=list)
     importance: pd.Series | None = None
-
-    @property
-    def primary(self) -> dict:
-        return self.metrics["model"]
 
 
 def _importance(model: FailureModel, x: pd.DataFrame, y: pd.Series, seed: int) -> pd.Series:
@@ -163,7 +158,7 @@ GATE_ROWS = 200_000
 
 
 def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: dict | None = None,
-             truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> Evaluation:
+             truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> FailureEvaluation:
     """Score the model and, in the same run, the baselines (fitted on the model's training sample) on every test
     job, part by part; the model (and the majority baseline) also at the model's operating threshold, beside the
     accuracy of always answering the training sample's more common outcome (`majority_accuracy`). The gate keeps
@@ -218,13 +213,50 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
         sample[name] = (pd.concat(xs).iloc[at].reset_index(drop=True), pd.concat(ys).iloc[at].reset_index(drop=True))
     importance = _importance(bundle.model, *sample["importance"], p["seed"])
     made = plots(y_test, proba["model"], plot_dir, importance) if plot_dir else []
-    return Evaluation(results, *sample["gate"], made, importance)
+    return FailureEvaluation(metrics=results, test_features=sample["gate"][0], test_labels=sample["gate"][1], plots=made,
+                             importance=importance)
 
 
 def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
-          plot_dir: Path | None = None) -> tuple[FailureBundle, Evaluation]:
+          plot_dir: Path | None = None) -> tuple[FailureBundle, FailureEvaluation]:
     """featurize -> fit -> evaluate in one call, in memory."""
     p = check_params(params or {})
     table = featurize(jobs, p["test_fraction"])
     bundle = fit(table, FailureBundle.history_tail(jobs), p)
     return bundle, evaluate(bundle, table, p, truth, plot_dir)
+
+
+def score(bundle, eval_dir: Path) -> tuple[float, int]:
+    """ROC-AUC of P(fail) of a bundle on a stored evaluation folder, and the number of labelled jobs in it."""
+    features = pd.read_parquet(Path(eval_dir) / "features.parquet")
+    labels = pd.read_parquet(Path(eval_dir) / "labels.parquet")["label"]
+    keep = labels.notna().to_numpy()
+    features, labels = features.loc[keep].reset_index(drop=True), labels.loc[keep].reset_index(drop=True)
+    if len(labels) == 0:
+        return float("nan"), 0
+    return metrics(labels, bundle.model.predict_proba(features))["roc_auc"], len(labels)
+
+
+def log_evaluation(run_id: str, evaluation, workdir: Path) -> None:
+    """Log to run `run_id` the metrics, plots, feature importance and the test side's features and labels
+    (the gate's data)."""
+    from jobaware import tracking
+
+    eval_dir = workdir / "eval"
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    evaluation.test_features.to_parquet(eval_dir / "features.parquet")
+    evaluation.test_labels.to_frame("label").to_parquet(eval_dir / "labels.parquet")
+    importance = evaluation.importance
+    documents = {"feature_importance": importance.sort_values(ascending=False).to_dict()} if importance is not None else {}
+    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, eval_dir, documents)
+
+
+def log_trained(bundle, evaluation, params: dict, workdir: Path) -> str:
+    """Log an in-memory training result as the pipeline would (run, model, evaluation); the run id."""
+    from jobaware import tracking
+
+    run_id = tracking.start_run("failure", params, {"success": True})
+    tracking.log_model(run_id, "failure", bundle)
+    tracking.log_operating(run_id, bundle.model.operating)
+    log_evaluation(run_id, evaluation, Path(workdir))
+    return run_id

@@ -17,6 +17,7 @@ from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold import features as F
 from jobaware.hold.labels import decisions, describe_hold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
+from jobaware.model import Bundle
 
 # Bump whenever the features a model is fed change: a bundle built with other feature code is refused.
 INPUT_COLUMNS = ("seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode", "reason",
@@ -61,7 +62,7 @@ def current_holds(events: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
 
 
 @dataclass
-class HoldBundle:
+class HoldBundle(Bundle):
     params: dict
     network_state: dict
     static_pairs: list

@@ -55,34 +55,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from jobaware.errors import InputError
 from jobaware.hold.events import EVENT_NAMES, FUTURE_EVENT
+from jobaware.hold.schema import CONTRACT, SCHEMA
 from jobaware.reading import Problem, ReadReport
 
-CONTRACT = "condor_events"
 QUARANTINE = "quarantine.jsonl"
-SCHEMA = pa.schema([
-    ("seq", pa.int64()),
-    ("source", pa.string()),
-    ("line", pa.int64()),
-    ("event_code", pa.int16()),
-    ("event_name", pa.string()),
-    ("cluster", pa.int64()),
-    ("proc", pa.int64()),
-    ("subproc", pa.int64()),
-    ("time", pa.timestamp("ms")),
-    ("utc", pa.bool_()),
-    ("text", pa.string()),
-    ("code", pa.int32()),
-    ("subcode", pa.int32()),
-    ("reason", pa.string()),
-    ("via", pa.string()),
-    ("by_user", pa.string()),
-    ("terminated_normally", pa.bool_()),
-    ("return_value", pa.int32()),
-    ("signal", pa.int32()),
-    ("direction", pa.string()),
-    ("stage", pa.string()),
-    ("job_ad", pa.string()),
-])
 
 ID_WIDTH = 48  # bytes of a header decoded by position: code and job id ...
 DATE_WIDTH = 40  # ... and from the date on

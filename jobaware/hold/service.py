@@ -13,6 +13,7 @@ decision, the hold reason in words (and as the log wrote it), the model version 
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Annotated
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pydantic import ConfigDict, Field, model_validator
 
 from jobaware import fit
@@ -29,7 +31,11 @@ from jobaware.bodies import Body, parse_body
 from jobaware.errors import InputError, TooLargeError
 from jobaware.hold.bundle import HoldBundle, current_holds
 from jobaware.hold.labels import decisions
-from jobaware.hold.reader import ReadOptions, Source, read_events
+from jobaware.hold.reader import EventLogReader, ReadOptions, Source, read_events, to_frame
+from jobaware.hold.schema import CONTRACT, SCHEMA
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
+from jobaware.reading import write_quarantine
 
 MAX_ID = 2**31 - 1
 JobNumber = Annotated[int, Field(ge=0, le=MAX_ID)]
@@ -172,6 +178,33 @@ def decide(bundle: HoldBundle, request: HoldRequest, version: str, options: Read
         "decision": str(row["decision"]),
         "threshold": float(bundle.threshold),
         "model_version": str(version),
-        "trained_on": getattr(bundle, "trained_on", None) or {"source": "unrecorded"},
+        "trained_on": dict(bundle.trained_on) or {"source": "unrecorded"},
         "fit": fit.answer_flags(trained, version, fit.numeric_columns(events)),
     }
+
+
+def predict_file(inputs: list[str], output: str | Path, bundle: HoldBundle, version: str,
+                 progress=None) -> PredictionSummary:
+    """Decide every hold still standing at the end of the event logs (files, globs, folders); one JSON object
+    per line in `output` (`-`: standard output), bad records in `<output>.quarantine.jsonl`."""
+    quarantined: list[dict] = []
+    reader = EventLogReader(inputs, strict=False, progress=progress,
+                            on_bad=lambda record: quarantined.append(json.loads(record.as_json())))
+    events = to_frame(pa.Table.from_batches(list(reader.batches()), schema=SCHEMA))
+    if not len(events):
+        raise InputError(f"{', '.join(map(str, inputs))}: no HTCondor event read"
+                         + (f"; first problem: {reader.report.problems[0]}" if reader.report.problems else ""))
+    decided = bundle.predict(events)
+    with atomic_text(output) as handle:
+        for row in decided.itertuples(index=False):
+            record = row._asdict()
+            record["hold_time"] = record["hold_time"].isoformat(sep=" ")
+            for key in ("hold_code", "hold_subcode"):
+                record[key] = None if record[key] != record[key] else int(record[key])
+            record["model_version"] = version
+            handle.write(json.dumps(record) + "\n")
+    return PredictionSummary(predictions=len(decided), model_version=version, output=str(output),
+                             bad_records=reader.report.bad_rows, quarantine=write_quarantine(output, quarantined),
+                             problems=[str(p) for p in reader.report.problems],
+                             counts={"events": reader.report.rows, "remove": int((decided["decision"] == "remove").sum())},
+                             input_profile=fit.describe({CONTRACT: events}, inputs))

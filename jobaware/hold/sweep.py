@@ -15,6 +15,7 @@ Every trial is checked against Params before any runs. `jobaware.hold.train.run_
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from pathlib import Path
 from typing import Any, Literal
@@ -130,3 +131,11 @@ def trials(source: str | Path | dict | Space | None = None) -> list[dict[str, An
             raise JobawareError(f"search space: trial {number}: {exc}") from None
         out.append(trial)
     return out
+
+
+def pinned_trials(params: str, space: str | Space = "") -> list[dict]:
+    """The sweep's trial parameter sets, each with the run's explicit `params` pinned over the space
+    (`space`: YAML text, a file or a loaded Space; empty for the bundled jobaware/hold/sweep.yaml)."""
+    given = json.loads(params or "{}")
+    check_params(given)
+    return [check_params({**trial, **given}) for trial in trials(space or None)]

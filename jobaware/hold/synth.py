@@ -51,6 +51,8 @@ from jobaware.errors import InputError
 
 MIN_JOBS, MAX_JOBS = 10, 20_000_000
 JOBS_PER_DAY = 5_000
+DEFAULT_SYNTH_JOBS = 40_000
+FORMATS = {"iso": False, "old": True}  # --format of `jobaware data synth hold`: year-less dates?
 START = pd.Timestamp("2025-03-03 00:00:00")
 RELEASE_CODES = (12, 13, 21, 26, 34)
 MAX_POLICY_RELEASES = 3
@@ -604,3 +606,20 @@ def _drop_after(writer: Writer, horizon: float) -> None:
     """The log ends at the horizon: events after it were never written."""
     writer.pending = [item for item in writer.pending if item[0] < horizon]
     heapq.heapify(writer.pending)
+
+
+def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
+    """`jobaware data synth hold`: a global event log (`fmt` iso, the default, or old year-less dates);
+    returns the truth file beside it."""
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(f"--format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    return write(out, n, seed, year_less=FORMATS[fmt or "iso"], progress=progress)
+
+
+def default_data(data_dir: Path, progress=None) -> str:
+    """A synthetic global event log, generated once under `data_dir` (the embedded default of `make run`);
+    its truth lies beside it (jobaware.hold.synth.truth_path)."""
+    path = Path(data_dir) / f"synthetic_hold_{DEFAULT_SYNTH_JOBS}.log"
+    if not path.exists() or not truth_path(path).exists():
+        write(path, DEFAULT_SYNTH_JOBS, 0, progress=progress)
+    return str(path)

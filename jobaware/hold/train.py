@@ -35,8 +35,10 @@ from jobaware.hold.evaluate import choose_threshold, metrics, plots
 from jobaware.hold.labels import decisions
 from jobaware.hold.model import HoldNetwork, StaticEncoder, fit, predict_proba, threads
 from jobaware.hold.params import check_params
-from jobaware.hold.reader import CONTRACT, read_stats
+from jobaware.hold.reader import read_stats
+from jobaware.hold.schema import CONTRACT
 from jobaware.hold.synth import truth_path
+from jobaware.model import Evaluation
 
 EVENT_COLUMNS = ["seq", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode",
                  "terminated_normally", "return_value"]  # what training reads (hold reason texts are not features)
@@ -51,16 +53,9 @@ class Dataset:
     truth: np.ndarray | None  # the generator's P(release) per decision, when known
 
 
-@dataclass
-class Evaluation:
-    metrics: dict[str, dict[str, float]]
-    plots: list[Path] = field(default_factory=list)
-    eval_dir: Path | None = None
-    history: list[dict] = field(default_factory=list)
-
-    @property
-    def primary(self) -> dict[str, float]:
-        return self.metrics["model"]
+@dataclass(kw_only=True)
+class HoldEvaluation(Evaluation):
+    history: list[dict] = field(default_factory=list)  # the network's training epochs
 
 
 def events_file(dataset_dir: str | Path) -> Path:
@@ -202,7 +197,7 @@ def best_trial(results: list[dict]) -> int:
 
 
 def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
-          truth: str | Path | None = None) -> tuple[HoldBundle, Evaluation]:
+          truth: str | Path | None = None) -> tuple[HoldBundle, HoldEvaluation]:
     """Fit the network; evaluate it, the tree baseline, the policy rule (and the oracle) on the test holds;
     write plots and the promotion gate's evaluation folder under `workdir`."""
     p = check_params(params)
@@ -212,7 +207,7 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
         return _train(dataset_dir, p, workdir, truth)
 
 
-def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, Evaluation]:
+def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, HoldEvaluation]:
     data = load_dataset(dataset_dir, p, truth)
     bundle, result, validation_p, validation_y = _fit_network(data, p, workdir, dataset_dir)
     test_rows = _part(data, "test")
@@ -243,7 +238,7 @@ def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, Eval
     made = plots(y_test, curves, bundle.threshold, result.history, results, primary, workdir / "plots")
     eval_dir = write_eval(data, test_rows, workdir / "eval")
     (workdir / "metrics.json").write_text(json.dumps(results, indent=2))
-    return bundle, Evaluation(results, made, eval_dir, result.history)
+    return bundle, HoldEvaluation(metrics=results, plots=made, eval_dir=eval_dir, history=result.history)
 
 
 def write_eval(data: Dataset, test_rows: pd.DataFrame, eval_dir: Path) -> Path:

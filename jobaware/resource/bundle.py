@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from jobaware.errors import InputError
+from jobaware.model import Bundle
 from jobaware.resource.capability import FEATURE_VERSION
 from jobaware.resource.features import ScriptFeatures, extract
 from jobaware.resource.model import MajorityModel, RichModel, SeedSVM, does_work
@@ -59,7 +60,7 @@ def limits_from(params: dict) -> ParseLimits:
 
 
 @dataclass
-class ResourceBundle:
+class ResourceBundle(Bundle):
     model: object
     kind: str
     params: dict

@@ -26,4 +26,4 @@ LABELLED_SCRIPTS = pa.schema([
     pa.field("usable", pa.bool_(), nullable=False),  # neither stub nor label conflict
     pa.field("content", pa.binary(), nullable=False),
 ])
-TRUTH_FILE = "synthetic_truth.csv"  # written by synth.write beside its labels.csv: marks the folder as generated
+TRUTH_FILE = "synthetic_truth.csv"  # written by synth.write_synthetic beside its labels.csv: marks the folder as generated

@@ -589,7 +589,7 @@ def generate(n: int, seed: int, kinds: tuple[str, ...] = ("python", "shell")) ->
     return records
 
 
-def write(out: Path | str, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
+def write_synthetic(out: Path | str, n: int, seed: int = 0, fmt: str | None = None, progress=None) -> Path:
     """Write n generated scripts as `out/labels.csv` + `out/files/`; return the truth file beside them.
 
     `fmt`: None for Python and batch scripts, `python` or `shell` for one kind only."""
@@ -630,5 +630,5 @@ def default_data(data_dir: Path | str, progress=None) -> str:
 
     generated = Path(data_dir) / f"resource_generated_{DEFAULT_GENERATED}"
     if not (generated / TRUTH_FILE).is_file():
-        write(generated, DEFAULT_GENERATED, seed=0, progress=progress)
+        write_synthetic(generated, DEFAULT_GENERATED, seed=0, progress=progress)
     return json.dumps([str(real_sample_path().parent), str(generated)])

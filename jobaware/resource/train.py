@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError, JobawareError
+from jobaware.model import Evaluation
 from jobaware.resource.bundle import ResourceBundle, limits_from, make_model
 from jobaware.resource.evaluate import (
     CVResult,
@@ -65,18 +66,11 @@ TIE = 0.005
 EVAL_COLUMNS = ["file", "class", "group", "origin", "content"]
 
 
-@dataclass
-class Evaluation:
-    metrics: dict[str, dict[str, float]]
-    plots: list[Path]
-    eval_dir: Path
+@dataclass(kw_only=True)
+class ResourceEvaluation(Evaluation):
     chosen: str
     confusion: pd.DataFrame
     table: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-    @property
-    def primary(self) -> float:
-        return self.metrics["model"][PRIMARY_METRIC[0]]
 
 
 @dataclass
@@ -164,7 +158,7 @@ def choose(results: dict[str, CVResult], candidates: list[str]) -> str:
 
 
 def train(dataset_dir: Path | str, params: dict | Params | None = None, workdir: Path | str = "resource-train",
-          progress=None) -> tuple[ResourceBundle, Evaluation]:
+          progress=None) -> tuple[ResourceBundle, ResourceEvaluation]:
     """Cross-validate baselines and candidates on the real scripts, fit the chosen model on all of them.
 
     Writes `workdir/eval/` (the gate's evaluation folder, with the CV predictions and metrics) and
@@ -220,7 +214,8 @@ def train(dataset_dir: Path | str, params: dict | Params | None = None, workdir:
                        f"(macro-F1 {model_metrics['macro_f1']:.3f})", workdir / "plots" / "confusion_matrix.png"),
         plot_comparison({k: metrics[k] for k in results}, workdir / "plots" / "model_comparison.png"),
     ]
-    return bundle, Evaluation(metrics, plots, eval_dir, chosen, matrix, evaluation_table(metrics))
+    return bundle, ResourceEvaluation(metrics=metrics, plots=plots, eval_dir=eval_dir, chosen=chosen, confusion=matrix,
+                                    table=evaluation_table(metrics))
 
 
 def evaluation_table(metrics: dict[str, dict[str, float]]) -> pd.DataFrame:
@@ -235,7 +230,7 @@ def score(bundle: ResourceBundle, eval_dir: Path | str) -> tuple[float, int]:
     re-fitted on the stored folds (see the module docstring). NaN when the folder is too small to decide."""
     data = read_eval(eval_dir)
     rows = len(data.scripts)
-    if not hasattr(bundle, "recipe"):
+    if not isinstance(bundle, ResourceBundle):
         raise JobawareError(f"cannot score a {type(bundle).__name__}: not a resource bundle")
     try:
         _check_eval(data.scripts, int(data.meta.get("cv_folds", 5)), str(eval_dir))

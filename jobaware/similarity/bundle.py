@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
+from jobaware.model import Bundle
 from jobaware.similarity.index import FEATURE_VERSION, SimilarityIndex
 
 INPUT_COLUMNS = ("jobid", "coding", "levels", "algorithm", "top_k")
@@ -20,7 +21,7 @@ OUTPUT_COLUMNS = ("query", "algorithm", "rank", "jobid", "similarity")
 
 
 @dataclass
-class SimilarityBundle:
+class SimilarityBundle(Bundle):
     index: SimilarityIndex
     algorithm: str
     top_k: int = 10

@@ -280,13 +280,6 @@ class EvalSet:
         return float(np.mean((sizes - 1) / (n - 1)))
 
 
-def score(bundle, eval_dir: Path) -> tuple[float, int]:
-    """The bundle's precision@k on a stored evaluation folder, and the number of references it scored."""
-    evalset = EvalSet(eval_dir, bundle.workers)
-    mean, values, _ = evalset.precision(evalset.algorithm_scorer(bundle.algorithm), evalset.meta["k"])
-    return mean, int(np.isfinite(values).sum())
-
-
 def evaluate(bundle, eval_dir: Path, params: dict) -> dict[str, dict[str, float]]:
     """Precision@k (and self-match rate) of every algorithm the evaluation pool allows, and the baselines."""
     evalset = EvalSet(eval_dir, bundle.workers)

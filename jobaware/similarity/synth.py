@@ -23,6 +23,7 @@ Memory is bounded by the chunk of jobs generated at a time; files are appended c
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,9 @@ REAL_SHAPE = {
 NODE_BINS = ((1, 1, 0.62), (2, 4, 0.2), (5, 16, 0.13), (17, 64, 0.04), (65, 256, 0.01))
 ALL_METRICS = np.arange(len(METRICS))
 FIRST_JOBID = 17_600_003
+DEFAULT_SYNTH_JOBS = 20_000
+PLANTED_FIRST_JOBID = 30_000_000  # above the real sample's jobids (17.6M..18.9M)
+REAL_SAMPLE_ENV = "JOBAWARE_MISTRAL_REAL"
 NODE_COUNT = 3340
 
 
@@ -275,7 +279,7 @@ def _paths(out: Path) -> dict[str, Path]:
     return names
 
 
-def write(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None, *,
+def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, progress=None, *,
           tables: tuple[str, ...] = TABLES, family_share: float = 0.2, first_jobid: int = FIRST_JOBID) -> Path:
     """Write `n` generated jobs as the Mistral tables; return the ground-truth families file.
 
@@ -363,3 +367,24 @@ def _write_chunk(handles: dict, jobs: list[Job], jobids: np.ndarray, rng: np.ran
     family = np.array([j.family for j in jobs])
     variant = pa.array([j.variant for j in jobs])
     handles[FAMILIES].write(_lines([ids, pa.array(family.astype(str)), variant], "\n"))
+
+
+def real_sample() -> Path | None:
+    """The real DKRZ Mistral binary codings: $JOBAWARE_MISTRAL_REAL, else the repository's data/real/mistral
+    (None where neither is there, e.g. an image without the sample)."""
+    path = Path(os.environ.get(REAL_SAMPLE_ENV) or
+                Path(__file__).resolve().parents[2] / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv")
+    return path if path.is_file() else None
+
+
+def default_data(data_dir: Path, progress=None) -> str:
+    """`make run`'s default data: the real Mistral sample (its jobids answer `jobaware similarity rank` out of the
+    box), with generated Mistral tables beside it whose planted families the evaluation scores on (their
+    jobids above the real ones), generated once under `data_dir`."""
+    from jobaware import sources
+
+    folder = Path(data_dir) / f"planted_similarity_{DEFAULT_SYNTH_JOBS}"
+    if not (folder / FILES[FAMILIES]).is_file():
+        write_synthetic(folder, DEFAULT_SYNTH_JOBS, 0, progress=progress, first_jobid=PLANTED_FIRST_JOBID)
+    real = real_sample()
+    return sources.encode([str(real), str(folder)] if real else [str(folder)])

@@ -6,30 +6,22 @@
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from jobaware.model import Evaluation
 from jobaware.similarity.bundle import SimilarityBundle
-from jobaware.similarity.evaluate import evaluate, make_eval, timings
+from jobaware.similarity.evaluate import EvalSet, evaluate, make_eval, timings
 from jobaware.similarity.index import SimilarityIndex
 from jobaware.similarity.params import check_params
 
-DEFAULT_SYNTH_JOBS = 20_000
-PLANTED_FIRST_JOBID = 30_000_000  # above the real sample's jobids (17.6M..18.9M)
-REAL_SAMPLE_ENV = "JOBAWARE_MISTRAL_REAL"
 
 
-@dataclass
-class Evaluation:
-    metrics: dict[str, dict[str, float]]
-    plots: list[Path] = field(default_factory=list)
-    eval_dir: Path | None = None
-    report: Path | None = None
-
-    @property
-    def primary(self) -> dict:
-        return self.metrics["model"]
+@dataclass(kw_only=True)
+class SimilarityEvaluation(Evaluation):
+    report: Path | None = None  # the HTML page of the example reference
 
 
 def build(dataset_dir: str | Path, params: dict | None = None, progress=None) -> SimilarityBundle:
@@ -40,7 +32,7 @@ def build(dataset_dir: str | Path, params: dict | None = None, progress=None) ->
     return SimilarityBundle(index, p["algorithm"], p["top_k"], p["workers"])
 
 
-def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> tuple[SimilarityBundle, Evaluation]:
+def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> tuple[SimilarityBundle, SimilarityEvaluation]:
     """build -> make_eval (workdir/eval) -> evaluate (+ timings) -> plots and the HTML report of the paper's
     views for one example job (workdir/plots)."""
     from jobaware.similarity.report import evaluation_plots, report
@@ -58,7 +50,7 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> 
     if reference is not None:
         page, views = report(bundle.index, reference, workdir / "plots" / "report.html", workers=bundle.workers)
         plots += views
-    return bundle, Evaluation(metrics, plots, eval_dir, page)
+    return bundle, SimilarityEvaluation(metrics=metrics, plots=plots, eval_dir=eval_dir, report=page)
 
 
 def example_reference(bundle: SimilarityBundle) -> int | None:
@@ -72,23 +64,8 @@ def example_reference(bundle: SimilarityBundle) -> int | None:
     return best
 
 
-def real_sample() -> Path | None:
-    """The real DKRZ Mistral binary codings: $JOBAWARE_MISTRAL_REAL, else the repository's data/real/mistral
-    (None where neither is there, e.g. an image without the sample)."""
-    path = Path(os.environ.get(REAL_SAMPLE_ENV) or
-                Path(__file__).resolve().parents[2] / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv")
-    return path if path.is_file() else None
-
-
-def default_data(data_dir: Path, progress=None) -> str:
-    """`make run`'s default data: the real Mistral sample (its jobids answer `jobaware similarity rank` out of the
-    box), with generated Mistral tables beside it whose planted families the evaluation scores on (their
-    jobids above the real ones), generated once under `data_dir`."""
-    from jobaware import sources
-    from jobaware.similarity import synth
-
-    folder = Path(data_dir) / f"planted_similarity_{DEFAULT_SYNTH_JOBS}"
-    if not (folder / synth.FILES[synth.FAMILIES]).is_file():
-        synth.write(folder, DEFAULT_SYNTH_JOBS, 0, progress=progress, first_jobid=PLANTED_FIRST_JOBID)
-    real = real_sample()
-    return sources.encode([str(real), str(folder)] if real else [str(folder)])
+def score(bundle, eval_dir: Path) -> tuple[float, int]:
+    """The bundle's precision@k on a stored evaluation folder, and the number of references it scored."""
+    evalset = EvalSet(eval_dir, bundle.workers)
+    mean, values, _ = evalset.precision(evalset.algorithm_scorer(bundle.algorithm), evalset.meta["k"])
+    return mean, int(np.isfinite(values).sum())

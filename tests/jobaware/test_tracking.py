@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from jobaware import tracking
-from jobaware.failure.steps import log_trained
+from jobaware.failure.train import log_trained
 from jobaware.failure.train import train
 from jobaware.failure.readers import read_jobs
 from tests.conftest import free_port, wait_for

@@ -135,7 +135,7 @@ def test_a_byte_order_mark_is_no_part_of_the_header(tmp_path):
 
 
 def test_an_squeue_file_quarantines_the_record_it_cannot_read(tmp_path):
-    from jobaware.failure.predict import read_for_prediction
+    from jobaware.failure.service import read_for_prediction
 
     data = json.loads(SQUEUE.read_text())
     data["jobs"][1]["time_limit"] = "abc"

@@ -5,7 +5,8 @@ import pytest
 
 from jobaware import steps
 from jobaware.errors import ContractError
-from jobaware.failure.steps import featurize_step, jobs_table
+from jobaware.failure.schema import jobs_table
+from jobaware.failure.steps import featurize_step
 from tests.conftest import KTH, NREL_CSV
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from jobaware.errors import InputError
 from jobaware.hold.commands import parse_events
-from jobaware.hold.steps import default_data, predict_file, write_synthetic
-from jobaware.hold.synth import truth_path
+from jobaware.hold.service import predict_file
+from jobaware.hold.synth import default_data, truth_path, write_synthetic
 from tests.jobaware.hold.conftest import CONDOR, STANDALONE
 
 
@@ -24,14 +24,14 @@ def test_events_parse_writes_one_table_and_reports_what_it_read(tmp_path):
 def test_synth_formats_and_the_default_data(tmp_path, monkeypatch):
     import re
 
-    from jobaware.hold import steps
+    from jobaware.hold import synth
 
     truth = write_synthetic(tmp_path / "old.log", 50, seed=1, fmt="old")
     assert truth == truth_path(tmp_path / "old.log") and truth.is_file()
     assert re.match(r"000 \(\d+\.000\.000\) \d\d/\d\d \d\d:\d\d:\d\d ", (tmp_path / "old.log").read_text())
     with pytest.raises(InputError, match="--format: expected one of iso, old"):
         write_synthetic(tmp_path / "x.log", 50, fmt="json")
-    monkeypatch.setattr(steps, "DEFAULT_SYNTH_JOBS", 60)
+    monkeypatch.setattr(synth, "DEFAULT_SYNTH_JOBS", 60)
     made = default_data(tmp_path)
     assert made.endswith("synthetic_hold_60.log") and truth_path(made).is_file()
     written = truth_path(made).stat().st_mtime_ns

@@ -17,10 +17,10 @@ QUICK = {"cv_repeats": 1, "max_epochs": 3, "max_len": 256, "embedding_dim": 16, 
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory) -> Path:
     """300 generated scripts in the real layout (Python and batch)."""
-    from jobaware.resource.synth import write
+    from jobaware.resource.synth import write_synthetic
 
     out = tmp_path_factory.mktemp("resource-generated")
-    write(out, 300, seed=3)
+    write_synthetic(out, 300, seed=3)
     return out
 
 

@@ -92,10 +92,10 @@ def test_whole_source_errors_name_the_source(tmp_path):
 
 
 def test_generated_folders_are_marked_and_found_below_a_folder(tmp_path):
-    from jobaware.resource.synth import write
+    from jobaware.resource.synth import write_synthetic
 
-    write(tmp_path / "outer" / "one", 40, seed=1)
-    write(tmp_path / "outer" / "two", 30, seed=2)
+    write_synthetic(tmp_path / "outer" / "one", 40, seed=1)
+    write_synthetic(tmp_path / "outer" / "two", 30, seed=2)
     progress = []
     frame, _, report = read_scripts([str(tmp_path / "outer")], progress=progress.append)
     assert report.rows == 70 == sum(progress)

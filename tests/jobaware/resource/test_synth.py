@@ -8,7 +8,7 @@ from jobaware.resource.features import extract
 from jobaware.resource.parsing import parse_script
 from jobaware.resource.reader import read_scripts
 from jobaware.resource.schema import TRUTH_FILE
-from jobaware.resource.synth import default_data, write
+from jobaware.resource.synth import default_data, write_synthetic
 from tests.jobaware.resource.conftest import SCRIPTS
 
 
@@ -28,11 +28,11 @@ def test_real_layout_with_truth_beside_it(generated):
 
 
 def test_seeded(tmp_path, generated):
-    write(tmp_path, 300, seed=3)
+    write_synthetic(tmp_path, 300, seed=3)
     assert (tmp_path / "labels.csv").read_bytes() == (generated / "labels.csv").read_bytes()
     first = sorted((generated / "files").iterdir())[5]
     assert (tmp_path / "files" / first.name).read_bytes() == first.read_bytes()
-    write(tmp_path / "other", 300, seed=4)
+    write_synthetic(tmp_path / "other", 300, seed=4)
     assert (tmp_path / "other" / "labels.csv").read_bytes() != (generated / "labels.csv").read_bytes()
 
 
@@ -50,12 +50,12 @@ def test_the_reader_agrees_with_the_truth(generated):
 
 
 def test_formats_and_bad_arguments(tmp_path):
-    write(tmp_path / "sh", 20, seed=1, fmt="shell")
+    write_synthetic(tmp_path / "sh", 20, seed=1, fmt="shell")
     assert {t["kind"] for t in csv.DictReader(open(tmp_path / "sh" / TRUTH_FILE))} == {"shell"}
     with pytest.raises(InputError, match="format: expected python or shell"):
-        write(tmp_path / "x", 5, fmt="csv")
+        write_synthetic(tmp_path / "x", 5, fmt="csv")
     with pytest.raises(InputError, match="n: expected a positive number"):
-        write(tmp_path / "x", 0)
+        write_synthetic(tmp_path / "x", 0)
 
 
 def test_default_data_is_the_real_and_a_generated_folder(tmp_path):

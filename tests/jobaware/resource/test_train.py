@@ -28,7 +28,7 @@ def test_evaluation_table_compares_four_models_on_real_scripts_only(trained):
     m = evaluation.metrics
     assert set(m) == {"model", "majority", "seed_svm", "rich", "sequence"}
     assert evaluation.chosen in ("rich", "sequence") and bundle.kind == evaluation.chosen
-    assert m["model"]["macro_f1"] == m[evaluation.chosen]["macro_f1"] == evaluation.primary
+    assert m["model"]["macro_f1"] == m[evaluation.chosen]["macro_f1"] == evaluation.primary["macro_f1"]
     assert m["majority"]["f1_cpu"] > 0 and m["majority"]["f1_mem"] == 0  # always says cpu
     assert m["model"]["macro_f1"] > m["seed_svm"]["macro_f1"] + 0.15
     assert m["model"]["n_eval"] == 120 and m["model"]["synthetic_rows"] > 0
@@ -40,7 +40,7 @@ def test_evaluation_table_compares_four_models_on_real_scripts_only(trained):
     assert len(data.scripts) == 120 and (data.scripts["origin"] == "real").all()
     assert (data.augment["origin"] == "synthetic").all() and len(data.augment) == m["model"]["synthetic_rows"]
     assert set(data.augment["class"]) == {"cpu", "mem", "network", "io"}
-    assert json.loads((evaluation.eval_dir / "metrics.json").read_text())["model"]["macro_f1"] == evaluation.primary
+    assert json.loads((evaluation.eval_dir / "metrics.json").read_text())["model"]["macro_f1"] == evaluation.primary["macro_f1"]
     predictions = pd.read_parquet(evaluation.eval_dir / "cv_predictions.parquet")
     assert len(predictions) == 120 and {"rich_r0", "sequence_r0", "seed_svm_r0"} <= set(predictions.columns)
 
@@ -48,7 +48,7 @@ def test_evaluation_table_compares_four_models_on_real_scripts_only(trained):
 def test_score_refits_the_recipe_on_the_stored_folds(trained, tmp_path):
     bundle, evaluation = trained
     value, rows = score(bundle, evaluation.eval_dir)
-    assert rows == 120 and value == pytest.approx(evaluation.primary)
+    assert rows == 120 and value == pytest.approx(evaluation.primary["macro_f1"])
     assert PRIMARY_METRIC == ("macro_f1", True)
     small = tmp_path / "small"
     shutil.copytree(evaluation.eval_dir, small)

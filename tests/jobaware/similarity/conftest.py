@@ -32,7 +32,7 @@ def generated(tmp_path_factory) -> Path:
     from jobaware.similarity import synth
 
     out = tmp_path_factory.mktemp("generated")
-    synth.write(out, 4000, seed=3)
+    synth.write_synthetic(out, 4000, seed=3)
     return out
 
 

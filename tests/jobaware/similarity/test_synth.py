@@ -32,7 +32,7 @@ def test_real_shape_constants_are_measured_on_the_real_sample():
 
 @pytest.mark.timeout(120)
 def test_generated_pool_has_the_real_shape(tmp_path):
-    truth = synth.write(tmp_path, 40_000, seed=1, tables=(synth.CODINGS,))
+    truth = synth.write_synthetic(tmp_path, 40_000, seed=1, tables=(synth.CODINGS,))
     assert truth == tmp_path / "families.csv"
     _, codings = _codings(tmp_path / synth.FILES[synth.CODINGS])
     _, real = _codings(REAL)
@@ -88,13 +88,13 @@ def test_families_are_planted_with_their_variants(generated):
 
 def test_same_seed_same_bytes_other_seed_other_jobs(tmp_path):
     for name, seed in (("a", 5), ("b", 5), ("c", 6)):
-        synth.write(tmp_path / name, 500, seed=seed, tables=(synth.CODINGS, synth.LEVELS))
+        synth.write_synthetic(tmp_path / name, 500, seed=seed, tables=(synth.CODINGS, synth.LEVELS))
     read = {n: (tmp_path / n / synth.FILES[synth.LEVELS]).read_bytes() for n in "abc"}
     assert read["a"] == read["b"] != read["c"]
 
 
 def test_a_binary_path_names_the_files_beside_it(tmp_path):
-    truth = synth.write(tmp_path / "pool.csv", 200, seed=0)
+    truth = synth.write_synthetic(tmp_path / "pool.csv", 200, seed=0)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["pool.csv", "pool_families.csv", "pool_jobs.csv", "pool_levels.csv", "pool_node_values.csv"]
     assert truth == tmp_path / "pool_families.csv"
@@ -102,8 +102,8 @@ def test_a_binary_path_names_the_files_beside_it(tmp_path):
 
 def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(InputError, match="jobs: expected 100"):
-        synth.write(tmp_path, 5, seed=0)
+        synth.write_synthetic(tmp_path, 5, seed=0)
     with pytest.raises(InputError, match="format: the Mistral tables are CSV only"):
-        synth.write(tmp_path, 500, 0, "parquet")
+        synth.write_synthetic(tmp_path, 500, 0, "parquet")
     with pytest.raises(InputError, match="tables:"):
-        synth.write(tmp_path, 500, 0, tables=(synth.JOBS,))
+        synth.write_synthetic(tmp_path, 500, 0, tables=(synth.JOBS,))

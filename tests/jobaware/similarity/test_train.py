@@ -11,7 +11,8 @@ from jobaware.errors import InputError, JobawareError
 from jobaware.similarity import evaluate as ev
 from jobaware.similarity.capability import MIN_EVAL_ROWS
 from jobaware.similarity.params import check_params
-from jobaware.similarity.train import build, default_data
+from jobaware.similarity.synth import default_data
+from jobaware.similarity.train import build, score
 
 def test_train_builds_the_index_and_measures_every_algorithm(trained, generated_index):
     bundle, evaluation = trained
@@ -35,13 +36,13 @@ def test_train_builds_the_index_and_measures_every_algorithm(trained, generated_
 
 def test_score_re_scores_any_bundle_on_the_stored_evaluation(trained):
     bundle, evaluation = trained
-    value, rows = ev.score(bundle, evaluation.eval_dir)
+    value, rows = score(bundle, evaluation.eval_dir)
     assert value == pytest.approx(evaluation.metrics["model"]["precision_at_k"])
     assert rows == evaluation.metrics["model"]["references"]
     other = type(bundle)(bundle.index, "b-all", bundle.top_k, bundle.workers)
-    assert ev.score(other, evaluation.eval_dir)[0] == pytest.approx(evaluation.metrics["b-all"]["precision_at_k"])
+    assert score(other, evaluation.eval_dir)[0] == pytest.approx(evaluation.metrics["b-all"]["precision_at_k"])
     with pytest.raises(InputError, match="not a similarity evaluation folder"):
-        ev.score(bundle, evaluation.eval_dir / "pool")
+        score(bundle, evaluation.eval_dir / "pool")
 
 
 def test_the_real_sample_gets_planted_families_of_perturbed_copies(real_dataset, tmp_path):
@@ -51,7 +52,7 @@ def test_the_real_sample_gets_planted_families_of_perturbed_copies(real_dataset,
     truth = pd.read_parquet(tmp_path / ev.TRUTH)
     assert (truth.groupby("family").size().drop(-1) == 11).all()
     bundle = build(real_dataset, params)
-    value, rows = ev.score(bundle, tmp_path)
+    value, rows = score(bundle, tmp_path)
     assert rows == 50 and 0.3 < value <= 1
     evalset = ev.EvalSet(tmp_path)
     _, _, self_match = evalset.precision(evalset.algorithm_scorer("b-all"), 10)
@@ -73,12 +74,12 @@ def test_params_are_checked():
 
 def test_default_data_is_generated_once(tmp_path, monkeypatch):
     from jobaware import sources
-    from jobaware.similarity import synth, train as train_module
+    from jobaware.similarity import synth
 
-    monkeypatch.setattr(train_module, "DEFAULT_SYNTH_JOBS", 300)
+    monkeypatch.setattr(synth, "DEFAULT_SYNTH_JOBS", 300)
     made = default_data(tmp_path)
     real, folder = sources.parse(made)  # the real Mistral sample, and the planted families beside it
-    assert Path(real) == train_module.real_sample() and Path(real).name == "dkrz_mistral_job_codings_binary.csv"
+    assert Path(real) == synth.real_sample() and Path(real).name == "dkrz_mistral_job_codings_binary.csv"
     first = (tmp_path / folder / "families.csv").stat().st_mtime_ns
     assert default_data(tmp_path) == made
     assert (tmp_path / folder / "families.csv").stat().st_mtime_ns == first

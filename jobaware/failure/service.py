@@ -1,4 +1,5 @@
-"""Predict a job file with a registered model; history is computed causally from the file itself."""
+"""`failure`'s answers: one row per job of a service request (`answer_rows`), and `predict_file` over job files
+(NREL, SWF or squeue --json), whose history features are computed causally from the files themselves."""
 
 from __future__ import annotations
 

@@ -1,0 +1,44 @@
+"""What the platform knows of every capability's model: the `Bundle` it registers and serves, and the
+`Evaluation` its training returns. A slice's bundle and evaluation subclass these (taking their defaults);
+`tracking`, the shared steps and `serving.base` use nothing else of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class Bundle(Protocol):
+    """The registered artefact of a capability (pickled with joblib inside an MLflow pyfunc)."""
+
+    feature_version: str  # the feature code it was built with: a bundle of another version is refused
+    # what it learnt from, for people and the `fit` answer (logged as a run tag); empty when it says nothing
+    trained_on: Mapping[str, Any] = MappingProxyType({})
+
+    def predict(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """One answer per input row, as the capability's pyfunc signature says."""
+        ...
+
+    def warm(self) -> None:
+        """Build what serving needs once per loaded model, before the first request; nothing by default."""
+
+
+@dataclass(kw_only=True)
+class Evaluation:
+    """Metrics per scorer (`"model"`: the trained model; the others: baselines), the plots drawn, and the
+    folder the promotion gate re-scores bundles on (`eval_dir`, where training wrote one)."""
+
+    metrics: dict[str, dict[str, float]]
+    plots: list[Path] = field(default_factory=list)
+    eval_dir: Path | None = None
+
+    @property
+    def primary(self) -> dict[str, float]:
+        """The trained model's metrics, the primary metric among them."""
+        return self.metrics["model"]
