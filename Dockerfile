@@ -11,16 +11,17 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-COPY constraints.txt pyproject.toml README.md ./
-# The dependencies first, in a layer that changes only with them (an empty package stands in for the code)...
+COPY constraints.txt pyproject.toml ./
+# The dependencies first, in a layer that changes only with them (an empty package and README stand in)...
 RUN mkdir jobaware components pipelines serving \
-    && touch jobaware/__init__.py components/__init__.py pipelines/__init__.py serving/__init__.py \
+    && touch README.md jobaware/__init__.py components/__init__.py pipelines/__init__.py serving/__init__.py \
     && pip install --find-links "$TORCH_FIND_LINKS" torch==2.13.0+cpu \
     && pip install -c constraints.txt . \
     && pip uninstall --yes jobaware \
     && rm -rf build jobaware.egg-info jobaware components pipelines serving \
     && python3 -c "import torch; assert not torch.version.cuda, torch.version.cuda"
 # ...then the project itself.
+COPY README.md ./
 COPY jobaware jobaware
 COPY components components
 COPY pipelines pipelines

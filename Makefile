@@ -34,8 +34,8 @@ image: venv  # the project image with podman, on a Debian base built from Debian
 	# BASE_IMAGE=python:3.11-slim-bookworm to choose the base, JOBAWARE_IMAGE=NAME:TAG to choose the tag
 	$(BIN)/python -m jobaware.containers
 
-test-containers: image  # each pipeline step and each service in the image (opt-in: not yet passed end to end)
-	JOBAWARE_CONTAINER_TESTS=1 JOBAWARE_REQUIRE_PODMAN=1 $(BIN)/python -m pytest -q --durations=10 tests/test_containers.py
+test-containers: image  # each pipeline step and each service in the image (`make test` runs them when the image is fresh)
+	JOBAWARE_REQUIRE_PODMAN=1 $(BIN)/python -m pytest -q --durations=10 tests/test_containers.py
 
 bench: venv
 	$(BIN)/pip install --quiet -c constraints.txt -e '.[bench]'

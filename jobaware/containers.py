@@ -8,6 +8,7 @@ Every podman call gets `podman/containers.conf` (runc, rlimits a root without CA
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -27,6 +28,10 @@ PUBLIC_BASE = "docker.io/library/python:3.11-slim-bookworm"
 DEBIAN_BASE = "localhost/jobaware-base:bookworm"
 DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
 USER_ID = 10001  # the image's user (see Dockerfile)
+# what the Dockerfile copies from the project: the image is stale when any of it changed since the build
+SOURCES = ("constraints.txt", "pyproject.toml", "Dockerfile", "jobaware", "components", "pipelines",
+           "serving", "adapters", "data_contracts", "data/real/scripts")
+SOURCE_LABEL = "org.jobaware.source-digest"
 
 
 def podman_env() -> dict:
@@ -45,6 +50,23 @@ def podman(*args: str, check: bool = True, capture: bool = True) -> subprocess.C
 
 def image_exists(name: str) -> bool:
     return podman("image", "exists", name, check=False).returncode == 0
+
+
+def source_digest(root: Path = ROOT) -> str:
+    """SHA-256 over the paths and contents of the files the image is built from (caches left out)."""
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        top = root / name
+        for path in sorted([top] if top.is_file() else top.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def image_digest(tag: str = IMAGE) -> str:
+    """The source digest an image was built from (its label), empty for an image without one."""
+    label = podman("image", "inspect", "--format", f'{{{{index .Labels "{SOURCE_LABEL}"}}}}', tag, check=False)
+    return label.stdout.strip() if label.returncode == 0 else ""
 
 
 def cache_dir() -> Path:
@@ -123,6 +145,7 @@ def build(base: str = "", tag: str = IMAGE, log=print) -> int:
         mounts += [f"--volume={path}:{path}:ro" for path in paths if path != Path("/etc/pip.conf")]
         log(f"podman build {tag} on {base}")
         result = podman("build", "--format=docker", "--network=host", "--pull=never", f"--tag={tag}",
+                        f"--label={SOURCE_LABEL}={source_digest()}",
                         f"--build-arg=BASE_IMAGE={base}", f"--build-arg=TORCH_FIND_LINKS={torch_find_links()}",
                         *mounts, str(ROOT), check=False, capture=False)
         if result.returncode != 0:

@@ -57,6 +57,14 @@ def conformance_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("conformance-home")
 
 
+@pytest.fixture
+def in_home(conformance_home, monkeypatch) -> Path:
+    """The conformance home as this test's JOBAWARE_HOME (tracking into its own store)."""
+    monkeypatch.setenv("JOBAWARE_HOME", str(conformance_home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    return conformance_home
+
+
 def free_port() -> int:
     import socket
 
@@ -152,3 +160,8 @@ def fresh_redis(redis_url) -> str:
     with redis.Redis.from_url(redis_url) as client:
         client.flushdb()
     return redis_url + "/0"
+
+
+def pytest_collection_modifyitems(items):
+    """The container tests last: they reuse the conformance suite's runs, and in CI the image builds meanwhile."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/test_containers.py"))

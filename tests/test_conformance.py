@@ -93,11 +93,6 @@ def test_bad_parameters_are_refused_naming_the_parameter(key):
 
 
 # ---------------------------------------------------------------- a small real run per capability
-@pytest.fixture
-def in_home(conformance_home, monkeypatch) -> Path:
-    monkeypatch.setenv("JOBAWARE_HOME", str(conformance_home))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    return conformance_home
 
 
 _RUNS: dict[str, str] = {}

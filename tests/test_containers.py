@@ -3,8 +3,10 @@ README's budget; one pipeline per capability with every step in the image (`pipe
 registering the same kind of model as the subprocess runner; and each of the four services served from the image
 on loopback, read-only root, answering the README's example request as uid 10001.
 
-Slow. Needs podman and the image `make image` builds: without them the tests skip, except where
-JOBAWARE_REQUIRE_PODMAN=1 (CI), where they fail.
+Slow, and run last (tests/conftest.py). Needs podman and the image `make image` builds from this tree (an image
+built from other sources is stale: its label says what it was built from); without them the tests skip, except
+where JOBAWARE_REQUIRE_PODMAN=1 (CI), where they fail. Where JOBAWARE_IMAGE_BUILD names a file, a build runs
+beside the suite (.ci/run) and writes its exit status there: the tests wait for it, at most 45 minutes.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -23,18 +26,38 @@ import pytest
 from jobaware import capabilities, containers
 from tests.conftest import ROOT, free_port, wait_for
 from tests.test_cli import run
+from tests.test_conformance import smoke_version
 
 IMAGE = os.environ.get("JOBAWARE_IMAGE", containers.IMAGE)
 KEYS = capabilities.keys()
 
 
+BUILD_WAIT_SECONDS = 45 * 60
+
+
+def wait_for_build(status: Path) -> None:
+    """Wait (bounded) for the image build running beside the suite to write its exit status to `status`."""
+    deadline = time.monotonic() + BUILD_WAIT_SECONDS
+    while not status.is_file() or not status.read_text().strip():
+        if time.monotonic() > deadline:
+            pytest.fail(f"the image build beside the suite wrote no status to {status} in {BUILD_WAIT_SECONDS} s")
+        time.sleep(5)
+    code = status.read_text().strip()
+    if code != "0":
+        log = status.with_suffix(".log")
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+        pytest.fail(f"`make image` beside the suite failed (exit {code}):\n{tail}")
+
+
 def require_image() -> None:
-    if os.environ.get("JOBAWARE_CONTAINER_TESTS") != "1":
-        pytest.skip("the container tests are opt-in until they have passed end to end: `make test-containers`")
+    if os.environ.get("JOBAWARE_IMAGE_BUILD"):
+        wait_for_build(Path(os.environ["JOBAWARE_IMAGE_BUILD"]))
     if not shutil.which("podman"):
         reason = "podman is not installed (apt-get install podman runc)"
     elif not containers.image_exists(IMAGE):
         reason = f"no image {IMAGE}: build it with `make image`"
+    elif containers.image_digest(IMAGE) != containers.source_digest():
+        reason = f"{IMAGE} was built from other sources than this tree's: rebuild it with `make image`"
     else:
         return
     if os.environ.get("JOBAWARE_REQUIRE_PODMAN") == "1":
@@ -110,11 +133,12 @@ def model_kind(key: str, home: Path, version: str, monkeypatch) -> tuple[str, li
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("key", KEYS)
-def test_pipeline_in_containers_registers_the_same_kind_of_model(key, container_home, smoke_data, tmp_path,
-                                                                  monkeypatch):
+def test_pipeline_in_containers_registers_the_same_kind_of_model(key, container_home, smoke_data, in_home,
+                                                                  tmp_path_factory, monkeypatch):
+    """The same smoke data and parameters as the conformance suite's subprocess run (reused where it ran)."""
     kind = model_kind(key, container_home, in_containers(key, container_home, smoke_data[key]), monkeypatch)
-    version = pipeline(key, tmp_path, smoke_data[key], "subprocess")
-    assert kind == model_kind(key, tmp_path, version, monkeypatch)
+    version = smoke_version(key, in_home, tmp_path_factory.mktemp(key))
+    assert kind == model_kind(key, in_home, version, monkeypatch)
     logs = sorted((container_home / "logs").glob(f"pipeline-{key}-*.log"))
     assert logs and "Found image" in logs[-1].read_text(errors="replace")  # the steps ran in the image
 
