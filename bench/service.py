@@ -91,9 +91,9 @@ def main() -> None:
     os.environ["JOBAWARE_HOME"] = home
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import tracking
-    from jobaware.failure.readers import read_jobs
+    from jobaware.failure.reader import read_jobs
     from jobaware.failure.predict import answer_rows
-    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.steps import log_trained
     from jobaware.failure.synth import write
     from jobaware.failure.train import train

@@ -81,7 +81,7 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
         truth = capability.synth(data, records, seed=5, fmt=None, progress=None)
         steps.ingest(key, str(data), dataset)
         if capability.train is None:  # failure: its own training step
-            from jobaware.failure.readers import read_jobs
+            from jobaware.failure.reader import read_jobs
             from jobaware.failure.steps import log_trained
             from jobaware.failure.train import train
 

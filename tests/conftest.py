@@ -40,7 +40,7 @@ def champion(synthetic, tmp_path_factory) -> str:
     from jobaware import tracking
     from jobaware.failure.steps import log_trained
     from jobaware.failure.train import train
-    from jobaware.failure.readers import read_jobs
+    from jobaware.failure.reader import read_jobs
 
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train(jobs, {"max_iter": 80})

@@ -9,7 +9,7 @@ import pytest
 from jobaware import tracking
 from jobaware.failure.steps import log_trained
 from jobaware.failure.train import train
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from tests.conftest import free_port, wait_for
 
 

@@ -11,11 +11,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import Batch, to_canonical_dtypes
+from jobaware.failure.reader.common import Batch, to_canonical_dtypes
 from jobaware.reading import ReadReport
 from jobaware.sources import files as source_files
-from jobaware.failure.readers.nrel import iter_csv, iter_json, iter_parquet
-from jobaware.failure.readers.swf import iter_swf
+from jobaware.failure.reader.nrel import iter_csv, iter_json, iter_parquet
+from jobaware.failure.reader.swf import iter_swf
 from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
