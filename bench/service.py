@@ -90,7 +90,7 @@ def main() -> None:
     home = tempfile.mkdtemp(prefix="jobaware-bench-")
     os.environ["JOBAWARE_HOME"] = home
     os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from jobaware import tracking
+    from jobaware import gate, tracking
     from jobaware.failure.reader import read_jobs
     from jobaware.failure.predict import answer_rows
     from jobaware.failure.reader.slurm import parse_request
@@ -103,7 +103,7 @@ def main() -> None:
     jobs, _ = read_jobs(data)
     bundle, evaluation = train(jobs, {"max_iter": 100})
     run_id = log_trained(bundle, evaluation, {}, Path(home))
-    tracking.promote("failure", tracking.register("failure", run_id))
+    gate.promote("failure", tracking.register("failure", run_id))
 
     after = bundle.history["end_time"].max() + pd.Timedelta(minutes=5)
     inside = bundle.history["end_time"].quantile(0.6).floor("s")

@@ -116,9 +116,9 @@ def register_step(key: str, run_id: str) -> str:
 
 
 def promote_step(key: str, version: str) -> dict:
-    from jobaware import tracking
+    from jobaware import gate
 
-    decision = tracking.promote(key, version)
+    decision = gate.promote(key, version)
     print(json.dumps(jsonable(decision), default=str))
     return decision
 
