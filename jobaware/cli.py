@@ -64,6 +64,7 @@ def data_validate(
     """Check source data against its contracts: exit 0 when every record is good and every expectation met,
     1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
     from jobaware import sources, steps
+    from jobaware.reading import QUARANTINE
 
     capabilities.get(key)
     paths = [path for source in paths for path in sources.expand(source)]
@@ -73,7 +74,7 @@ def data_validate(
             steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
         with err.status("checking the data contracts"):
             report = steps.validate(Path(tmp), budget=0.0)
-        text = steps.format_validation(report).replace(str(Path(tmp) / steps.QUARANTINE), "the quarantine")
+        text = steps.format_validation(report).replace(str(Path(tmp) / QUARANTINE), "the quarantine")
     if as_json:
         show(report, True)
     else:

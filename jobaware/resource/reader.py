@@ -45,7 +45,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.process import cdist
 
 from jobaware.errors import InputError
-from jobaware.reading import Problem, ReadReport
+from jobaware.reading import QUARANTINE, Problem, ReadReport
 from jobaware.resource.lexer import NEWLINE, scan_tokens
 from jobaware.resource.schema import CLASSES, CONTRACT, LABELLED_SCRIPTS, TRUTH_FILE
 
@@ -283,7 +283,7 @@ def ingest(sources: list[str] | str, out_dir: Path | str, *, strict: bool = Fals
     out_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pandas(frame, schema=LABELLED_SCRIPTS, preserve_index=False),
                    out_dir / f"{CONTRACT}.parquet")
-    with open(out_dir / "quarantine.jsonl", "w") as handle:
+    with open(out_dir / QUARANTINE, "w") as handle:
         for record in quarantined:
             handle.write(json.dumps(record) + "\n")
     return report

@@ -43,7 +43,7 @@ from jobaware.hold.reader.blocks import mix64
 from jobaware.hold.reader.entry import ingest, read_events, read_stats, to_frame, write_events
 from jobaware.hold.reader.eventlog import EventLogReader
 from jobaware.hold.reader.sources import Source, resolve_sources
-from jobaware.hold.reader.table import CONTRACT, QUARANTINE, SCHEMA, BadRecord, ReadOptions, ReadStats
+from jobaware.hold.reader.table import CONTRACT, SCHEMA, BadRecord, ReadOptions, ReadStats
 
-__all__ = ["CONTRACT", "QUARANTINE", "SCHEMA", "BadRecord", "EventLogReader", "ReadOptions", "ReadStats", "Source",
+__all__ = ["CONTRACT", "SCHEMA", "BadRecord", "EventLogReader", "ReadOptions", "ReadStats", "Source",
            "ingest", "mix64", "read_events", "read_stats", "resolve_sources", "to_frame", "write_events"]

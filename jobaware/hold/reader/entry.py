@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 
 from jobaware.hold.reader.eventlog import EventLogReader
 from jobaware.hold.reader.sources import Source
-from jobaware.hold.reader.table import CONTRACT, QUARANTINE, SCHEMA, ReadOptions, ReadStats
-from jobaware.reading import ReadReport
+from jobaware.hold.reader.table import CONTRACT, SCHEMA, ReadOptions, ReadStats
+from jobaware.reading import QUARANTINE, ReadReport
 
 
 def read_events(sources: list[str] | str | list[Source], options: ReadOptions | None = None, *,

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from jobaware.reading import Problem
 
 CONTRACT = "condor_events"
-QUARANTINE = "quarantine.jsonl"
 SCHEMA = pa.schema([
     ("seq", pa.int64()),
     ("source", pa.string()),
