@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import io
 import time as _time
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from jobaware.errors import InputError
+from jobaware.sources import files
 
 
 @dataclass
@@ -34,32 +34,19 @@ NOT_LOGS = (".parquet", ".json", ".jsonl", ".md", ".yaml", ".yml")  # skipped in
 NOT_LOG_NAMES = ("notice", "license", "licence", "readme", "provenance")
 
 
+def _is_log(path: Path) -> bool:
+    return path.suffix.lower() not in NOT_LOGS and path.stem.lower() not in NOT_LOG_NAMES
+
+
 def resolve_sources(sources: list[str] | str) -> list[Path]:
-    """Files named, matched by globs, or inside folders (not recursively); each once."""
+    """Files named, matched by globs, or inside folders (not recursively; truth files and notes left out), by
+    the shared expander (`jobaware.sources.files`); each once, symbolic links resolved."""
     if isinstance(sources, str | Path):
         sources = [str(sources)]
     if not sources:
         raise InputError("no event log given")
-    found: list[Path] = []
-    for source in sources:
-        source = str(source)
-        if any(ch in source for ch in "*?["):
-            matches = sorted(Path(p) for p in glob.glob(source, recursive=True) if Path(p).is_file())
-            if not matches:
-                raise InputError(f"{source}: no file matches this pattern")
-            found += matches
-        elif Path(source).is_dir():
-            inside = sorted(p for p in Path(source).iterdir()
-                            if p.is_file() and not p.name.startswith(".") and p.suffix.lower() not in NOT_LOGS
-                            and p.stem.lower() not in NOT_LOG_NAMES)
-            if not inside:
-                raise InputError(f"{source}: folder holds no file")
-            found += inside
-        elif Path(source).is_file():
-            found.append(Path(source))
-        else:
-            raise InputError(f"{source}: no such file")
-    unique: dict[Path, None] = {}
-    for path in found:
-        unique.setdefault(path.resolve(), None)
-    return list(unique)
+    found = files([str(source) for source in sources], keep=_is_log)
+    for name in found:
+        if not Path(name).is_file():  # an object-store or job-store URI: not an event log on this machine
+            raise InputError(f"{name}: no such file")
+    return list(dict.fromkeys(Path(name).resolve() for name in found))
