@@ -90,10 +90,10 @@ def main() -> None:
     home = tempfile.mkdtemp(prefix="jobaware-bench-")
     os.environ["JOBAWARE_HOME"] = home
     os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from jobaware import tracking
-    from jobaware.failure.readers import read_jobs
+    from jobaware import gate, tracking
+    from jobaware.failure.reader import read_jobs
     from jobaware.failure.service import answer_rows
-    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.train import log_trained
     from jobaware.failure.synth import write
     from jobaware.failure.train import train
@@ -103,7 +103,7 @@ def main() -> None:
     jobs, _ = read_jobs(data)
     bundle, evaluation = train(jobs, {"max_iter": 100})
     run_id = log_trained(bundle, evaluation, {}, Path(home))
-    tracking.promote("failure", tracking.register("failure", run_id))
+    gate.promote("failure", tracking.register("failure", run_id))
 
     after = bundle.history["end_time"].max() + pd.Timedelta(minutes=5)
     inside = bundle.history["end_time"].quantile(0.6).floor("s")

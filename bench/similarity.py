@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 from jobaware.similarity import synth  # noqa: E402
 from jobaware.similarity.algorithms import as_text, workers_for  # noqa: E402
 from jobaware.similarity.index import SimilarityIndex  # noqa: E402
-from jobaware.similarity.readers import ingest  # noqa: E402
+from jobaware.similarity.reader import ingest  # noqa: E402
 from jobaware.similarity.schema import METRICS  # noqa: E402
 from tests.jobaware.similarity import reference as plain  # noqa: E402
 

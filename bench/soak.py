@@ -66,7 +66,7 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
     trained, logged, registered and promoted in process (what its pipeline does, without kfp.local)."""
     os.environ["JOBAWARE_HOME"] = str(home)
     os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from jobaware import capabilities, steps, tracking
+    from jobaware import capabilities, gate, steps, tracking
     from jobaware.errors import JobawareError
 
     for key in keys:
@@ -81,7 +81,7 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
         truth = capability.synth(data, records, seed=5, fmt=None, progress=None)
         steps.ingest(key, str(data), dataset)
         if capability.train is None:  # failure: its own training step
-            from jobaware.failure.readers import read_jobs
+            from jobaware.failure.reader import read_jobs
             from jobaware.failure.train import log_trained
             from jobaware.failure.train import train
 
@@ -92,7 +92,7 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
             run_id, _ = steps.train_step(key, str(dataset), json.dumps(params), "", str(data),
                                          str(truth) if key == "hold" else "", str(work / f"{key}-work"),
                                          str(work / f"{key}.joblib"))
-        tracking.promote(key, tracking.register(key, run_id))
+        gate.promote(key, tracking.register(key, run_id))
 
 
 def requests_for(key: str, home: Path) -> list[Request]:

@@ -65,6 +65,7 @@ def data_validate(
     """Check source data against its contracts: exit 0 when every record is good and every expectation met,
     1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
     from jobaware import sources, steps
+    from jobaware.reading import QUARANTINE
 
     capabilities.get(key)
     paths = [path for source in paths for path in sources.expand(source)]
@@ -74,7 +75,7 @@ def data_validate(
             steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
         with err.status("checking the data contracts"):
             report = steps.validate(Path(tmp), budget=0.0)
-        text = steps.format_validation(report).replace(str(Path(tmp) / steps.QUARANTINE), "the quarantine")
+        text = steps.format_validation(report).replace(str(Path(tmp) / QUARANTINE), "the quarantine")
     if as_json:
         show(report, True)
     else:
@@ -250,14 +251,14 @@ def _failure_reason(log: Path) -> str:
 
 def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
     """The metrics of the versions this run registered, and where to look at them."""
-    from jobaware import tracking
+    from jobaware import gate, tracking
 
     summary = {}
     for key, version in versions.items():
         capability = capabilities.get(key)
         metrics = tracking.version_metrics(key, version) if version else {}
         champion = tracking.champion_version(key)
-        gate = (tracking.last_promotion(key, version) or {}) if version else {}
+        gate = (gate.last_promotion(key, version) or {}) if version else {}
         summary[key] = {"version": version, "champion": champion, "gate": gate.get("reason"), "metrics": metrics}
         if as_json:
             continue
@@ -307,9 +308,9 @@ def models_promote(
     as_json: JsonFlag = False,
 ):
     """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused."""
-    from jobaware import tracking
+    from jobaware import gate
 
-    decision = tracking.promote(capabilities.get(key).key, version, force)
+    decision = gate.promote(capabilities.get(key).key, version, force)
     show(decision, as_json, [{k: v for k, v in decision.items() if k != "checks"}])
     raise typer.Exit(0 if decision["promoted"] else 1)
 
@@ -317,9 +318,9 @@ def models_promote(
 @models_app.command("rollback")
 def models_rollback(key: Key, as_json: JsonFlag = False):
     """Point champion back at the previous champion."""
-    from jobaware import tracking
+    from jobaware import gate
 
-    show(tracking.rollback(capabilities.get(key).key), as_json)
+    show(gate.rollback(capabilities.get(key).key), as_json)
 
 
 # ---------------------------------------------------------------- predictions and services

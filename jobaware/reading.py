@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 MAX_EXAMPLES = 20
+QUARANTINE = "quarantine.jsonl"  # the bad records of a read, one JSON object a line
 
 
 def abbreviated(text: str) -> str:
@@ -112,9 +113,9 @@ def write_quarantine(output: str | Path, records: list[dict]) -> str | None:
     if not records:
         return None
     if is_stdout(output):
-        quarantine = config.logs_dir() / f"predict-{time.strftime('%Y%m%d-%H%M%S')}.quarantine.jsonl"
+        quarantine = config.logs_dir() / f"predict-{time.strftime('%Y%m%d-%H%M%S')}.{QUARANTINE}"
     else:
-        quarantine = Path(output).with_name(Path(output).name + ".quarantine.jsonl")
+        quarantine = Path(output).with_name(f"{Path(output).name}.{QUARANTINE}")
     with atomic_text(quarantine) as handle:
         for record in records:
             handle.write(json.dumps(record, default=str) + "\n")

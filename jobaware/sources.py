@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from jobaware.errors import InputError
@@ -52,10 +53,11 @@ def expand(source: str) -> list[str]:
     raise InputError(f"{source}: no such file or folder")
 
 
-def files(names: list[str] | str, suffixes: tuple[str, ...] = (), *, recursive: bool = False) -> list[str]:
+def files(names: list[str] | str, suffixes: tuple[str, ...] = (), *, recursive: bool = False,
+          keep: Callable[[Path], bool] | None = None) -> list[str]:
     """The files named by paths, globs and folders (a folder: the files inside it, with one of `suffixes` when
-    given, hidden ones left out; below it too with `recursive`), in order, each once. Raises InputError
-    naming the source that holds no file."""
+    given and those `keep` accepts when given, hidden ones left out; below it too with `recursive`), in order,
+    each once. Raises InputError naming the source that holds no file."""
     found: list[str] = []
     for name in [names] if isinstance(names, str | Path) else names:
         for match in expand(str(name)):
@@ -65,7 +67,7 @@ def files(names: list[str] | str, suffixes: tuple[str, ...] = (), *, recursive: 
                 continue
             inside = sorted(p for p in (path.rglob("*") if recursive else path.iterdir())
                             if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-                            and (not suffixes or p.name.lower().endswith(suffixes)))
+                            and (not suffixes or p.name.lower().endswith(suffixes)) and (keep is None or keep(p)))
             if not inside:
                 wanted = f" ({', '.join(suffixes)})" if suffixes else ""
                 raise InputError(f"{name}: no files{wanted} in this folder")

@@ -20,12 +20,11 @@ from pathlib import Path
 from jobaware import capabilities, sources
 from jobaware.jsonable import jsonable
 from jobaware.errors import ContractError, JobawareError
-from jobaware.reading import ReadReport
+from jobaware.reading import QUARANTINE, ReadReport
 from jobaware.store import is_store
 
 DEFAULT_BUDGET = 0.01
 READ_REPORT = "read.json"
-QUARANTINE = "quarantine.jsonl"
 
 
 def use_tracking(uri: str) -> None:
@@ -116,9 +115,9 @@ def register_step(key: str, run_id: str) -> str:
 
 
 def promote_step(key: str, version: str) -> dict:
-    from jobaware import tracking
+    from jobaware import gate
 
-    decision = tracking.promote(key, version)
+    decision = gate.promote(key, version)
     print(json.dumps(jsonable(decision), default=str))
     return decision
 

@@ -1,16 +1,7 @@
 """MLflow conventions: experiment and registered model `jobaware-<key>`, aliases challenger and champion.
 
-The promotion gate (`promote`) moves `champion` to a candidate version only when all of these hold:
-- the registry answered every question (an error other than "no such alias" stops the gate; nothing moves);
-- both models can be scored by this jobaware: each bundle records the feature-code version it was trained
-  with, and a bundle from other feature code is never scored through this code;
-- each evaluation set the decision rests on holds at least the capability's `min_eval_rows` rows;
-- the candidate's score on the primary metric is defined and at least as good as the champion's on the
-  candidate's evaluation data and, when the champion was evaluated on other data (another source or another
-  split), on the champion's evaluation data too: a model is never promoted on its own test set alone;
-- or the person forced it (`--force`), which is logged as such.
-Every promotion and rollback is an MLflow run of its own; the registered model keeps the list of earlier
-champions (a tag) for `rollback`.
+Run logging (training runs, models, evaluations, sweeps), registering, and reading the registry; the
+promotion gate and rollback live in `jobaware.gate`.
 """
 
 from __future__ import annotations
@@ -33,7 +24,6 @@ from jobaware.errors import JobawareError
 from jobaware.jsonable import jsonable
 from jobaware.model import Bundle
 
-HISTORY_TAG = "jobaware.champion_history"
 MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
 TRAINED_ON_TAG = "jobaware.trained_on"  # the data's kind and tables; `.bundle`: a bundle's own `trained_on`, as JSON
@@ -122,7 +112,7 @@ def start_run(key: str, params: dict, validation: dict | None = None, quarantine
 def training_profile(key: str, version: str) -> dict | None:
     """What a registered version was trained on (`fit/profile.json` of its run), None for a run without it."""
     _, client = mlflow_client()
-    run_id = _model_version(client, capabilities.get(key).model_name, version).run_id
+    run_id = model_version(client, capabilities.get(key).model_name, version).run_id
     if not any(a.path == PROFILE for a in client.list_artifacts(run_id, Path(PROFILE).parent.as_posix())):
         return None
     return json.loads(Path(client.download_artifacts(run_id, PROFILE)).read_text())
@@ -195,13 +185,13 @@ def log_evaluation(run_id: str, metrics: dict[str, dict], plots: list[Path], eva
 def model_uri(run_id: str) -> str:
     """The URI of the model logged in a run."""
     _, client = mlflow_client()
-    uri = _registry_call(lambda: client.get_run(run_id), f"run {run_id}").data.tags.get(MODEL_URI_TAG)
+    uri = registry_call(lambda: client.get_run(run_id), f"run {run_id}").data.tags.get(MODEL_URI_TAG)
     if not uri:
         raise JobawareError(f"run {run_id} logged no model")
     return uri
 
 
-def _registry_call(call, what: str):
+def registry_call(call, what: str):
     """Run a registry call; any failure becomes a RegistryError that names what was being read."""
     from mlflow.exceptions import MlflowException
 
@@ -254,7 +244,8 @@ def alias_version(client, name: str, alias: str) -> str | None:
         raise RegistryError(f"could not read alias '{alias}' of {name}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
-def _model_version(client, name: str, version: str):
+def model_version(client, name: str, version: str):
+    """A registered version; a JobawareError when there is no such version, a RegistryError when unreadable."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -277,8 +268,8 @@ def load_bundle(key: str, version: str | None = None, alias: str = "champion") -
     version = version or alias_version(client, name, alias)
     if version is None:
         raise JobawareError(f"no model version of {name} has alias '{alias}'; run `jobaware pipeline run {key}` first")
-    _model_version(client, name, version)
-    model = _registry_call(lambda: mlflow.pyfunc.load_model(f"models:/{name}/{version}"), f"{name} version {version}")
+    model_version(client, name, version)
+    model = registry_call(lambda: mlflow.pyfunc.load_model(f"models:/{name}/{version}"), f"{name} version {version}")
     bundle = model.unwrap_python_model().bundle
     trained_with = bundle.feature_version
     if trained_with != capability.feature_version:
@@ -287,126 +278,6 @@ def load_bundle(key: str, version: str | None = None, alias: str = "champion") -
     return bundle, str(version)
 
 
-def _eval_folder(client, name: str, version: str, into: Path) -> Path:
-    mlflow, _ = mlflow_client()
-    run_id = _model_version(client, name, version).run_id
-    path = _registry_call(lambda: mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=EVAL_DIR,
-                                                                      dst_path=str(into)), f"the evaluation data of version {version}")
-    return Path(path)
-
-
-def _eval_sha(client, name: str, version: str) -> str | None:
-    run_id = _model_version(client, name, version).run_id
-    return _registry_call(lambda: client.get_run(run_id), f"the run of version {version}").data.tags.get(EVAL_TAG)
-
-
-def _history(client, name: str) -> list[str]:
-    tags = _registry_call(lambda: client.get_registered_model(name), name).tags
-    return json.loads(tags.get(HISTORY_TAG, "[]"))
-
-
-def _log_action(key: str, action: str, params: dict, metrics: dict) -> None:
-    mlflow, _ = mlflow_client()
-    with mlflow.start_run(experiment_id=experiment_id(key), run_name=action, tags={"jobaware.action": action}):
-        mlflow.log_params(params)
-        mlflow.log_metrics({k: v for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
-
-
-def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[dict], list[str]]:
-    """Score candidate and champion on every evaluation set the decision needs; return the checks and
-    the reasons (if any) not to promote."""
-    capability = capabilities.get(key)
-    name = capability.model_name
-    reasons: list[str] = []
-    try:
-        bundles = {candidate: load_bundle(key, candidate)[0]}
-        if champion is not None:
-            bundles[champion] = load_bundle(key, champion)[0]
-    except RegistryError:
-        raise
-    except JobawareError as exc:
-        return [], [str(exc)]
-    sets = [candidate]
-    if champion is not None and _eval_sha(client, name, champion) != _eval_sha(client, name, candidate):
-        sets.append(champion)  # evaluated on other data: the candidate must be as good on the champion's too
-    checks = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for owner in sets:
-            folder = _eval_folder(client, name, owner, Path(tmp) / owner)
-            check = {"eval_data_of": owner, "rows": 0, "candidate": float("nan"), "champion": float("nan")}
-            check["candidate"], check["rows"] = capability.score(bundles[candidate], folder)
-            if champion is not None:
-                check["champion"], _ = capability.score(bundles[champion], folder)
-            checks.append(check)
-            where = f"the evaluation data of version {owner}"
-            if check["rows"] < capability.min_eval_rows:
-                reasons.append(f"{where} has {check['rows']:,} rows; the gate needs at least "
-                               f"{capability.min_eval_rows:,} to decide")
-            elif not math.isfinite(check["candidate"]):
-                reasons.append(f"{capability.primary_metric} of version {candidate} is undefined on {where}")
-            elif champion is not None and math.isfinite(check["champion"]) and not capability.better(
-                    check["candidate"], check["champion"]):
-                reasons.append(f"version {candidate} scores {check['candidate']:.4f} against the champion's "
-                               f"{check['champion']:.4f} ({capability.primary_metric}) on {where}")
-    return checks, reasons
-
-
-def promote(key: str, version: str | None = None, force: bool = False) -> dict:
-    """The promotion gate (see the module docstring); returns the decision, logged as an MLflow run."""
-    _, client = mlflow_client()
-    capability = capabilities.get(key)
-    name = capability.model_name
-    candidate = str(version) if version else alias_version(client, name, "challenger")
-    if candidate is None:
-        raise JobawareError(f"{name} has no challenger to promote")
-    found = _model_version(client, name, candidate)
-    champion = alias_version(client, name, "champion")
-    if champion == candidate:  # no gate to run: the scores quoted are the registry's
-        score = _score(client, found, capability.primary_metric)
-        checks, reasons = [{"eval_data_of": candidate, "rows": 0, "candidate": score, "champion": score}], []
-    else:
-        checks, reasons = _gate(key, client, candidate, champion)
-    promoted = not reasons or force
-    if promoted and champion != candidate:
-        history = _history(client, name)
-        if champion:
-            _registry_call(lambda: client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history + [champion])),
-                           f"the champion history of {name}")
-        try:
-            _registry_call(lambda: client.set_registered_model_alias(name, "champion", candidate), f"{name}@champion")
-        except RegistryError:
-            if champion:  # put the history back as it was; the champion did not move
-                client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
-            raise
-    # the scores quoted: those of the first evaluation set on which the candidate's score is defined
-    first = next((c for c in checks if math.isfinite(c["candidate"])), checks[0] if checks else {})
-    decision = {
-        "model": name, "candidate": candidate, "champion_before": champion, "metric": capability.primary_metric,
-        "candidate_score": first.get("candidate", float("nan")), "champion_score": first.get("champion", float("nan")),
-        "promoted": promoted, "forced": bool(force and reasons), "champion": candidate if promoted else champion,
-        "reason": "; ".join(reasons) if reasons else ("already the champion" if champion == candidate else "passed the gate"),
-        "checks": checks,
-    }
-    _log_action(key, "promote", {"candidate": candidate, "champion_before": champion or "none", "forced": force,
-                                 "reason": decision["reason"][:490]},
-                {"candidate_score": decision["candidate_score"], "champion_score": decision["champion_score"],
-                 "promoted": float(promoted)})
-    return decision
-
-
-def rollback(key: str) -> dict:
-    """Point champion back at the previous champion; logged like a promotion."""
-    _, client = mlflow_client()
-    name = capabilities.get(key).model_name
-    history = _history(client, name)
-    if not history:
-        raise JobawareError(f"{name} has no earlier champion to roll back to")
-    current = alias_version(client, name, "champion")
-    previous = history.pop()
-    _registry_call(lambda: client.set_registered_model_alias(name, "champion", previous), f"{name}@champion")
-    client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history))
-    _log_action(key, "rollback", {"from_version": current or "none", "to_version": previous}, {})
-    return {"model": name, "from": current, "champion": previous}
 
 
 def list_models() -> list[dict]:
@@ -415,31 +286,31 @@ def list_models() -> list[dict]:
     rows = []
     for capability in capabilities.registry().values():
         name = capability.model_name
-        versions = _registry_call(lambda: client.search_model_versions(f"name='{name}'"), name)  # noqa: B023
+        versions = registry_call(lambda: client.search_model_versions(f"name='{name}'"), name)  # noqa: B023
         if not versions:
             continue
-        aliases = _registry_call(lambda: client.get_registered_model(name), name).aliases  # noqa: B023
+        aliases = registry_call(lambda: client.get_registered_model(name), name).aliases  # noqa: B023
         for version in versions:
             rows.append({
                 "model": name,
                 "version": str(version.version),
                 "aliases": ",".join(sorted(a for a, v in aliases.items() if str(v) == str(version.version))),
                 "metric": capability.primary_metric,
-                "score": _score(client, version, capability.primary_metric),
+                "score": version_score(client, version, capability.primary_metric),
                 "run_id": version.run_id,
                 "created": pd.Timestamp(version.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
             })
     return sorted(rows, key=lambda r: (r["model"], int(r["version"])))
 
 
-def _score(client, version, metric: str) -> float:
+def version_score(client, version, metric: str) -> float:
     """A version's primary metric: its tag, else the metric of its run (a number; NaN only when neither has it)."""
     try:
         score = float(version.tags.get(metric, "nan"))
     except ValueError:
         score = float("nan")
     if not math.isfinite(score):
-        run = _registry_call(lambda: client.get_run(version.run_id), f"the run of version {version.version}")
+        run = registry_call(lambda: client.get_run(version.run_id), f"the run of version {version.version}")
         score = float(run.data.metrics.get(metric, float("nan")))
     return score
 
@@ -447,8 +318,8 @@ def _score(client, version, metric: str) -> float:
 def version_metrics(key: str, version: str) -> dict:
     """The metrics document (`metrics/all.json`) of the run behind a registered version."""
     _, client = mlflow_client()
-    run_id = _model_version(client, capabilities.get(key).model_name, version).run_id
-    path = _registry_call(lambda: client.download_artifacts(run_id, "metrics/all.json"), f"the metrics of version {version}")
+    run_id = model_version(client, capabilities.get(key).model_name, version).run_id
+    path = registry_call(lambda: client.download_artifacts(run_id, "metrics/all.json"), f"the metrics of version {version}")
     return json.loads(Path(path).read_text())
 
 
@@ -456,14 +327,6 @@ def champion_version(key: str) -> str | None:
     _, client = mlflow_client()
     return alias_version(client, capabilities.get(key).model_name, "champion")
 
-
-def last_promotion(key: str, version: str) -> dict | None:
-    """The newest gate decision logged for `version` (params candidate, reason, forced), or None."""
-    _, client = mlflow_client()
-    runs = _registry_call(lambda: client.search_runs(
-        [experiment_id(key)], f"tags.`jobaware.action` = 'promote' and params.candidate = '{version}'",
-        order_by=["attributes.start_time DESC"], max_results=1), f"the promotions of version {version}")
-    return dict(runs[0].data.params) if runs else None
 
 
 # ---------------------------------------------------------------- sweeps
@@ -514,13 +377,13 @@ def describe_version(key: str, version: str) -> dict:
     _, client = mlflow_client()
     capability = capabilities.get(key)
     name = capability.model_name
-    found = _model_version(client, name, version)
-    run = _registry_call(lambda: client.get_run(found.run_id), f"the run of version {version}")
-    aliases = _registry_call(lambda: client.get_registered_model(name), name).aliases
+    found = model_version(client, name, version)
+    run = registry_call(lambda: client.get_run(found.run_id), f"the run of version {version}")
+    aliases = registry_call(lambda: client.get_registered_model(name), name).aliases
     profile = training_profile(key, version) or {}
     gate = []
     experiment = client.get_experiment_by_name(capability.experiment_name)
-    actions = _registry_call(lambda: client.search_runs(
+    actions = registry_call(lambda: client.search_runs(
         [experiment.experiment_id], "tags.`jobaware.action` != ''", order_by=["attributes.start_time ASC"],
         max_results=1000), f"the gate history of {name}") if experiment else []
     for action in actions:
@@ -540,7 +403,7 @@ def describe_version(key: str, version: str) -> dict:
     return {
         "model": name, "version": str(version), "run_id": found.run_id,
         "aliases": sorted(a for a, v in aliases.items() if str(v) == str(version)),
-        "metric": capability.primary_metric, "score": _score(client, found, capability.primary_metric),
+        "metric": capability.primary_metric, "score": version_score(client, found, capability.primary_metric),
         "created": pd.Timestamp(found.creation_timestamp, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
         "trained_on": {"data": run.data.params.get("data"), "kind": profile.get("kind", "unknown"),
                        "tables": {t: v["rows"] for t, v in profile.get("tables", {}).items()},
@@ -560,7 +423,7 @@ def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
             experiments[found.experiment_id] = key
     if not experiments:
         return []
-    runs = _registry_call(lambda: client.search_runs(list(experiments), order_by=["attributes.start_time DESC"],
+    runs = registry_call(lambda: client.search_runs(list(experiments), order_by=["attributes.start_time DESC"],
                                                      max_results=limit), "the runs")
     rows = []
     for run in runs:

@@ -12,7 +12,7 @@ from starlette.responses import Response
 
 from jobaware.failure.service import answer_rows
 from jobaware.fit import answer_flags
-from jobaware.failure.readers.slurm import parse_request, request_schema
+from jobaware.failure.reader.slurm import parse_request, request_schema
 from serving.base import ChampionFollower, answering, harden, request_body
 
 # jobs per request: an answer takes about 280 bytes per job, so 3,000 keep it under 1 MiB (issue 30)

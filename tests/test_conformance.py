@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from jobaware import capabilities, config, contracts, steps, tracking
+from jobaware import capabilities, config, contracts, gate, steps, tracking
 from jobaware.errors import ContractError, JobawareError
 from tests.fuzzing import examples, fuzz_example, fuzz_service
 from tests.conftest import ROOT, free_port, wait_for
@@ -132,13 +132,13 @@ def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_pa
 
     # a second version from the same run: the gate compares the two on the same data and passes a tie
     second = tracking.register(key, rows[version]["run_id"])
-    decision = tracking.promote(key, second)
+    decision = gate.promote(key, second)
     assert decision["promoted"] and decision["champion"] == second, decision["reason"]
     assert decision["candidate_score"] == pytest.approx(decision["champion_score"], nan_ok=True)
-    assert tracking.rollback(key)["champion"] == version
+    assert gate.rollback(key)["champion"] == version
     assert tracking.champion_version(key) == version
     with pytest.raises(JobawareError, match="no earlier champion"):
-        tracking.rollback(key)
+        gate.rollback(key)
     actions = client.search_runs([tracking.experiment_id(key)], "tags.`jobaware.action` = 'rollback'")
     assert len(actions) == 1
 
@@ -161,7 +161,7 @@ def test_the_gate_moves_nothing_under_a_registry_outage(key, in_home, tmp_path_f
     with pytest.MonkeyPatch.context() as patch:  # its own patch: undoing it keeps the fixture's JOBAWARE_HOME
         patch.setattr(MlflowClient, "get_model_version_by_alias", outage)
         with pytest.raises(tracking.RegistryError, match="could not read alias 'champion'.*connection reset"):
-            tracking.promote(key, candidate)
+            gate.promote(key, candidate)
     assert tracking.champion_version(key) == before
 
 
@@ -178,17 +178,17 @@ def test_the_gate_refuses_an_undefined_metric_and_too_little_evaluation_data(key
     candidate = tracking.register(key, run_id)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(capability.score, "resolve", lambda: lambda bundle, folder: (float("nan"), 10**6))
-        decision = tracking.promote(key, candidate)
+        decision = gate.promote(key, candidate)
         assert not decision["promoted"] and "is undefined" in decision["reason"]
         assert tracking.champion_version(key) == champion
 
         patch.setattr(capability.score, "resolve", lambda: lambda bundle, folder: (1.0, 3))
-        decision = tracking.promote(key, candidate)
+        decision = gate.promote(key, candidate)
         assert not decision["promoted"] and f"has 3 rows; the gate needs at least {capability.min_eval_rows:,}" in decision["reason"]
-        assert tracking.last_promotion(key, candidate)["reason"] == decision["reason"][:490]
-        forced = tracking.promote(key, candidate, force=True)
+        assert gate.last_promotion(key, candidate)["reason"] == decision["reason"][:490]
+        forced = gate.promote(key, candidate, force=True)
         assert forced["promoted"] and forced["forced"]
-    tracking.rollback(key)
+    gate.rollback(key)
     assert tracking.champion_version(key) == champion
 
 
@@ -356,7 +356,7 @@ def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
 # ---------------------------------------------------------------- one layout for every slice, by role
 ROLES = ("capability.py", "params.py", "schema.py", "synth.py", "train.py", "bundle.py", "service.py")
 OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py")  # where the slice has features, steps, commands
-READERS = ("reader.py", "reader", "readers.py", "readers")  # the reader role: a module or a package
+READERS = ("reader.py", "reader")  # the reader role: a module or a package
 # registry reference -> the role module and function it must name
 ROLE_REFS = {"synth": "synth:write_synthetic", "default_data": "synth:default_data", "signature": "bundle:signature",
              "input_example": "bundle:input_example", "score": "train:score", "predict_file": "service:predict_file",

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.slurm.collector import Slurm
 from jobaware import card as cards
-from jobaware.failure.readers.slurm import FieldError, from_squeue
+from jobaware.failure.reader.slurm import FieldError, from_squeue
 from jobaware.failure.schema import FAILURES
 from jobaware.store import JobKey, JobStore
 

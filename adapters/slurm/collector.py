@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobaware.failure.readers.slurm import FieldError, from_squeue
+from jobaware.failure.reader.slurm import FieldError, from_squeue
 from jobaware.failure.schema import normalize_state
 from jobaware.store import JobKey, JobStore
 

@@ -16,7 +16,7 @@ from jobaware.failure.capability import FEATURE_VERSION
 from jobaware.failure.features import CATEGORICAL, build_features
 from jobaware.failure.model import PROBABILITIES, FailureModel
 from jobaware.failure.online import OnlineFeatures
-from jobaware.failure.readers.common import NAT, JobColumns, to_canonical_dtypes
+from jobaware.failure.reader.common import NAT, JobColumns, to_canonical_dtypes
 from jobaware.failure.schema import FAILURES
 from jobaware.model import Bundle
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from jobaware.failure.readers.common import JobColumns
+from jobaware.failure.reader.common import JobColumns
 from jobaware.failure.writers import NrelWriter
 from jobaware.store import JobStore, open_store
 

@@ -24,7 +24,7 @@ from jobaware.failure.features import (
     CATEGORICAL, ENTITIES, REQUEST_NUMBERS, SUBMIT_WINDOWS, feature_block, features_frame, history_columns,
     history_timelines, job_class_keys,
 )
-from jobaware.failure.readers.common import JobColumns
+from jobaware.failure.reader.common import JobColumns
 
 KEEP_SECONDS = 8 * 86400
 MAX_SUBMISSIONS = 1_000_000

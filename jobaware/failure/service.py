@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.model import PROBABILITIES
-from jobaware.failure.readers import iter_batches
-from jobaware.failure.readers.common import to_canonical_dtypes
-from jobaware.failure.readers.dispatch import contract_for, job_files
-from jobaware.failure.readers.slurm import read_squeue_json
+from jobaware.failure.reader import iter_batches
+from jobaware.failure.reader.common import to_canonical_dtypes
+from jobaware.failure.reader.dispatch import contract_for, job_files
+from jobaware.failure.reader.slurm import read_squeue_json
 from jobaware import fit
 from jobaware.jsonable import jsonable
 from jobaware.outputs import atomic_text

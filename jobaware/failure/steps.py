@@ -9,12 +9,13 @@ import joblib
 import pandas as pd
 import pyarrow.parquet as pq
 
-from jobaware import steps, tracking
+from jobaware import tracking
 from jobaware.failure import synth
 from jobaware.failure.params import check_params
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.schema import jobs_table
 from jobaware.failure.train import FeatureTable, evaluate, featurize_file, fit, log_evaluation
+from jobaware.reading import QUARANTINE
 
 KEY = "failure"
 
@@ -35,7 +36,7 @@ def train_step(features: str, dataset: str, params: str, validation: str, data: 
     joblib.dump(bundle, model_out)
     report = json.loads(Path(validation).read_text()) if validation else {}
     run_id = tracking.start_run(KEY, {**p, "data": data, "rows": pq.ParquetFile(table).metadata.num_rows}, report,
-                                Path(dataset) / steps.QUARANTINE, dataset=dataset)
+                                Path(dataset) / QUARANTINE, dataset=dataset)
     tracking.log_model(run_id, KEY, bundle)
     tracking.log_operating(run_id, bundle.model.operating)
     return run_id

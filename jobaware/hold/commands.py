@@ -14,6 +14,7 @@ import typer
 from jobaware.console import err, progress, renamed, show
 from jobaware.errors import InputError
 from jobaware.outputs import staged
+from jobaware.reading import QUARANTINE
 
 
 def parse_events(logs: list[str], out: str | Path, *, strict: bool = False, year: int | None = None,
@@ -24,7 +25,7 @@ def parse_events(logs: list[str], out: str | Path, *, strict: bool = False, year
     from jobaware.hold.reader import ReadOptions, write_events
 
     out = Path(out)
-    quarantine = out.with_name(out.stem + ".quarantine.jsonl")
+    quarantine = out.with_name(f"{out.stem}.{QUARANTINE}")
     with staged(out) as staging:  # both files replaced only once a read found events
         report, stats = write_events(logs, staging, staging.with_name(quarantine.name), strict=strict,
                                      progress=progress, options=ReadOptions(year=year))

@@ -29,7 +29,6 @@ Stated rules for what is kept:
 from __future__ import annotations
 
 import csv
-import glob
 import hashlib
 import io
 import json
@@ -45,9 +44,10 @@ from rapidfuzz import fuzz
 from rapidfuzz.process import cdist
 
 from jobaware.errors import InputError
-from jobaware.reading import Problem, ReadReport
+from jobaware.reading import QUARANTINE, Problem, ReadReport
 from jobaware.resource.lexer import NEWLINE, scan_tokens
 from jobaware.resource.schema import CLASSES, CONTRACT, LABELLED_SCRIPTS, TRUTH_FILE
+from jobaware.sources import expand
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 NEAR_DUPLICATE_RATIO = 90.0
@@ -69,16 +69,14 @@ def _labels_paths(source: str) -> list[Path]:
 
 
 def _expand(sources: list[str] | str) -> list[Path]:
+    """The labels.csv files of `sources`: each path or glob expanded by the shared `jobaware.sources.expand`,
+    then a folder searched for its labels.csv files (a slice rule: the shared `files` would list every file)."""
     sources = [sources] if isinstance(sources, str | Path) else list(sources)
     if not sources:
         raise InputError("no sources given: name a labels.csv or its folder")
     paths: list[Path] = []
     for source in sources:
-        source = str(source)
-        matches = sorted(glob.glob(source)) if glob.has_magic(source) else [source]
-        if not matches:
-            raise InputError(f"{source}: no file matches this pattern")
-        for match in matches:
+        for match in expand(str(source)):
             paths.extend(_labels_paths(match))
     return list(dict.fromkeys(paths))
 
@@ -283,7 +281,7 @@ def ingest(sources: list[str] | str, out_dir: Path | str, *, strict: bool = Fals
     out_dir.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pandas(frame, schema=LABELLED_SCRIPTS, preserve_index=False),
                    out_dir / f"{CONTRACT}.parquet")
-    with open(out_dir / "quarantine.jsonl", "w") as handle:
+    with open(out_dir / QUARANTINE, "w") as handle:
         for record in quarantined:
             handle.write(json.dumps(record) + "\n")
     return report

@@ -2,7 +2,7 @@
 
 Modules (the lead's wiring calls these):
   schema      formats of the Mistral tables, canonical tables and their contracts' names
-  readers     `ingest(sources, out_dir, strict=, progress=)`, `read_tables(path)`
+  reader      `ingest(sources, out_dir, strict=, progress=)`, `read_tables(path)`
   synth       `write_synthetic(out, n, seed, fmt, progress, tables=, family_share=)`: generated pools, all
               tables; `default_data`, `real_sample`
   algorithms  the six definitions (with sources) and their vectorised kernels

@@ -191,7 +191,7 @@ def open_index(data: list[str] | str | None = None, index: str | Path | None = N
     sources = [data] if isinstance(data, str | Path) else list(data)
     if len(sources) == 1 and Path(sources[0]).is_dir() and any(Path(sources[0]).glob("*.parquet")):
         return SimilarityIndex.build(sources[0], progress=progress)
-    from jobaware.similarity.readers import ingest
+    from jobaware.similarity.reader import ingest
 
     with tempfile.TemporaryDirectory(prefix="jobaware-similar-") as tmp:
         ingest([str(s) for s in sources], Path(tmp), progress=progress)
@@ -217,7 +217,7 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
     """Rank the bundle's pool against every job of Mistral coding files (paths, globs, folders; binary or
     quantised), by the bundle's algorithm; one JSON line per query job (`-`: standard output). Bad records are
     counted and written to `<output>.quarantine.jsonl`."""
-    from jobaware.similarity.readers import expand, iter_blocks
+    from jobaware.similarity.reader import expand, iter_blocks
     algorithm = bundle.algorithm
     predictions, quarantined, problems, tables = 0, [], [], {}
     paths = expand(inputs)

@@ -3,7 +3,7 @@ import pytest
 
 from jobaware.contracts import format_report, load_suite, require, validate_frames, validate_parquet
 from jobaware.errors import ContractError
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from tests.conftest import KTH, NREL_CSV
 
 

@@ -30,5 +30,6 @@ def test_files_takes_paths_globs_and_folders_each_once(tmp_path):
     assert sources.files([str(tmp_path)], (".swf",)) == [a, b]
     assert sources.files(str(tmp_path), (".swf",), recursive=True) == [a, b, c]
     assert sources.files([str(tmp_path / "*.swf"), a, str(tmp_path / "sub")]) == [a, b, c]
+    assert sources.files(str(tmp_path), keep=lambda p: p.suffix != ".swf") == [str(tmp_path / "README.md")]
     with pytest.raises(InputError, match=r"sub: no files \(\.csv\) in this folder"):
         sources.files([str(tmp_path / "sub")], (".csv",))

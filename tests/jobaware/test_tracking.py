@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from jobaware import tracking
+from jobaware import gate, tracking
 from jobaware.failure.train import log_trained
 from jobaware.failure.train import train
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from tests.conftest import free_port, wait_for
 
 
@@ -42,13 +42,13 @@ def _log(jobs, params):
 def test_registry_flow_against_a_real_mlflow_server(mlflow_server, synthetic):
     jobs, _ = read_jobs(synthetic[0])
     good, evaluation = _log(jobs, {"max_iter": 80})
-    assert tracking.promote("failure")["champion"] == good
+    assert gate.promote("failure")["champion"] == good
     weak, _ = _log(jobs, {"max_iter": 1, "learning_rate": 0.01, "calibration": "none"})
-    decision = tracking.promote("failure", weak)
+    decision = gate.promote("failure", weak)
     assert decision["promoted"] is False and decision["champion"] == good
     assert decision["champion_score"] > decision["candidate_score"]
-    assert tracking.promote("failure", weak, force=True)["champion"] == weak
-    assert tracking.rollback("failure")["champion"] == good
+    assert gate.promote("failure", weak, force=True)["champion"] == weak
+    assert gate.rollback("failure")["champion"] == good
     rows = {r["version"]: r for r in tracking.list_models()}
     assert rows[good]["aliases"] == "champion" and rows[weak]["aliases"] == "challenger"
     assert float(rows[good]["score"]) == pytest.approx(evaluation.primary["roc_auc"], abs=1e-6)

@@ -6,7 +6,7 @@ import time
 import httpx
 import pytest
 
-from jobaware import tracking
+from jobaware import gate, tracking
 from tests.conftest import SQUEUE
 from tests.fuzzing import answer_validator
 
@@ -76,11 +76,11 @@ def test_health_metrics_and_openapi(failure_service):
 
 def test_picks_up_a_new_champion_without_restart(failure_service, champion):
     from tests.jobaware.test_tracking import _log
-    from jobaware.failure.readers import read_jobs
+    from jobaware.failure.reader import read_jobs
 
     jobs = read_jobs(__import__("tests.conftest", fromlist=["x"]).ROOT / "data/real/swf/KTH-SP2-1996-2.1-cln.swf")[0]
     new, _ = _log(jobs.iloc[:8000], {"max_iter": 30})
-    assert tracking.promote("failure", new, force=True)["champion"] == new
+    assert gate.promote("failure", new, force=True)["champion"] == new
     try:
         seen = None
         for _ in range(30):  # bounded: the service checks the registry every JOBAWARE_RELOAD_SECONDS (1 s here)
@@ -90,7 +90,7 @@ def test_picks_up_a_new_champion_without_restart(failure_service, champion):
             time.sleep(1)
         assert seen == new
     finally:
-        tracking.rollback("failure")
+        gate.rollback("failure")
 
 
 def test_real_nrel_records_are_predicted_over_http(failure_service, champion):

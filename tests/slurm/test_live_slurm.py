@@ -9,8 +9,8 @@ import pytest
 from adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
 from jobaware.failure.from_store import export
-from jobaware.failure.readers import read_jobs
-from jobaware.failure.readers.slurm import read_squeue_json
+from jobaware.failure.reader import read_jobs
+from jobaware.failure.reader.slurm import read_squeue_json
 from jobaware.store import open_store
 from tests.slurm.cluster import SlurmCluster, require_slurm
 

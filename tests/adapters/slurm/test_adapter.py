@@ -92,7 +92,7 @@ def cluster(tmp_path_factory):
 @pytest.fixture(scope="module")
 def resource_champion(champion, tmp_path_factory) -> str:
     """A resource model trained quickly on the real labelled scripts, registered and promoted beside failure's."""
-    from jobaware import tracking
+    from jobaware import gate, tracking
     from jobaware.resource.reader import ingest
     from jobaware.resource.train import train
 
@@ -104,7 +104,7 @@ def resource_champion(champion, tmp_path_factory) -> str:
     tracking.log_model(run_id, "resource", bundle)
     tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir)
     version = tracking.register("resource", run_id)
-    assert tracking.promote("resource", version)["promoted"]
+    assert gate.promote("resource", version)["promoted"]
     return version
 
 

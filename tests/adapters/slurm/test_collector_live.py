@@ -9,7 +9,7 @@ import pytest
 from adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
 from jobaware.failure.from_store import export
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from jobaware.store import open_store
 
 pytestmark = pytest.mark.slow

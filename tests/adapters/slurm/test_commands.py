@@ -4,7 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from jobaware.cli import app
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from jobaware.store import open_store
 
 pytestmark = pytest.mark.slow

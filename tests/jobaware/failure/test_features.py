@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 
 from jobaware.failure.features import FEATURES, build_features, job_class_keys
-from jobaware.failure.readers import read_jobs
-from jobaware.failure.readers.slurm import parse_request_jobs
+from jobaware.failure.reader import read_jobs
+from jobaware.failure.reader.slurm import parse_request_jobs
 from tests.conftest import KTH
 
 
@@ -56,7 +56,7 @@ def test_only_jobs_that_ended_strictly_before_submit_count():
         {**base, "job_id": 2, "submit_time": t + pd.Timedelta(minutes=5), "state": "PENDING"},
         {**base, "job_id": 3, "submit_time": t + pd.Timedelta(minutes=5, seconds=1), "state": "PENDING"},
     ])
-    from jobaware.failure.readers.common import to_canonical_dtypes
+    from jobaware.failure.reader.common import to_canonical_dtypes
 
     features = build_features(to_canonical_dtypes(frame))
     assert list(features["user_n"]) == [0.0, 0.0, 1.0]  # job 1 ended at job 2's submit second: not before it
@@ -136,7 +136,7 @@ def test_submissions_count_once_per_job_across_requests(jobs):
 
 def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice(monkeypatch):
     from jobaware.failure import online
-    from jobaware.failure.readers.common import JobColumns
+    from jobaware.failure.reader.common import JobColumns
 
     monkeypatch.setattr(online, "MAX_SUBMISSIONS", 3)
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from jobaware import cli
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from tests.conftest import KTH, NREL_CSV, SQUEUE
 
 BARE = re.compile(r"Traceback|unexpected \w+|\b(KeyError|IndexError|ValueError|TypeError|OverflowError|ArrowInvalid|"

@@ -10,7 +10,7 @@ import pytest
 from jobaware.errors import JobawareError
 from jobaware.failure.params import check_params
 from jobaware.failure.train import train
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
 from jobaware.failure.model import _object_categoricals
 from jobaware.failure.trees import ArrayTrees

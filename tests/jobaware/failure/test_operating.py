@@ -8,7 +8,7 @@ from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_sc
 
 from jobaware.failure.evaluate import metrics
 from jobaware.failure.operating import at_threshold, choose_threshold, expected_calibration_error
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from jobaware.failure.schema import OUTCOMES
 from tests.conftest import KTH
 

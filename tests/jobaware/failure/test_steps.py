@@ -7,6 +7,7 @@ from jobaware import steps
 from jobaware.errors import ContractError
 from jobaware.failure.schema import jobs_table
 from jobaware.failure.steps import featurize_step
+from jobaware.reading import QUARANTINE
 from tests.conftest import KTH, NREL_CSV
 
 
@@ -27,7 +28,7 @@ def test_validate_step_stops_at_a_failed_contract_and_at_bad_records_beyond_the_
     bad.write_text("\n".join(lines) + "\n")
     dataset = tmp_path / "bad-dataset"
     assert steps.ingest("failure", str(bad), dataset).bad_rows == 1  # the reader quarantines the negative request
-    quarantined = [json.loads(line) for line in (dataset / steps.QUARANTINE).read_text().splitlines()]
+    quarantined = [json.loads(line) for line in (dataset / QUARANTINE).read_text().splitlines()]
     assert [q["line"] for q in quarantined] == [3]
     assert steps.validate(dataset, budget=0.01)["success"]  # 1 of 700 is within a 1 % budget ...
     with pytest.raises(ContractError, match=r"1 bad record\(s\) of 700 read \(0.14%, over the budget of 0.00%\)"):

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.failure.readers import read_jobs
+from jobaware.failure.reader import read_jobs
 from jobaware.failure.synth import TRUTH_CLASSES, write
 from tests.conftest import NREL_CSV
 

@@ -238,7 +238,7 @@ def test_globs_folders_and_missing_files(tmp_path):
     assert resolve_sources([str(CONDOR)]) == sorted(p for p in CONDOR.iterdir() if p.suffix in (".log", ".txt"))
     with pytest.raises(InputError, match="no such file"):
         resolve_sources([str(tmp_path / "missing.log")])
-    with pytest.raises(InputError, match="no file matches"):
+    with pytest.raises(InputError, match="the pattern matches no file"):
         resolve_sources([str(tmp_path / "*.log")])
 
 

@@ -79,12 +79,15 @@ def test_bad_records_are_quarantined_with_file_line_field_and_reason(tmp_path):
 
 
 def test_whole_source_errors_name_the_source(tmp_path):
-    with pytest.raises(InputError, match="no labels.csv here"):
+    with pytest.raises(InputError, match="nowhere: no such file or folder"):
         ingest([str(tmp_path / "nowhere")], tmp_path / "out")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="empty: no labels.csv here"):
+        ingest([str(tmp_path / "empty")], tmp_path / "out")
     _write(tmp_path / "noheader", "a.py,cpu\n", {"a.py": b"x\n"})
     with pytest.raises(InputError, match=r"noheader/labels.csv:1: header must name the columns file and class"):
         ingest([str(tmp_path / "noheader")], tmp_path / "out")
-    with pytest.raises(InputError, match="no file matches"):
+    with pytest.raises(InputError, match="the pattern matches no file"):
         ingest([str(tmp_path / "*.nothing")], tmp_path / "out")
     _write(tmp_path / "allbad", "file,class\nx.py,cpu\n", {})
     with pytest.raises(InputError, match=r"no readable labelled scripts \(1 bad record"):

@@ -12,7 +12,7 @@ REAL = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv
 
 @pytest.fixture(scope="session")
 def real_dataset(tmp_path_factory) -> Path:
-    from jobaware.similarity.readers import ingest
+    from jobaware.similarity.reader import ingest
 
     out = tmp_path_factory.mktemp("real")
     ingest([str(REAL)], out)
@@ -38,7 +38,7 @@ def generated(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def generated_dataset(generated, tmp_path_factory) -> Path:
-    from jobaware.similarity.readers import ingest
+    from jobaware.similarity.reader import ingest
 
     out = tmp_path_factory.mktemp("generated_dataset")
     ingest([str(generated)], out)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import NAT, JobColumns
+from jobaware.failure.reader.common import NAT, JobColumns
 from jobaware.reading import abbreviated
 from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
                                      max_text, normalize_state, number_problem, request_record_schema)

@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.failure.readers import ingest, read_jobs
+from jobaware.failure.reader import ingest, read_jobs
 from tests.conftest import NREL_CSV, NREL_JSON
 
 HEADER = NREL_CSV.read_text().splitlines()[0]
@@ -101,7 +101,7 @@ def test_the_arrow_path_reads_what_the_record_path_reads(field, tmp_path, monkey
     """Every field at every edge value, beside plain records: the column-at-a-time Arrow path gives exactly the
     table, the report and the quarantine that the record-accountable path gives (which it hands over to when a
     block holds anything it does not accept)."""
-    from jobaware.failure.readers import nrel
+    from jobaware.failure.reader import nrel
 
     rows = []
     for value in _ANY + _EDGES[_kind(field)]:

@@ -28,7 +28,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.reading import Problem, ReadReport, line_blocks
+from jobaware.reading import QUARANTINE, Problem, ReadReport, line_blocks
 from jobaware.sources import files as source_files
 from jobaware.similarity.flat import sequences_equal
 from jobaware.similarity.schema import (
@@ -38,7 +38,6 @@ from jobaware.similarity.schema import (
 
 BLOCK_BYTES = 16 << 20
 SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".txt")
-QUARANTINE = "quarantine.jsonl"
 MAX_NODES = 1_000_000
 MAX_ELAPSED = 10 * 365 * 86400
 _INT_SEQ = r"^[0-9]{1,6}(:[0-9]{1,6})*$"

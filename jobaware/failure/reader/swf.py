@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import Batch, to_canonical_dtypes
+from jobaware.failure.reader.common import Batch, to_canonical_dtypes
 from jobaware.failure.schema import EPOCH_RANGE, LIMITS
 from jobaware.reading import Problem
 

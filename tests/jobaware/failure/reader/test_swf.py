@@ -2,8 +2,8 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.failure.readers import read_jobs
-from jobaware.failure.readers.swf import parse_header
+from jobaware.failure.reader import read_jobs
+from jobaware.failure.reader.swf import parse_header
 from tests.conftest import KTH, THUNDER
 
 HEADER = "; Version: 2.2\n; UnixStartTime: 843480031\n; TimeZoneString: Europe/Stockholm\n; Queue: 1 batch\n; Partition: 2 big\n"

@@ -10,7 +10,7 @@ import pytest
 
 from jobaware import contracts
 from jobaware.errors import InputError
-from jobaware.similarity.readers import ingest, read_tables
+from jobaware.similarity.reader import ingest, read_tables
 from jobaware.similarity.schema import CODINGS, FAMILIES, JOBS, LEVELS, METRICS, NODE_VALUES, FLOATS
 
 from .conftest import REAL

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.slurm import from_squeue, parse_request_jobs, read_squeue_json
+from jobaware.failure.reader.slurm import from_squeue, parse_request_jobs, read_squeue_json
 from jobaware.failure.schema import COLUMNS, LIMITS
 from tests.conftest import SQUEUE
 
@@ -49,7 +49,7 @@ def test_request_records_are_refused_naming_the_bad_field(jobs, message):
 
 
 def test_request_records_become_the_same_frame_as_the_canonical_cast():
-    from jobaware.failure.readers.common import to_canonical_dtypes
+    from jobaware.failure.reader.common import to_canonical_dtypes
     from jobaware.failure.schema import COLUMNS
 
     records = [
@@ -80,7 +80,7 @@ _EDGES = [
 def test_a_batch_checked_column_by_column_is_what_checking_each_record_gives(field):
     """The column-at-a-time path accepts only what the record-by-record path accepts, with the same values:
     every field, at every edge value, beside a plain valid record."""
-    from jobaware.failure.readers.slurm import _record_by_record, _valid_columns
+    from jobaware.failure.reader.slurm import _record_by_record, _valid_columns
 
     valid = {"job_id": 5, "user": "u", "account": "a", "partition": "p", "qos": "q", "wallclock_req": 60.0,
              "nodes_req": 1, "processors_req": 2, "gpus_req": 0, "mem_req": 100.0,
@@ -105,7 +105,7 @@ def test_the_request_schema_and_the_request_check_agree_at_every_bound():
     describes, parse_request refuses naming the field."""
     import re
 
-    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.schema import request_record_schema
 
     schema = request_record_schema()
@@ -137,7 +137,7 @@ def test_the_squeue_schema_and_the_squeue_mapping_agree_at_every_bound():
     """What the OpenAPI document calls a valid `squeue --json` record, parse_request accepts; one step past a bound
     it describes, parse_request refuses naming the field. Found by a long Schemathesis run: the document once
     described only job_id and job_state, and valid bodies with a job name of another type were refused."""
-    from jobaware.failure.readers.slurm import parse_request, squeue_record_schema
+    from jobaware.failure.reader.slurm import parse_request, squeue_record_schema
     from tests.schema_bounds import check_bounds
 
     slurm_23 = {"job_id": 7, "job_state": ["PENDING"], "cpus": {"set": True, "infinite": False, "number": 4},
@@ -162,7 +162,7 @@ def test_the_time_pattern_and_the_request_check_agree_on_every_day():
     import datetime
     import re
 
-    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.schema import TIME_TEXT_PATTERN
 
     day, disagree = datetime.date(1969, 12, 25), []
@@ -180,7 +180,7 @@ def test_the_time_pattern_and_the_request_check_agree_on_every_day():
 
 
 def test_a_request_over_its_job_limit_is_refused_with_the_limit():
-    from jobaware.failure.readers.slurm import parse_request
+    from jobaware.failure.reader.slurm import parse_request
 
     assert len(parse_request([{"job_id": 1}, {"job_id": 2}], max_jobs=2)["job_id"]) == 2
     with pytest.raises(InputError, match=r"^jobs: at most 2 jobs per request, got 3$"):

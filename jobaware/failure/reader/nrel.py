@@ -15,7 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import CSV_TIME_FORMAT, Batch, canonicalize, valid_table
+from jobaware.failure.reader.common import CSV_TIME_FORMAT, Batch, canonicalize, valid_table
 from jobaware.reading import Block, Problem, line_blocks
 
 BLOCK_BYTES = 32 << 20

@@ -11,11 +11,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.failure.readers.common import Batch, to_canonical_dtypes
-from jobaware.reading import ReadReport
+from jobaware.failure.reader.common import Batch, to_canonical_dtypes
+from jobaware.reading import QUARANTINE, ReadReport
 from jobaware.sources import files as source_files
-from jobaware.failure.readers.nrel import iter_csv, iter_json, iter_parquet
-from jobaware.failure.readers.swf import iter_swf
+from jobaware.failure.reader.nrel import iter_csv, iter_json, iter_parquet
+from jobaware.failure.reader.swf import iter_swf
 from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
@@ -106,7 +106,7 @@ def ingest(
     report = ReadReport(", ".join(str(s) for s in sources))
     writing = None  # the previous batch's write, which runs while the next batch is read (Arrow frees the GIL)
     with pq.ParquetWriter(out_dir / f"{contracts.pop()}.parquet", CANONICAL, **PARQUET_OPTIONS) as writer, \
-            open(out_dir / "quarantine.jsonl", "w") as bad, ThreadPoolExecutor(1) as background:
+            open(out_dir / QUARANTINE, "w") as bad, ThreadPoolExecutor(1) as background:
         for source in sources:
             for batch in iter_batches(source, require_state=require_state):
                 _account(report, batch, strict)
