@@ -17,7 +17,7 @@ def test_params_are_validated_strictly():
     assert check_params({}) == Params()
     for bad, message in [({"max_epochs": 2.7}, "max_epochs"), ({"learning_rate": -1.0}, "learning_rate"),
                          ({"cv_folds": 1}, "cv_folds"), ({"rich_c": float("nan")}, "rich_c"),
-                         ({"candidates": ["svm"]}, "candidates.0"), ({"nope": 1}, "nope"),
+                         ({"candidates": ["svm"]}, r"candidates\[0\]"), ({"nope": 1}, "nope"),
                          ({"sequence_architecture": "lstm"}, "sequence_architecture"), ({"seed": "1"}, "seed")]:
         with pytest.raises(JobawareError, match=rf"^parameters of resource: {message}: "):
             check_params(bad)
