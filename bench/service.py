@@ -96,12 +96,12 @@ def main() -> None:
     from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.train import log_trained
     from jobaware.failure.synth import write
-    from jobaware.failure.train import train
+    from jobaware.failure.train import train_in_memory
 
     data = Path(home) / "jobs.parquet"
     write(data, args.jobs, "parquet", seed=2)
     jobs, _ = read_jobs(data)
-    bundle, evaluation = train(jobs, {"max_iter": 100})
+    bundle, evaluation = train_in_memory(jobs, {"max_iter": 100})
     run_id = log_trained(bundle, evaluation, {}, Path(home))
     gate.promote("failure", tracking.register("failure", run_id))
 

@@ -80,18 +80,9 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
         data, dataset = work / f"{key}-smoke", work / f"{key}-dataset"
         truth = capability.synth(data, records, seed=5, fmt=None, progress=None)
         steps.ingest(key, str(data), dataset)
-        if capability.train is None:  # failure: its own training step
-            from jobaware.failure.reader import read_jobs
-            from jobaware.failure.train import log_trained
-            from jobaware.failure.train import train
-
-            jobs, _ = read_jobs(next(dataset.glob("*.parquet")))
-            bundle, evaluation = train(jobs, capability.check_params(params))
-            run_id = log_trained(bundle, evaluation, params, work / f"{key}-work")
-        else:
-            run_id, _ = steps.train_step(key, str(dataset), json.dumps(params), "", str(data),
-                                         str(truth) if key == "hold" else "", str(work / f"{key}-work"),
-                                         str(work / f"{key}.joblib"))
+        run_id, _ = steps.train_step(key, str(dataset), json.dumps(params), "", str(data),
+                                     str(truth) if key == "hold" else "", str(work / f"{key}-work"),
+                                     str(work / f"{key}.joblib"))
         gate.promote(key, tracking.register(key, run_id))
 
 

@@ -54,13 +54,13 @@ class Capability:
       predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress) -> PredictionSummary
           predictions for files, folders or globs, written whole as JSON Lines (`-`: standard output);
           returns the one summary shape of jobaware.prediction
+      train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)
+          fit and evaluate (bundle: a jobaware.model.Bundle; evaluation: a jobaware.model.Evaluation), writing the
+          gate's evaluation folder under `workdir`; the shared `train` step runs it for every capability
       from_store(uri: str, out_dir: Path) -> str  (optional)
           the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
       commands(group: typer.Typer, root: typer.Typer) -> None  (optional)
           adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
-      train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)  (optional)
-          fit and evaluate in one step (bundle: a jobaware.model.Bundle; evaluation: a jobaware.model.Evaluation);
-          capabilities that have it use the generic `train` component, the others their own components
     Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
     words, for people; `example` = (route, request body) for people;
     `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests.
@@ -80,12 +80,12 @@ class Capability:
     input_example: Ref
     score: Ref
     predict_file: Ref
+    train: Ref
     service: str
     pipeline: str
     example: tuple[str, dict]
     smoke: tuple[int, dict]
     commands: Ref | None = None
-    train: Ref | None = None
     from_store: Ref | None = None
     formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)

@@ -31,12 +31,17 @@ class Bundle(Protocol):
 
 @dataclass(kw_only=True)
 class Evaluation:
-    """Metrics per scorer (`"model"`: the trained model; the others: baselines), the plots drawn, and the
-    folder the promotion gate re-scores bundles on (`eval_dir`, where training wrote one)."""
+    """Metrics per scorer (`"model"`: the trained model; the others: baselines), the plots drawn, the
+    folder the promotion gate re-scores bundles on (`eval_dir`, where training wrote one), and what a run logs
+    beside them where a capability has it: JSON `documents` (`metrics/<name>.json`), the `operating` point the
+    model acts on (`tracking.log_operating`) and `run_params`, parameters learnt from the data."""
 
     metrics: dict[str, dict[str, float]]
     plots: list[Path] = field(default_factory=list)
     eval_dir: Path | None = None
+    documents: dict[str, Any] = field(default_factory=dict)
+    operating: dict[str, Any] = field(default_factory=dict)
+    run_params: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> dict[str, float]:

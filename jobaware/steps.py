@@ -124,8 +124,8 @@ def promote_step(key: str, version: str) -> dict:
 
 def train_step(key: str, dataset: str, params: str, validation: str, data: str, truth: str, workdir: str,
                model_out: str) -> tuple[str, dict[str, float]]:
-    """Fit and evaluate with the capability's `train`; log the run (parameters, validation, quarantine, model,
-    metrics, plots, the gate's evaluation folder); return the MLflow run id and the model's metrics."""
+    """Fit and evaluate with the capability's `train`; log the run (`tracking.log_training`); return the MLflow
+    run id and the model's metrics."""
     import joblib
 
     from jobaware import tracking
@@ -136,7 +136,6 @@ def train_step(key: str, dataset: str, params: str, validation: str, data: str, 
     bundle, evaluation = capability.train(dataset, p, Path(workdir), **extra)
     joblib.dump(bundle, model_out)
     report = json.loads(Path(validation).read_text()) if validation else {}
-    run_id = tracking.start_run(key, {**p, "data": data}, report, Path(dataset) / QUARANTINE, dataset=dataset)
-    tracking.log_model(run_id, key, bundle)
-    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir)
+    run_id = tracking.log_training(key, {**p, "data": data}, bundle, evaluation, report, Path(dataset) / QUARANTINE,
+                                   dataset)
     return run_id, evaluation.primary

@@ -22,7 +22,7 @@ from mlflow.types.type_hints import TypeFromExample
 from jobaware import capabilities, config, fit, sources
 from jobaware.errors import JobawareError
 from jobaware.jsonable import jsonable
-from jobaware.model import Bundle
+from jobaware.model import Bundle, Evaluation
 
 MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
@@ -180,6 +180,18 @@ def log_evaluation(run_id: str, metrics: dict[str, dict], plots: list[Path], eva
             mlflow.log_artifact(str(path), "plots")
         mlflow.log_artifacts(str(eval_dir), EVAL_DIR)
         mlflow.set_tag(EVAL_TAG, _folder_sha256(Path(eval_dir)))
+
+
+def log_training(key: str, params: dict, bundle: Bundle, evaluation: Evaluation, validation: dict | None = None,
+                 quarantine: str | Path | None = None, dataset: str | Path | None = None) -> str:
+    """One training run, whole: parameters (with the evaluation's `run_params`), validation, quarantine, model,
+    operating point, metrics, plots, documents and the gate's evaluation folder; the run id."""
+    run_id = start_run(key, {**params, **evaluation.run_params}, validation, quarantine, dataset=dataset)
+    log_model(run_id, key, bundle)
+    if evaluation.operating:
+        log_operating(run_id, evaluation.operating)
+    log_evaluation(run_id, evaluation.metrics, evaluation.plots, evaluation.eval_dir, evaluation.documents)
+    return run_id
 
 
 def model_uri(run_id: str) -> str:

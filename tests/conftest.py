@@ -39,11 +39,11 @@ def champion(synthetic, tmp_path_factory) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import gate, tracking
     from jobaware.failure.train import log_trained
-    from jobaware.failure.train import train
+    from jobaware.failure.train import train_in_memory
     from jobaware.failure.reader import read_jobs
 
     jobs, _ = read_jobs(synthetic[0])
-    bundle, evaluation = train(jobs, {"max_iter": 80})
+    bundle, evaluation = train_in_memory(jobs, {"max_iter": 80})
     run_id = log_trained(bundle, evaluation, {"max_iter": 80}, tmp_path_factory.mktemp("champion"))
     version = tracking.register("failure", run_id)
     assert gate.promote("failure", version)["promoted"]

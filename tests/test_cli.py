@@ -127,7 +127,7 @@ def test_pipeline_run_shows_a_line_per_step_and_the_metrics_of_its_version(tmp_p
     result = run("pipeline", "run", "failure", "--data", data, "--param", "max_iter=40", env=env, timeout=900)
     assert result.returncode == 0, result.stderr
     steps = [line.split()[1] for line in result.stderr.splitlines() if line.startswith("✓")]
-    assert steps == ["ingest", "validate", "featurize-failure", "train-failure", "evaluate-failure", "register", "promote"]
+    assert steps == ["ingest", "validate", "train", "register", "promote"]
     assert "KFP Executor" not in result.stderr + result.stdout and "RuntimeWarning" not in result.stderr
     assert len(result.stderr.splitlines()) < 15 and len(result.stdout.splitlines()) < 20
     assert "jobaware-failure version 1 (champion)" in result.stdout and "Bayes-optimal roc_auc" in result.stdout

@@ -31,5 +31,6 @@ CAPABILITY = Capability(
         "submit_time": "2019-03-01 10:00:00"}]}),
     smoke=(6000, {"max_iter": 40}),
     from_store=Ref("jobaware.failure.from_store:from_store"),
+    train=Ref("jobaware.failure.train:train"),
     metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
 )

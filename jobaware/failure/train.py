@@ -1,10 +1,12 @@
 """Featurize, fit and evaluate the failure model against its baselines on one time-ordered split.
 
-The three steps are separate functions (the pipeline runs each as its own component); `train` chains them.
+`train` is the pipeline's training step over a canonical dataset folder (the feature table written and read part
+by part, in bounded memory); `train_in_memory` chains the same functions over a job table in memory.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +26,10 @@ from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer
 from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel, baselines, time_split
 from jobaware.failure.params import check_params
-from jobaware.failure.synth import bayes_scores
+from jobaware.failure.schema import jobs_table
+from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.model import Evaluation
+from jobaware.steps import READ_REPORT
 
 IMPORTANCE_ROWS = 4000
 
@@ -139,7 +143,6 @@ def _table(table: pd.DataFrame | FeatureTable) -> FeatureTable:
 class FailureEvaluation(Evaluation):
     test_features: pd.DataFrame  # the gate's evaluation data: every test job, or a seeded sample of GATE_ROWS
     test_labels: pd.Series
-    importance: pd.Series | None = None
 
 
 def _importance(model: FailureModel, x: pd.DataFrame, y: pd.Series, seed: int) -> pd.Series:
@@ -214,12 +217,40 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
     importance = _importance(bundle.model, *sample["importance"], p["seed"])
     made = plots(y_test, proba["model"], plot_dir, importance) if plot_dir else []
     return FailureEvaluation(metrics=results, test_features=sample["gate"][0], test_labels=sample["gate"][1], plots=made,
-                             importance=importance)
+                             documents={"feature_importance": importance.sort_values(ascending=False).to_dict()},
+                             operating=bundle.model.operating or {})
 
 
-def train(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
-          plot_dir: Path | None = None) -> tuple[FailureBundle, FailureEvaluation]:
-    """featurize -> fit -> evaluate in one call, in memory."""
+def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
+          truth: str | Path | None = None) -> tuple[FailureBundle, FailureEvaluation]:
+    """Featurize the dataset's job table into `workdir` window by window, fit on the training sample, evaluate
+    model and baselines on the later jobs (against the generator's truth: `truth`, else the one beside a single
+    generated source); writes `workdir/eval/` (the gate's data) and `workdir/plots/`."""
+    p = check_params(params or {})
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    jobs = jobs_table(dataset_dir)
+    features = FeatureTable(workdir / "features.parquet")
+    featurize_file(jobs, features.source, p["test_fraction"])
+    bundle = fit(features, FailureBundle.history_tail_file(jobs), p)
+    truth = truth or _truth_beside(Path(dataset_dir))
+    truth_table = pd.read_parquet(truth, columns=TRUTH_FOR_SCORES) if truth and Path(truth).is_file() else None
+    evaluation = evaluate(bundle, features, p, truth_table, workdir / "plots")
+    evaluation.run_params = {"rows": pq.ParquetFile(jobs).metadata.num_rows}
+    write_eval(evaluation, workdir / "eval")
+    return bundle, evaluation
+
+
+def _truth_beside(dataset_dir: Path) -> Path | None:
+    """The generator's truth file beside the one source the dataset was read from, if there is one."""
+    report = dataset_dir / READ_REPORT
+    source = json.loads(report.read_text()).get("file", "") if report.is_file() else ""
+    return truth_path(source) if source and Path(source).is_file() else None
+
+
+def train_in_memory(jobs: pd.DataFrame, params: dict | None = None, truth: pd.DataFrame | None = None,
+                    plot_dir: Path | None = None) -> tuple[FailureBundle, FailureEvaluation]:
+    """featurize -> fit -> evaluate in one call, in memory (no evaluation folder: `log_trained` writes it)."""
     p = check_params(params or {})
     table = featurize(jobs, p["test_fraction"])
     bundle = fit(table, FailureBundle.history_tail(jobs), p)
@@ -237,26 +268,17 @@ def score(bundle, eval_dir: Path) -> tuple[float, int]:
     return metrics(labels, bundle.model.predict_proba(features))["roc_auc"], len(labels)
 
 
-def log_evaluation(run_id: str, evaluation, workdir: Path) -> None:
-    """Log to run `run_id` the metrics, plots, feature importance and the test side's features and labels
-    (the gate's data)."""
-    from jobaware import tracking
-
-    eval_dir = workdir / "eval"
+def write_eval(evaluation: FailureEvaluation, eval_dir: Path) -> None:
+    """The gate's data, the test side's features and labels, into `eval_dir`; it becomes `evaluation.eval_dir`."""
     eval_dir.mkdir(parents=True, exist_ok=True)
     evaluation.test_features.to_parquet(eval_dir / "features.parquet")
     evaluation.test_labels.to_frame("label").to_parquet(eval_dir / "labels.parquet")
-    importance = evaluation.importance
-    documents = {"feature_importance": importance.sort_values(ascending=False).to_dict()} if importance is not None else {}
-    tracking.log_evaluation(run_id, evaluation.metrics, evaluation.plots, eval_dir, documents)
+    evaluation.eval_dir = eval_dir
 
 
-def log_trained(bundle, evaluation, params: dict, workdir: Path) -> str:
+def log_trained(bundle: FailureBundle, evaluation: FailureEvaluation, params: dict, workdir: Path) -> str:
     """Log an in-memory training result as the pipeline would (run, model, evaluation); the run id."""
     from jobaware import tracking
 
-    run_id = tracking.start_run("failure", params, {"success": True})
-    tracking.log_model(run_id, "failure", bundle)
-    tracking.log_operating(run_id, bundle.model.operating)
-    log_evaluation(run_id, evaluation, Path(workdir))
-    return run_id
+    write_eval(evaluation, Path(workdir) / "eval")
+    return tracking.log_training("failure", params, bundle, evaluation, {"success": True})

@@ -8,7 +8,7 @@ import pytest
 
 from jobaware import gate, tracking
 from jobaware.failure.train import log_trained
-from jobaware.failure.train import train
+from jobaware.failure.train import train_in_memory
 from jobaware.failure.reader import read_jobs
 from tests.conftest import free_port, wait_for
 
@@ -34,7 +34,7 @@ def mlflow_server(tmp_path, monkeypatch):
 def _log(jobs, params):
     import tempfile
 
-    bundle, evaluation = train(jobs, params, plot_dir=Path(tempfile.mkdtemp()))
+    bundle, evaluation = train_in_memory(jobs, params, plot_dir=Path(tempfile.mkdtemp()))
     run_id = log_trained(bundle, evaluation, params, Path(tempfile.mkdtemp()))
     return tracking.register("failure", run_id), evaluation
 

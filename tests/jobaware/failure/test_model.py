@@ -9,7 +9,7 @@ import pytest
 
 from jobaware.errors import JobawareError
 from jobaware.failure.params import check_params
-from jobaware.failure.train import train
+from jobaware.failure.train import train_in_memory
 from jobaware.failure.reader import read_jobs
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
 from jobaware.failure.model import _object_categoricals
@@ -38,7 +38,7 @@ def assert_array_path_is_the_fitted_estimator(model, features: pd.DataFrame) -> 
 
 def test_model_learns_the_synthetic_causes_and_is_scored_against_bayes(synthetic):
     jobs, _ = read_jobs(synthetic[0])
-    bundle, evaluation = train(jobs, {"max_iter": 80}, truth=pd.read_parquet(synthetic[1]))
+    bundle, evaluation = train_in_memory(jobs, {"max_iter": 80}, truth=pd.read_parquet(synthetic[1]))
     assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
     bundle.warm()  # what a service does on load: serving state built, and never saved with the model
     assert bundle._online is not None and bundle.model._array_estimator is not None
@@ -60,7 +60,7 @@ def test_model_learns_the_synthetic_causes_and_is_scored_against_bayes(synthetic
 
 def test_real_nrel_sample_runs_and_reports_honestly():
     jobs, _ = read_jobs(NREL_CSV)
-    bundle, evaluation = train(jobs)
+    bundle, evaluation = train_in_memory(jobs)
     m = evaluation.metrics["model"]
     assert bundle.model.classes_ == ["COMPLETED", "TIMEOUT"] and not bundle.model.calibrated
     assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
@@ -77,7 +77,7 @@ def test_one_set_of_defaults_beats_both_quick_references_on_every_real_trace(tra
     """Time-ordered 70/30 split, default parameters: at least 0.03 ROC-AUC above the GBT on request + user
     failure rate and above the user failure rate alone (the data README's quick references)."""
     jobs, _ = read_jobs(trace)
-    bundle, evaluation = train(jobs)
+    bundle, evaluation = train_in_memory(jobs)
     assert bundle.model.calibrated  # two classes (COMPLETED, FAILED): the binary calibrated case
     assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
     m = evaluation.metrics

@@ -6,7 +6,7 @@ import pytest
 from jobaware import steps
 from jobaware.errors import ContractError
 from jobaware.failure.schema import jobs_table
-from jobaware.failure.steps import featurize_step
+from jobaware.failure.train import featurize_file
 from jobaware.reading import QUARANTINE
 from tests.conftest import KTH, NREL_CSV
 
@@ -18,7 +18,7 @@ def test_an_swf_trace_goes_through_the_pipeline_steps_under_its_own_contract(tmp
     checked = steps.validate_step(str(dataset), str(tmp_path / "report.json"))
     assert checked["success"] and json.loads((tmp_path / "report.json").read_text())["contracts"][0]["contract"] == "swf_jobs"
     # 70 % of the jobs by submit time, less those that had not ended by the cut
-    assert 19_000 < featurize_step(str(dataset), str(tmp_path / "features.parquet"), "{}") < 0.7 * 28_476
+    assert 19_000 < featurize_file(jobs_table(dataset), tmp_path / "features.parquet") < 0.7 * 28_476
 
 
 def test_validate_step_stops_at_a_failed_contract_and_at_bad_records_beyond_the_budget(tmp_path):
