@@ -1,6 +1,6 @@
 """KFP components, each a thin wrapper over one `jobaware` step function: the generic steps every capability
 shares, one module per verb (`ingest`, `validate`, `train`, `register`, `promote`, taking the key), and a capability's
-own steps in a module named by its key (`failure`, `hold`)."""
+own steps in a module named by its key (`hold`: the sweep)."""
 
 import os
 

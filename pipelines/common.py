@@ -1,5 +1,5 @@
 """What every pipeline shares: how tasks talk to MLflow, and the ingest → validate → train → register →
-promote spine of the capabilities that train in one step."""
+promote spine every capability trains through."""
 
 from kfp import dsl, kubernetes
 
@@ -43,7 +43,7 @@ def train_and_publish(key: str, read, checked, params, data, truth, tracking_uri
 
 
 def one_step_pipeline(key: str, description: str):
-    """The pipeline of a capability that fits and evaluates in one `train` step."""
+    """The pipeline of a capability with no steps of its own: the shared spine alone."""
 
     @dsl.pipeline(name=f"jobaware-{key}", description=description)
     def pipeline(data: str, params: str = "{}", tracking_uri: str = "", bad_record_budget: float = 0.01,
