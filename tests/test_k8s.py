@@ -79,6 +79,21 @@ def test_every_capability_has_its_service_autoscaler_and_budget(overlay):
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_card_gateway_reaches_every_service_it_asks_by_its_in_cluster_name(overlay):
+    """The gateway (serving/card.py) finds each service by JOBAWARE_<KEY>_URL (jobaware.config.service_url): every
+    registered capability's URL names that capability's Service and port."""
+    [gateway] = objects(overlay, "Deployment")["jobaware-card"]["spec"]["template"]["spec"]["containers"]
+    assert gateway["command"][:3] == ["bentoml", "serve", "serving.card:CardService"]
+    env = {e["name"]: e["value"] for e in gateway["env"]}
+    services = objects(overlay, "Service")
+    for key in capabilities.keys():
+        url = env[f"JOBAWARE_{key.upper()}_URL"]
+        port = services[f"jobaware-{key}"]["spec"]["ports"][0]["port"]
+        assert url == f"http://jobaware-{key}:{port}", f"{overlay}: the gateway asks {url} for {key}"
+    assert {"jobaware-card"} <= set(objects(overlay, "HorizontalPodAutoscaler")) & set(objects(overlay, "PodDisruptionBudget"))
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
 def test_every_pod_runs_non_root_read_only_without_privileges(overlay):
     for name, deployment in objects(overlay, "Deployment").items():
         pod = deployment["spec"]["template"]["spec"]
