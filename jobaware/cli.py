@@ -24,6 +24,7 @@ from adapters.slurm.commands import register as _register_slurm
 from jobaware import capabilities, cli_registry, config
 from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
+from jobaware.store.commands import register as _register_store
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
@@ -459,6 +460,7 @@ for _capability in capabilities.registry().values():
         _capability.commands(_group, app)
 _register_slurm(app, report_app)
 _register_htcondor(app)
+_register_store(app)
 
 
 def _error(message: str) -> None:

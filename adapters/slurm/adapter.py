@@ -145,12 +145,10 @@ def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | 
 
     since = (time.time() if now is None else now) - policy.cache_days * 86_400
     groups: dict[tuple, dict] = {}
-    for key in reversed(store.keys()):  # newest first: the first verdict met for a shape is its latest
-        if key.submit_time < since or len(groups) >= policy.cache_max_verdicts:
+    # newest first: the first verdict met for a shape is its latest; only the window is read, a page at a time
+    for record in store.records(cluster, since=since, newest_first=True, predictions="adapter:"):
+        if len(groups) >= policy.cache_max_verdicts:
             break
-        record = store.get(key)
-        if key.cluster != cluster or not record:
-            continue
         row = record["row"]
         user, account, partition = (str(row.get(k) or "") for k in ("user", "account", "partition"))
         if not user or not partition or not all(NAME.fullmatch(v) for v in (user, account, partition)):
@@ -164,7 +162,7 @@ def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | 
             group["n_failed"] += record["final"]["state"] != "COMPLETED"
             group["n_timeout"] += record["final"]["state"] == "TIMEOUT"
         if group["card"] is None:
-            verdicts = [v for n, v in store.predictions(key).items() if n.startswith("adapter:")]
+            verdicts = list(record["predictions"].values())
             if verdicts and verdicts[-1]["card"]["parts"]["failure"]["status"] == "ok":
                 group["card"] = verdicts[-1]["card"]
     lines = []
