@@ -28,7 +28,7 @@ BUSY_SECONDS = 60.0  # how long a write waits for another process's write to end
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY, cluster TEXT NOT NULL, job_id INTEGER NOT NULL, submit_time INTEGER NOT NULL,
-    fields TEXT NOT NULL DEFAULT '{}', script TEXT, final TEXT, UNIQUE (cluster, job_id, submit_time));
+    fields TEXT NOT NULL DEFAULT '{}', script TEXT, final TEXT, UNIQUE (cluster, submit_time, job_id));
 CREATE INDEX IF NOT EXISTS jobs_by_submit ON jobs (submit_time, cluster, job_id);
 CREATE INDEX IF NOT EXISTS open_jobs ON jobs (cluster, submit_time, job_id) WHERE final IS NULL;
 CREATE TABLE IF NOT EXISTS states (
@@ -134,7 +134,7 @@ class SqliteStore(JobStore):
     # ------------------------------------------------------------------ jobs
     def put_job(self, key: JobKey, row: dict) -> None:
         self.db.execute("INSERT INTO jobs (cluster, job_id, submit_time, fields) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT (cluster, job_id, submit_time) DO UPDATE SET fields = excluded.fields "
+                        "ON CONFLICT (cluster, submit_time, job_id) DO UPDATE SET fields = excluded.fields "
                         "WHERE fields IS NOT excluded.fields", (*key, _json(row)))
 
     def add_state(self, key: JobKey, state: str, at: float | None = None) -> bool:
@@ -150,7 +150,7 @@ class SqliteStore(JobStore):
 
     def put_script(self, key: JobKey, script: str) -> None:
         self.db.execute("INSERT INTO jobs (cluster, job_id, submit_time, script) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT (cluster, job_id, submit_time) DO UPDATE SET script = excluded.script "
+                        "ON CONFLICT (cluster, submit_time, job_id) DO UPDATE SET script = excluded.script "
                         "WHERE script IS NULL", (*key, script))
 
     def _write_final(self, key: JobKey, final: dict, unless: dict | None) -> bool:
@@ -200,14 +200,16 @@ class SqliteStore(JobStore):
                 newest_first: bool = False, predictions: str | None = None) -> Iterator[dict]:
         where, params = _window(cluster, since, until)
         direction, after = ("DESC", "<") if newest_first else ("ASC", ">")
-        last: tuple | None = None
+        # the page after the last one read, in the order of the index that serves the query (a cluster's, or all)
+        columns = ("submit_time", "job_id") if cluster is not None else ("submit_time", "cluster", "job_id")
+        last: dict | None = None
         while True:
-            page_where = where + (f" AND (submit_time, cluster, job_id) {after} (?, ?, ?)" if last else "")
+            page_where = where + (f" AND ({', '.join(columns)}) {after} ({', '.join('?' * len(columns))})" if last else "")
             with self._reading():
                 rows = self.db.execute(
                     f"SELECT id, cluster, job_id, submit_time, fields, script, final FROM jobs WHERE {page_where} "
                     f"ORDER BY submit_time {direction}, cluster {direction}, job_id {direction} LIMIT {PAGE}",
-                    params + (list(last) if last else [])).fetchall()
+                    params + ([last[c] for c in columns] if last else [])).fetchall()
                 if not rows:
                     return
                 ids = ",".join(str(r[0]) for r in rows)
@@ -222,7 +224,7 @@ class SqliteStore(JobStore):
                 if answers is not None:
                     record["predictions"] = answers.get(key, {})
                 yield record
-            last = (rows[-1][3], rows[-1][1], rows[-1][2])
+            last = {"submit_time": rows[-1][3], "cluster": rows[-1][1], "job_id": rows[-1][2]}
 
     def _page_predictions(self, rows: list, prefix: str) -> dict[JobKey, dict[str, dict]]:
         """The predictions named `prefix...` of a page of job rows (one range read over the page's submit times)."""
