@@ -10,6 +10,10 @@ Records (field `kind`):
            removed (009) (a re-hold is a new `hold` record).
 Each record has an `id` (the event's job, time and byte offset in its file; `outcome:` and `acted:` in front
 for those), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
+
+Where the audit lives: in the site's job store (`StoreAudit`: the event stream `htcondor.holds`, beside the
+collector's and the adapter's records, written by every daemon of the node at once), or, for a follower without
+a store, in a JSON Lines file (`Audit`). Both keep each record once under its id and sync it before any act.
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from jobaware.errors import InputError
+from jobaware.store import JobStore
 
 
-def read_records(path: str | Path) -> Iterator[dict]:
-    """The audit's records; an unfinished last line (a crash while writing) is left out, a bad one named."""
+STREAM = "htcondor.holds"  # the store's event stream of the follower's audit
+
+
+def read_records(path: str | Path | JobStore) -> Iterator[dict]:
+    """The audit's records (of a file, or of a job store's stream); an unfinished last line (a crash while writing)
+    is left out, a bad one named."""
+    if isinstance(path, JobStore):
+        yield from (event["record"] for event in path.events(STREAM))
+        return
     path = Path(path)
     try:
         handle = open(path, "rb")
@@ -80,3 +92,32 @@ class Audit:
 
     def close(self) -> None:
         self._handle.close()
+
+
+class _Subjects:
+    """`job in audit.jobs`: whether the store's stream holds a hold record of the job."""
+
+    def __init__(self, store: JobStore):
+        self.store = store
+
+    def __contains__(self, job: str) -> bool:
+        return self.store.has_subject(STREAM, job)
+
+
+class StoreAudit:
+    """The audit as a job store's event stream: each record once under its id (committed and synced by the store
+    before the follower acts), a hold record findable by its job. Asks the store, so it holds nothing in memory."""
+
+    def __init__(self, store: JobStore):
+        self.store = store
+        self.jobs = _Subjects(store)
+
+    def __contains__(self, record_id: str) -> bool:
+        return self.store.has_event(STREAM, record_id)
+
+    def write(self, record: dict) -> None:
+        record = json.loads(json.dumps(record, default=str, allow_nan=False))
+        self.store.put_event(STREAM, record["id"], record, subject=record["job"] if record["kind"] == "hold" else None)
+
+    def close(self) -> None:
+        """The store is the caller's to close."""

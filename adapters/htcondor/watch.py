@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.htcondor.audit import Audit
+from adapters.htcondor.audit import Audit, StoreAudit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
 from adapters.htcondor.policy import (
@@ -34,6 +34,7 @@ from adapters.htcondor.policy import (
 )
 from adapters.htcondor.window import Window
 from jobaware.errors import JobawareError
+from jobaware.store import JobStore
 
 logger = logging.getLogger("jobaware.adapters.htcondor")
 
@@ -79,14 +80,20 @@ class Counts:
 
 
 class Watch:
-    def __init__(self, logs: list[str | Path], audit: str | Path, state: str | Path | None = None, *,
+    def __init__(self, logs: list[str | Path], audit: str | Path | None, state: str | Path | None = None, *,
+                 store: JobStore | None = None,
                  client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
                  actor: Actor | None = None, year: int | None = None, window: Window | None = None,
                  on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
         self.policy = policy or Policy()
         self.acting = act or self.policy.mode == "act"
-        self.audit = Audit(audit)
-        self.follower = Follower(logs, state or Path(str(audit) + ".state.json"), year=year)
+        if store is not None:  # the audit and the position in the site's job store
+            self.audit = StoreAudit(store)
+            position = (store, "htcondor.follow:" + ",".join(sorted(str(Path(log)) for log in logs)))
+        else:
+            self.audit = Audit(audit)
+            position = state or Path(str(audit) + ".state.json")
+        self.follower = Follower(logs, position, year=year)
         self.window = window or Window()
         self.window.restore(self.follower.extra.get("window", {}))
         self.client = client

@@ -15,7 +15,9 @@ from jobaware.errors import JobawareError
 
 slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
-StoreOption = Annotated[str, typer.Option("--store", help="job store: a folder (created when missing) or redis://host:port/db")]
+StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                          "JOBAWARE_STORE): a folder (SQLite, created when missing) or "
+                                          "redis://host:port/db")]
 
 
 def _logging(name: str) -> Path:
