@@ -75,17 +75,25 @@ class SqliteStore(JobStore):
             if mode != "wal":
                 raise sqlite3.DatabaseError(f"journal mode {mode}, not WAL (a network file system?)")
             self.db.execute("PRAGMA synchronous=FULL")
-            with self._writing():
-                version = self.db.execute("PRAGMA user_version").fetchone()[0]
-                if version > FORMAT:
-                    raise sqlite3.DatabaseError(f"format {version} is newer than this jobaware's {FORMAT}")
-                if version == 0:
-                    for statement in filter(str.strip, SCHEMA.split(";")):
-                        self.db.execute(statement)
-                self.db.execute(f"PRAGMA user_version={FORMAT}")
+            if self.db.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+                self._create()
+        except sqlite3.OperationalError as exc:  # locked, read-only, a disk that is full or gone
+            self.db.close()
+            raise JobawareError(f"store {self.path}: cannot open ({exc})") from None
         except sqlite3.Error as exc:
             self.db.close()
             raise JobawareError(f"store {self.path}: not a jobaware SQLite store ({exc})") from None
+
+    def _create(self) -> None:
+        """The schema, in a new database (one process creates it when several open it at once)."""
+        with self._writing():
+            version = self.db.execute("PRAGMA user_version").fetchone()[0]
+            if version > FORMAT:
+                raise sqlite3.DatabaseError(f"format {version} is newer than this jobaware's {FORMAT}")
+            if version == 0:
+                for statement in filter(str.strip, SCHEMA.split(";")):
+                    self.db.execute(statement)
+            self.db.execute(f"PRAGMA user_version={FORMAT}")
 
     # ------------------------------------------------------------------ transactions
     @contextmanager
