@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from jobaware.failure.history import EVENT, STATE, EntityStates, Timeline, end_events
+from jobaware.failure.history import EVENT, STATE, EntityStates, Timeline, end_events, log_mem_per_proc
 from jobaware.failure.schema import OUTCOMES
 
 # history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
@@ -28,12 +28,24 @@ REQUEST = (
     "hour", "weekday", "burst_size", "user_submits_24h", "user_submits_1h",
 )
 COMPARE = ("req_vs_run_mean", "req_vs_run_max", "req_vs_req_mean")
+# the request's shape against what the partition's and the whole site's ended jobs asked for (log ratios): requested
+# time against their largest and their mean (the largest stands in for the partition's time limit), processors
+# likewise (the largest for the partition's size), memory per processor against the mean
+SHAPE_ENTITIES = ("partition", "cluster")
+SHAPE = ("req_vs_req_max", "req_vs_req_mean", "procs_vs_procs_max", "procs_vs_procs_mean", "mem_vs_mem_mean")
 NUMERIC = (
     REQUEST
     + tuple(f"{e}_{h}" for e in ENTITIES for h in HISTORY)
     + tuple(f"{e}_{c}" for e in ("user", "name", "job_class") for c in COMPARE)
+    + tuple(f"{e}_{c}" for e in SHAPE_ENTITIES for c in SHAPE)
 )
 FEATURES = NUMERIC + CATEGORICAL
+# sizes in a site's own units (its nodes, processors, GPUs, memory) and names of its own (CATEGORICAL) say nothing
+# at another site: the portable features leave them out, and the public-trace model is fitted on these alone
+SITE_SCALE = ("nodes_req", "processors_req", "gpus_req", "mem_req")
+PORTABLE = tuple(f for f in NUMERIC if f not in SITE_SCALE)
+# the entity state columns that shape features read besides HISTORY
+_SHAPE_STATE = ("log_req_max", "log_procs_mean", "log_procs_max", "log_mem_pp_mean")
 
 
 def labels(jobs: pd.DataFrame) -> pd.Series:
@@ -169,7 +181,7 @@ def history_columns(key: str, state: np.ndarray, submit: np.ndarray) -> dict[str
     columns = dict(zip(STATE, state.T, strict=True))
     columns["since_fail_h"] = (submit - columns["last_fail_t"]) / 3600
     columns["since_end_h"] = (submit - columns["last_end_t"]) / 3600
-    return {f"{key}_{name}": columns[name] for name in HISTORY}
+    return {f"{key}_{name}": columns[name] for name in HISTORY + (_SHAPE_STATE if key in SHAPE_ENTITIES else ())}
 
 
 def history_timelines(history: pd.DataFrame) -> dict[str, tuple[EntityStates, Timeline]]:
@@ -209,12 +221,12 @@ def feature_block(number: dict[str, np.ndarray], submit: np.ndarray, counts,
     per-entity history features."""
     req, procs, mem = number["wallclock_req"], number["processors_req"], number["mem_req"]
     with np.errstate(invalid="ignore", divide="ignore"):
-        log_req = np.log1p(req)
+        log_req, log_procs, log_mem_pp = np.log1p(req), np.log1p(procs), log_mem_per_proc(mem, procs)
         columns = {
             "log_wallclock_req": log_req, "nodes_req": number["nodes_req"], "processors_req": procs,
             "gpus_req": number["gpus_req"], "mem_req": mem,
             "mem_set": np.where(np.isnan(mem), np.nan, (mem > 0).astype(float)),
-            "log_mem_per_proc": np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan)),
+            "log_mem_per_proc": log_mem_pp,
             "hour": (submit // 3600 % 24).astype(float), "weekday": ((submit // 86400 + 3) % 7).astype(float),
             **{name: np.asarray(counts[name], dtype=float) for name in ("burst_size", *SUBMIT_WINDOWS)},
         }
@@ -224,6 +236,12 @@ def feature_block(number: dict[str, np.ndarray], submit: np.ndarray, counts,
             columns[f"{key}_req_vs_run_mean"] = log_req - columns[f"{key}_log_run_mean"]
             columns[f"{key}_req_vs_run_max"] = log_req - columns[f"{key}_log_run_max"]
             columns[f"{key}_req_vs_req_mean"] = log_req - columns[f"{key}_log_req_mean"]
+        for key in SHAPE_ENTITIES:
+            columns[f"{key}_req_vs_req_max"] = log_req - columns[f"{key}_log_req_max"]
+            columns[f"{key}_req_vs_req_mean"] = log_req - columns[f"{key}_log_req_mean"]
+            columns[f"{key}_procs_vs_procs_max"] = log_procs - columns[f"{key}_log_procs_max"]
+            columns[f"{key}_procs_vs_procs_mean"] = log_procs - columns[f"{key}_log_procs_mean"]
+            columns[f"{key}_mem_vs_mem_mean"] = log_mem_pp - columns[f"{key}_log_mem_pp_mean"]
     block = np.empty((len(NUMERIC), len(submit)))  # one row per feature: each filled in one contiguous write
     for i, name in enumerate(NUMERIC):
         block[i] = columns[name]

@@ -1,7 +1,7 @@
 """Each entity's cumulative history, folded over end events in time order and carried from one batch to the next.
 
 An entity (a user, an account, a job name, ...) has a state: how many of its jobs ended, how they ended, how long
-they ran. The state is folded one end event at a time, in the order (event time, job sequence number), by one
+they ran, and what they had asked for (time, processors, memory per processor: their means and largest values). The state is folded one end event at a time, in the order (event time, job sequence number), by one
 compiled loop, so folding the events in several batches gives bit for bit the state that one batch gives: this is
 what lets the featurizer work window by window in bounded memory and equal the in-memory answer exactly.
 
@@ -27,16 +27,25 @@ OUTCOME_FLAGS = {"timeout": "TIMEOUT", "oom": "OUT_OF_MEMORY", "failed": "FAILED
 # an entity's state as features see it: the history features but the two "since" ones, then the times of its last
 # failure and last end (float seconds since the epoch, NaN when none) from which those two are computed
 STATE = ("n", "fail_rate", *(f"{name}_rate" for name in OUTCOME_FLAGS), "recent_fail", "last_failed", "streak",
-         "runfrac_mean", "hit_limit_rate", "log_run_mean", "log_run_max", "log_req_mean", "last_fail_t", "last_end_t")
-# the event columns the fold reads, in this order
-EVENT = ("fail", *OUTCOME_FLAGS, "runfrac", "hit", "log_run", "log_req")
+         "runfrac_mean", "hit_limit_rate", "log_run_mean", "log_run_max", "log_req_mean", "log_req_max",
+         "log_procs_mean", "log_procs_max", "log_mem_pp_mean", "last_fail_t", "last_end_t")
+# the event columns the fold reads, in this order: the outcome flags, then the values whose means it keeps (MEANS)
+MEANS = ("runfrac", "hit", "log_run", "log_req", "log_procs", "log_mem_pp")
+EVENT = ("fail", *OUTCOME_FLAGS, *MEANS)
+# the values of MEANS whose largest value it keeps too (positions in MEANS): run time, requested time, processors
+_MAXIMA = (2, 3, 4)
 
 # the running sums one entity carries (one row of `EntityStates.sums`)
 _N, _FAIL, _FLAGS, _LAST_FAILED, _STREAK, _FAIL_T, _END_T = 0, 1, 2, 7, 8, 9, 10
-_MEANS = 11  # (sum, count) pairs of runfrac, hit, log_run and log_req
-_RUN_MAX, _RING = 19, 20  # the largest log run time; the fail flags of the last RECENT events, a ring
-_COMPENSATION = _RING + RECENT  # the four sums' Kahan compensations
-_WIDTH = _COMPENSATION + 4
+_MEANS = 11  # (sum, count) pairs of the MEANS values
+_MAX = _MEANS + 2 * len(MEANS)  # the largest value of each of _MAXIMA
+_RING = _MAX + len(_MAXIMA)  # the fail flags of the last RECENT events, a ring
+_COMPENSATION = _RING + RECENT  # the sums' Kahan compensations
+_WIDTH = _COMPENSATION + len(MEANS)
+# where each MEANS value's mean and each maximum go in a STATE row
+_MEAN_OUT = np.array([STATE.index(f"{name}_mean" if name not in ("hit",) else "hit_limit_rate") for name in MEANS])
+_MAX_OUT = np.array([STATE.index(f"{MEANS[m]}_max") for m in _MAXIMA])
+_MAX_OF = np.array(_MAXIMA)
 
 
 @numba.njit(cache=True)
@@ -54,12 +63,13 @@ def _state_row(sums, out):
     out[7] = total / recent if recent > 0 else np.nan
     out[8] = sums[_LAST_FAILED]
     out[9] = sums[_STREAK]
-    for m in range(4):  # runfrac, hit, log_run, log_req: (sum, count) pairs
+    for m in range(len(_MEAN_OUT)):  # (sum, count) pairs
         count = sums[_MEANS + 2 * m + 1]
-        out[10 + m + (m == 3)] = sums[_MEANS + 2 * m] / count if count > 0 else np.nan
-    out[13] = sums[_RUN_MAX] if sums[_MEANS + 5] > 0 else np.nan
-    out[15] = sums[_FAIL_T]
-    out[16] = sums[_END_T]
+        out[_MEAN_OUT[m]] = sums[_MEANS + 2 * m] / count if count > 0 else np.nan
+    for k in range(len(_MAX_OUT)):
+        out[_MAX_OUT[k]] = sums[_MAX + k] if sums[_MEANS + 2 * _MAX_OF[k] + 1] > 0 else np.nan
+    out[-2] = sums[_FAIL_T]
+    out[-1] = sums[_END_T]
 
 
 @numba.njit(cache=True)
@@ -80,7 +90,7 @@ def _fold(codes, times, events, sums, out):
         if fail == 1.0:
             s[_FAIL_T] = times[i]
         s[_END_T] = times[i]
-        for m in range(4):
+        for m in range(len(_MEAN_OUT)):
             value = e[6 + m]
             known = not np.isnan(value)
             at, compensation = _MEANS + 2 * m, _COMPENSATION + m
@@ -92,8 +102,9 @@ def _fold(codes, times, events, sums, out):
             s[at] = total
             if known:
                 s[at + 1] += 1.0
-                if m == 2 and (s[at + 1] == 1.0 or value > s[_RUN_MAX]):
-                    s[_RUN_MAX] = value
+                for k in range(len(_MAX_OF)):
+                    if _MAX_OF[k] == m and (s[at + 1] == 1.0 or value > s[_MAX + k]):
+                        s[_MAX + k] = value
         _state_row(s, out[i])
 
 
@@ -101,6 +112,13 @@ def _fold(codes, times, events, sums, out):
 def _state_rows(sums, codes, out):
     for i in range(len(codes)):
         _state_row(sums[codes[i]], out[i])
+
+
+def log_mem_per_proc(mem: np.ndarray, procs: np.ndarray) -> np.ndarray:
+    """log(1 + memory per processor in MB), NaN where either is unknown or not positive: the one spelling of the
+    request feature and the history's mean."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan))
 
 
 def never_started(jobs: pd.DataFrame) -> pd.Series:
@@ -117,6 +135,7 @@ def end_events(jobs: pd.DataFrame) -> pd.DataFrame:
     state = ended["state"].astype("object").to_numpy()
     run = ended["run_time"].astype(float).to_numpy()
     req = ended["wallclock_req"].astype(float).to_numpy()
+    procs, mem = ended["processors_req"].astype(float).to_numpy(), ended["mem_req"].astype(float).to_numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         runfrac = np.minimum(run / np.where(req > 0, req, np.nan), 1.5)
         log_run, log_req = np.log1p(run), np.log1p(req)
@@ -127,7 +146,7 @@ def end_events(jobs: pd.DataFrame) -> pd.DataFrame:
         "fail": np.isin(state, FAILURES).astype(float),
         **{name: (state == value).astype(float) for name, value in OUTCOME_FLAGS.items()},
         "runfrac": runfrac, "hit": np.where(np.isnan(runfrac), np.nan, (runfrac >= HIT_LIMIT).astype(float)),
-        "log_run": log_run, "log_req": log_req,
+        "log_run": log_run, "log_req": log_req, "log_procs": np.log1p(procs), "log_mem_pp": log_mem_per_proc(mem, procs),
     }
     return pd.DataFrame(columns, index=ended.index)
 

@@ -19,13 +19,23 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
 from jobaware.errors import JobawareError
-from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
+from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, PORTABLE
 from jobaware.failure.operating import choose_threshold
 from jobaware.failure.params import check_params
-from jobaware.failure.schema import OUTCOMES
+from jobaware.failure.schema import FAILURES, OUTCOMES
 from jobaware.failure.trees import ArrayTrees
 
 MIN_CALIBRATION_ROWS = 100
+# a failure kind with fewer training jobs than this is learnt as FAILED: a few examples teach the trees nothing of
+# their own, and a kind the validation period lacks would leave the whole model uncalibrated
+MIN_KIND_ROWS = 20
+
+
+def rare_kinds_as_failed(y: np.ndarray) -> np.ndarray:
+    """The training labels with every failure kind of fewer than MIN_KIND_ROWS jobs counted as FAILED."""
+    kinds, counts = np.unique(y, return_counts=True)
+    rare = [k for k, n in zip(kinds, counts, strict=True) if k in FAILURES and k != "FAILED" and n < MIN_KIND_ROWS]
+    return np.where(np.isin(y, rare), "FAILED", y) if rare else y
 
 
 @dataclass
@@ -44,12 +54,12 @@ def time_split(jobs: pd.DataFrame, test_fraction: float) -> Split:
     return Split(np.flatnonzero(train.to_numpy()), np.flatnonzero(test.to_numpy()), cut)
 
 
-def _tree_preprocessor(numeric: list[str]) -> ColumnTransformer:
+def _tree_preprocessor(numeric: list[str], categorical: list[str]) -> ColumnTransformer:
     encoder = OrdinalEncoder(
         handle_unknown="use_encoded_value", unknown_value=np.nan, encoded_missing_value=np.nan, max_categories=250
     )
     return ColumnTransformer(
-        [("cat", encoder, list(CATEGORICAL)), ("num", "passthrough", numeric)], verbose_feature_names_out=False
+        [("cat", encoder, categorical), ("num", "passthrough", numeric)], verbose_feature_names_out=False
     )
 
 
@@ -113,40 +123,49 @@ def _calibrated(calibrator, scores: np.ndarray) -> np.ndarray:
 @dataclass
 class FailureModel:
     """Multi-class outcome probabilities, P(fail) = 1 - P(COMPLETED), and the operating threshold on P(fail)
-    chosen on the validation period (`operating`: objective, threshold and the validation figures at it)."""
+    chosen on the validation period (`operating`: objective, threshold and the validation figures at it).
+    A `portable` model reads only the PORTABLE features (no site's names, no sizes in a site's units)."""
 
     params: dict = field(default_factory=lambda: check_params({}))
+    portable: bool = False
     classes_: list[str] = field(default_factory=list)
     numeric_: list[str] = field(default_factory=list)
+    categorical_: list[str] = field(default_factory=list)
     estimator: object = None
     calibrated: bool = False
     operating: dict | None = None
 
-    def fit(self, features: pd.DataFrame, y: pd.Series) -> FailureModel:
+    def fit(self, features: pd.DataFrame, y: pd.Series, validation: np.ndarray | None = None) -> FailureModel:
+        """Fit the trees on the training jobs but the validation period (`validation`, a mask; by default the last
+        `calibration_fraction` of the rows), then the calibrator and the operating threshold on that period."""
         p = check_params(self.params)
-        y = y.astype(str).to_numpy()
+        if validation is None:
+            validation = np.arange(len(y)) >= int(len(y) * (1 - p["calibration_fraction"]))
+        y = rare_kinds_as_failed(y.astype(str).to_numpy())
         self.classes_ = [c for c in OUTCOMES if c in set(y)]
         if len(self.classes_) < 2 or "COMPLETED" not in self.classes_:
             raise JobawareError(f"cannot train: training data needs COMPLETED and a failure state, found {self.classes_}")
-        X = features[list(FEATURES)]  # a copy, whose categorical columns are then made plain objects in place
-        del features  # (when the caller passed the only reference, the sample's memory goes now)
-        for column in CATEGORICAL:
+        self.categorical_ = [] if self.portable else list(CATEGORICAL)
+        X = features[[*(PORTABLE if self.portable else NUMERIC), *self.categorical_]]  # a copy, whose categorical
+        del features  # columns are made plain objects in place (when the caller passed the only reference, the
+        for column in self.categorical_:  # sample's memory goes now)
             X[column] = X[column].astype("object").fillna("<none>")
         # a feature the source never fills (no memory requests in a trace, say) carries nothing
-        self.numeric_ = [c for c in NUMERIC if X[c].notna().any()]
-        n_fit = int(len(X) * (1 - p["calibration_fraction"]))  # the rest: the validation period
+        self.numeric_ = [c for c in (PORTABLE if self.portable else NUMERIC) if X[c].notna().any()]
+        n_fit = int((~validation).sum())
         booster = HistGradientBoostingClassifier(
             learning_rate=p["learning_rate"],
             max_iter=p["max_iter"],
             max_leaf_nodes=p["max_leaf_nodes"],
             min_samples_leaf=p["min_samples_leaf"],
             l2_regularization=p["l2_regularization"],
-            categorical_features=list(range(len(CATEGORICAL))),
+            categorical_features=list(range(len(self.categorical_))) or None,
             early_stopping=n_fit > 10_000,
             random_state=p["seed"],
         )
-        model = Pipeline([("prep", _tree_preprocessor(self.numeric_)), ("gbt", booster)]).fit(X.iloc[:n_fit], y[:n_fit])
-        held_x, held_y = X.iloc[n_fit:], y[n_fit:]
+        model = Pipeline([("prep", _tree_preprocessor(self.numeric_, self.categorical_)), ("gbt", booster)])
+        model.fit(X[~validation], y[~validation])
+        held_x, held_y = X[validation], y[validation]
         self.calibrated = (
             p["calibration"] != "none"
             and len(held_y) >= MIN_CALIBRATION_ROWS
@@ -177,7 +196,7 @@ class FailureModel:
 
     def matrix(self, features: pd.DataFrame) -> np.ndarray:
         """What the fitted column transformer makes of a feature table: encoded categories, then the numbers."""
-        return self._stacked({c: features[c].to_numpy(dtype=object) for c in CATEGORICAL},
+        return self._stacked({c: features[c].to_numpy(dtype=object) for c in self.categorical_},
                              features[self.numeric_].to_numpy(dtype=float, na_value=np.nan))
 
     def block_matrix(self, block: np.ndarray, categories: dict[str, np.ndarray]) -> np.ndarray:
@@ -187,19 +206,22 @@ class FailureModel:
         return self._stacked(categories, block[self._numeric_rows].T)
 
     def _stacked(self, categories: dict[str, np.ndarray], numbers: np.ndarray) -> np.ndarray:
+        if not self.categorical_:
+            return numbers
         codes = self._category_codes()
         encoded = [[codes[i].get("<none>" if v is None or v is pd.NA or v != v else v, np.nan) for v in categories[c]]
-                   for i, c in enumerate(CATEGORICAL)]  # (v != v: NaN, a missing text in a frame read from Parquet)
-        return np.hstack([np.array(encoded, dtype=float).T.reshape(len(numbers), len(CATEGORICAL)), numbers])
+                   for i, c in enumerate(self.categorical_)]  # (v != v: NaN, a missing text read from Parquet)
+        return np.hstack([np.array(encoded, dtype=float).T.reshape(len(numbers), len(self.categorical_)), numbers])
 
     def _category_codes(self) -> list[dict]:
         """Per categorical column, the fitted encoder's own code for every category it knows (others: NaN)."""
         if getattr(self, "_codes", None) is None:
             encoder = self._pipeline().named_steps["prep"].named_transformers_["cat"]
             known = max(len(c) for c in encoder.categories_)
-            table = pd.DataFrame({c: [cats[i % len(cats)] for i in range(known)] for c, cats in zip(CATEGORICAL, encoder.categories_, strict=True)})
+            table = pd.DataFrame({c: [cats[i % len(cats)] for i in range(known)]
+                                  for c, cats in zip(self.categorical_, encoder.categories_, strict=True)})
             encoded = encoder.transform(table)
-            self._codes = [dict(zip(table[c], encoded[:, i], strict=True)) for i, c in enumerate(CATEGORICAL)]
+            self._codes = [dict(zip(table[c], encoded[:, i], strict=True)) for i, c in enumerate(self.categorical_)]
         return self._codes
 
     def _on_arrays(self):

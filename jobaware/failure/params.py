@@ -18,7 +18,7 @@ class FailureParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     learning_rate: Annotated[Fraction, Field(gt=0, le=1)] = 0.06
-    max_iter: Annotated[Count, Field(ge=1, le=5000)] = 300
+    max_iter: Annotated[Count, Field(ge=1, le=5000)] = 100
     max_leaf_nodes: Annotated[Count, Field(ge=2, le=4096)] = 31
     min_samples_leaf: Annotated[Count, Field(ge=1, le=1_000_000)] = 40
     l2_regularization: Annotated[Fraction, Field(ge=0, le=1e6)] = 1.0
@@ -35,6 +35,11 @@ class FailureParams(BaseModel):
     # with probability max_train_rows / (training jobs), one uniform draw per job in time order from a generator
     # seeded with `seed`; features and evaluation still cover every job
     max_train_rows: Annotated[Count, Field(ge=1000, le=100_000_000)] = 500_000
+    # the public traces (data/real/failure.public.json) beside a site's own jobs: "extra" adds their labelled jobs to
+    # the training side (the model then reads the portable features alone; a trace that is the data itself is left
+    # out), "none" trains on the site's jobs alone, "auto" is "extra" unless the data was generated (a generator's
+    # truth beside it)
+    public_data: Literal["auto", "extra", "none"] = "auto"
     seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
 
 

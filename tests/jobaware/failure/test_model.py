@@ -62,7 +62,8 @@ def test_real_nrel_sample_runs_and_reports_honestly():
     jobs, _ = read_jobs(NREL_CSV)
     bundle, evaluation = train_in_memory(jobs)
     m = evaluation.metrics["model"]
-    assert bundle.model.classes_ == ["COMPLETED", "TIMEOUT"] and not bundle.model.calibrated
+    # its 11 TIMEOUTs (8 before the split) are too few to learn as a kind of their own: learnt as FAILED
+    assert bundle.model.classes_ == ["COMPLETED", "FAILED"] and not bundle.model.calibrated
     assert_array_path_is_the_fitted_estimator(bundle.model, evaluation.test_features)
     cut = jobs["submit_time"].sort_values().iloc[int(len(jobs) * 0.7)]
     later = jobs[jobs["submit_time"] >= cut]
