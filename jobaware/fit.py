@@ -1,8 +1,9 @@
 """Fit for the input: what a model was trained on, and how far an input to predict is from it.
 
 At training, `profile` describes the canonical dataset (its tables, the 1st, 50th and 99th percentile of
-every numeric column) and its sources (synthetic when a generator's ground truth lies beside them, real
-otherwise); it is logged with the run (`fit/profile.json`). At prediction, the slice describes its input
+every numeric column) and its sources (synthetic when a generator's ground truth lies beside them, public when
+they are a list of public traces, the records of other sites (a `*.public.json` manifest), real otherwise); it is
+logged with the run (`fit/profile.json`). At prediction, the slice describes its input
 with `describe` (the same function over the same canonical columns) and `notes` says in a line each where
 the input lies outside what the model saw.
 """
@@ -15,6 +16,8 @@ import numpy as np
 
 # what the generators write beside their data: `<name>.truth.parquet`, `synthetic_truth.csv`, `families.csv`
 TRUTH_MARKS = ("truth", "families")
+# a manifest of public traces: JSON with "traces", a list of {"name", "path"} (paths relative to the manifest)
+PUBLIC_SUFFIX = ".public.json"
 # a column is far when the input's median lies outside the training's 1st..99th percentile, or its own 1st or
 # 99th percentile lies beyond them by more than this share of the training's range
 FAR_SHARE = 0.25
@@ -27,8 +30,28 @@ def _compared(column: str) -> bool:
     return column not in IDENTITY and not column.lower().endswith("id")
 
 
+def is_public(source: str | Path) -> bool:
+    """Whether a source is a manifest of public traces (PUBLIC_SUFFIX)."""
+    return str(source).lower().endswith(PUBLIC_SUFFIX)
+
+
+def public_traces(manifest: str | Path) -> list[dict]:
+    """The traces a public manifest lists: {"name", "path"} each, the path made absolute."""
+    import json
+
+    from jobaware.errors import InputError
+
+    manifest = Path(manifest)
+    try:
+        traces = json.loads(manifest.read_text())["traces"]
+        return [{"name": str(t["name"]), "path": str((manifest.parent / t["path"]).resolve())} for t in traces]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"{manifest}: not a list of public traces ({type(exc).__name__}: {exc})") from None
+
+
 def source_kind(sources: list[str]) -> str:
-    """`synthetic` when a generator's ground truth lies beside (or inside, for a folder) every source."""
+    """`synthetic` when a generator's ground truth lies beside (or inside, for a folder) every source; `public` when
+    every source is a manifest of public traces."""
     def generated(source: str) -> bool:
         path = Path(source)
         folder, stem = (path, "") if path.is_dir() else (path.parent, path.name.split(".")[0])
@@ -37,6 +60,8 @@ def source_kind(sources: list[str]) -> str:
         except OSError:
             return False
 
+    if sources and all(is_public(s) for s in sources):
+        return "public"
     return "synthetic" if sources and all(generated(s) for s in sources) else "real"
 
 
@@ -56,7 +81,9 @@ def describe(frames: dict, sources: list[str]) -> dict:
             if len(numbers):
                 columns[column] = [float(q) for q in np.percentile(numbers, [1, 50, 99])]
         tables[name] = {"rows": int(len(frame)), "columns": columns}
-    return {"kind": source_kind(sources), "sources": [str(s) for s in sources][:20], "tables": tables}
+    kind = source_kind(sources)
+    named = {"traces": [t["name"] for s in sources for t in public_traces(s)]} if kind == "public" else {}
+    return {"kind": kind, "sources": [str(s) for s in sources][:20], **named, "tables": tables}
 
 
 def profile(dataset: str | Path, sources: list[str]) -> dict:
@@ -115,12 +142,25 @@ def batch_flags(trained: dict | None, columns: dict[str, np.ndarray]) -> list[st
 
 
 def answer_flags(trained: dict | None, version: str, columns: dict[str, np.ndarray] | None = None) -> list[str]:
-    """A service answer's `fit` field: a line when the model was trained on synthetic data, then `batch_flags`
-    for the request's numeric columns (float arrays by canonical column name)."""
-    synthetic = bool(trained) and trained.get("kind") == "synthetic"
-    return ([f"model version {version} was trained on synthetic data; its answers on a site's real jobs may not "
-             f"carry over (train on your own jobs: jobaware pipeline run --data ...)"] if synthetic else []) \
-        + batch_flags(trained, columns or {})
+    """A service answer's `fit` field: a line when the model was trained on synthetic data or on public traces,
+    then `batch_flags` for the request's numeric columns (float arrays by canonical column name). Not for a model
+    trained on public traces: other sites' sizes are not a site's, and such a model reads a request's shape
+    against the site's own jobs, not its numbers."""
+    public = (trained or {}).get("kind") == "public"
+    return trained_line(trained, version) + ([] if public else batch_flags(trained, columns or {}))
+
+
+def trained_line(trained: dict | None, version: str) -> list[str]:
+    """The line an answer carries about what its model learnt from, when that is not the site's own data."""
+    kind = (trained or {}).get("kind")
+    if kind == "synthetic":
+        return [f"model version {version} was trained on synthetic data; its answers on a site's real jobs may not "
+                f"carry over (train on your own jobs: jobaware pipeline run --data ...)"]
+    if kind == "public":
+        names = ", ".join(trained.get("traces") or []) or "other sites"
+        return [f"model version {version} was trained on public traces ({names}), not on this site's jobs; a site's "
+                f"own finished jobs train its model (jobaware pipeline run ... --data STORE)"]
+    return []
 
 
 def numeric_columns(frame) -> dict[str, np.ndarray]:

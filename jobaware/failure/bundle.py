@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from jobaware.failure import store_history
 from jobaware.failure.capability import FEATURE_VERSION
 from jobaware.failure.features import CATEGORICAL, build_features
 from jobaware.failure.model import PROBABILITIES, FailureModel
@@ -28,6 +29,9 @@ class FailureBundle(Bundle):
     model: FailureModel
     history: pd.DataFrame
     feature_version: str = FEATURE_VERSION
+    # what it learnt from: {"source": "site"}, {"source": "public", "traces": [...]} or {"source": "site and public
+    # traces", "traces": [...]}, with the jobs of each
+    trained_on: dict = field(default_factory=dict)
 
     @staticmethod
     def history_tail(jobs: pd.DataFrame, limit: int = HISTORY_JOBS) -> pd.DataFrame:
@@ -61,16 +65,24 @@ class FailureBundle(Bundle):
 
     def __getstate__(self) -> dict:
         """What is saved: the model and the history, never the serving state built from them."""
-        return {k: v for k, v in self.__dict__.items() if k != "_online"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_online", "_follower")}
 
     def online(self) -> OnlineFeatures:
-        """The bundled history's entity timelines and submission log, built once per loaded bundle."""
+        """The entity timelines and submission log of the history (the bundled one, or the store's: `use_history`),
+        built once per loaded bundle and per history."""
         if getattr(self, "_online", None) is None:
             self._online = OnlineFeatures(self.history)
         return self._online
 
+    def use_history(self, jobs: pd.DataFrame) -> None:
+        """Compute live features from `jobs` (canonical; a site's store) instead of the bundled history; the
+        timelines are built first and then swapped in, so a request sees the old history or the new one whole."""
+        self._online = OnlineFeatures(self.history_tail(to_canonical_dtypes(jobs)))
+
     def warm(self) -> None:
-        """Build what serving needs once per loaded model (entity timelines, the model's array view)."""
+        """Build what serving needs once per loaded model (entity timelines, the model's array view); where
+        JOBAWARE_STORE names the site's job store, its history, kept current from then on (`store_history`)."""
+        self._follower = store_history.follow(self)
         if not self.history.empty:  # one bundled job asked about again: counted once, as every repeat is
             self.answer(JobColumns.from_frame(self.history.tail(1).assign(end_time=pd.NaT)))
 
@@ -138,10 +150,14 @@ def signature():
 
 
 def input_example(bundle) -> pd.DataFrame:
-    """The three most recent jobs of the bundled history, as submit-time records of the signature's types."""
+    """The three most recent jobs of the bundled history (or, for a bundle without history, the capability's
+    example request), as submit-time records of the signature's types."""
+    from jobaware.failure.capability import CAPABILITY
+    from jobaware.failure.reader.common import to_canonical_dtypes
     from jobaware.failure.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
 
-    frame = bundle.history.sort_values("submit_time").tail(3)[list(SUBMIT_FIELDS)].copy()
+    history = bundle.history if len(bundle.history) else to_canonical_dtypes(pd.DataFrame(CAPABILITY.example[1]["jobs"]))
+    frame = history.sort_values("submit_time").tail(3)[list(SUBMIT_FIELDS)].copy()
     for column in frame.columns:
         if column == "job_id":
             frame[column] = frame[column].astype("int64")

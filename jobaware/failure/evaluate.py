@@ -26,6 +26,35 @@ from jobaware.failure.operating import at_threshold, expected_calibration_error
 from jobaware.failure.schema import OUTCOMES
 
 
+def auc_difference(failed: np.ndarray, first: np.ndarray, second: np.ndarray, level: float = 0.9) -> dict:
+    """ROC-AUC of two scores of the same jobs (`failed`: 1 for a failed job), their difference (first - second) and
+    its `level` two-sided confidence interval, by DeLong's variance for correlated ROC curves (DeLong, DeLong and
+    Clarke-Pearson 1988; the midrank computation of Sun and Xu 2014): exact in one pass, where a bootstrap would
+    rescore thousands of resamples. NaN where the jobs hold one class only."""
+    from scipy.stats import norm, rankdata
+
+    failed = np.asarray(failed).astype(bool)
+    positives, negatives = int(failed.sum()), int((~failed).sum())
+    if not positives or not negatives:
+        nan = float("nan")
+        return {"first": nan, "second": nan, "difference": nan, "low": nan, "high": nan, "level": level}
+    scores = np.vstack([np.asarray(first, float), np.asarray(second, float)])
+    ordered = np.hstack([scores[:, failed], scores[:, ~failed]])  # positives first
+    whole = rankdata(ordered, axis=1)
+    within_positive = rankdata(ordered[:, :positives], axis=1)
+    within_negative = rankdata(ordered[:, positives:], axis=1)
+    auc = (whole[:, :positives].sum(axis=1) - positives * (positives + 1) / 2) / (positives * negatives)
+    v_positive = (whole[:, :positives] - within_positive) / negatives  # structural components
+    v_negative = 1.0 - (whole[:, positives:] - within_negative) / positives
+    covariance = (np.atleast_2d(np.cov(v_positive)) / positives if positives > 1 else 0.0) \
+        + (np.atleast_2d(np.cov(v_negative)) / negatives if negatives > 1 else 0.0)
+    spread = float(np.sqrt(max(covariance[0, 0] + covariance[1, 1] - 2 * covariance[0, 1], 0.0))) \
+        if np.ndim(covariance) else 0.0
+    difference, z = float(auc[0] - auc[1]), float(norm.ppf(0.5 + level / 2))
+    return {"first": float(auc[0]), "second": float(auc[1]), "difference": difference,
+            "low": difference - z * spread, "high": difference + z * spread, "level": level}
+
+
 def _nan_if_one_class(fn, y, score):
     return float(fn(y, score)) if len(np.unique(y)) == 2 else float("nan")
 

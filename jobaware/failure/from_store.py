@@ -1,8 +1,10 @@
 """The finished jobs of a job store as an NREL-format table: what `jobaware slurm export` writes and what
-`pipeline run failure --data STORE` trains on (one code path)."""
+`pipeline run failure --data STORE` trains on (one code path); and the store's recent jobs, from which a served
+model computes history features (`recent_jobs`)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -15,6 +17,15 @@ from jobaware.store import JobStore, open_store
 def finished_jobs(store: JobStore) -> pd.DataFrame:
     """Every job with a final state, once, in the canonical columns; its state is the final state as Slurm named it."""
     rows = [{**record["row"], "state": record["final"]["state"]} for record in store.records() if record["final"]]
+    return JobColumns.from_rows(rows).frame()
+
+
+def recent_jobs(store: JobStore, days: float, now: float | None = None) -> pd.DataFrame:
+    """The jobs submitted in the last `days`, in the canonical columns: a finished one with its final state, the
+    others as last seen (no end yet)."""
+    since = (time.time() if now is None else now) - days * 86_400
+    rows = [{**record["row"], "state": record["final"]["state"]} if record["final"] else record["row"]
+            for record in store.records(since=since)]
     return JobColumns.from_rows(rows).frame()
 
 

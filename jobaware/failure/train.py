@@ -21,17 +21,20 @@ from sklearn.metrics import roc_auc_score
 
 from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
-from jobaware.failure.evaluate import metrics, plots
+from jobaware.failure.evaluate import auc_difference, metrics, plots
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer, build_features, labels
 from jobaware.failure.reader.common import to_canonical_dtypes
-from jobaware.failure.model import FailureModel, baselines, time_split
+from jobaware.failure.model import FailureModel, baselines, rare_kinds_as_failed, time_split
 from jobaware.failure.params import check_params
-from jobaware.failure.schema import jobs_table
+from jobaware.failure import public
+from jobaware.failure.schema import COLUMNS, OUTCOMES, jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
+from jobaware.fit import PUBLIC_SUFFIX, public_traces
 from jobaware.model import Evaluation
 from jobaware.steps import READ_REPORT
 
-IMPORTANCE_ROWS = 4000
+IMPORTANCE_ROWS = 2000
+BASELINE_ROWS = 50_000  # training jobs the baselines are fitted on, at most
 
 
 def featurize(jobs: pd.DataFrame, test_fraction: float = 0.3) -> pd.DataFrame:
@@ -43,41 +46,66 @@ def featurize(jobs: pd.DataFrame, test_fraction: float = 0.3) -> pd.DataFrame:
     return table
 
 
-def _labelled(jobs: pd.DataFrame, features: pd.DataFrame, cut: pd.Timestamp) -> pd.DataFrame:
-    """`features` of `jobs` with job_id in front, then the label and the side of the split at `cut`."""
+def _labelled(jobs: pd.DataFrame, features: pd.DataFrame, cut: pd.Timestamp | None, site: str = "") -> pd.DataFrame:
+    """`features` of `jobs` with job_id in front, then the label, the side of the split at `cut` (None: every
+    labelled job is a training job) and the site the jobs come from ("": the site's own)."""
     label = labels(jobs).to_numpy()
-    side = np.where((jobs["submit_time"] < cut) & (jobs["end_time"] < cut), "train",
-                    np.where(jobs["submit_time"] >= cut, "test", ""))
+    if cut is None:
+        side = np.full(len(jobs), "train")
+    else:
+        side = np.where((jobs["submit_time"] < cut) & (jobs["end_time"] < cut), "train",
+                        np.where(jobs["submit_time"] >= cut, "test", ""))
     features.insert(0, "job_id", jobs["job_id"].to_numpy())
     features["label"] = label
     features["split"] = np.where(pd.isna(label), "", side)
+    features["site"] = site
     return features
 
 
 WINDOW_JOBS = 500_000
 _OUTPUT = pa.schema([("job_id", pa.int64()), *((f, pa.float64()) for f in NUMERIC),
-                     *((f, pa.string()) for f in CATEGORICAL), ("label", pa.string()), ("split", pa.string())])
+                     *((f, pa.string()) for f in CATEGORICAL), ("label", pa.string()), ("split", pa.string()),
+                     ("site", pa.string())])
 
 
-def featurize_file(jobs_table: Path, out: Path, test_fraction: float = 0.3, window: int = WINDOW_JOBS) -> int:
+def featurize_file(jobs_table: Path, out: Path, test_fraction: float = 0.3, window: int = WINDOW_JOBS,
+                   public_table: Path | None = None) -> int:
     """`featurize` of a canonical job table (Parquet) into `out` (Parquet), window by window in submit order: the
     same rows, in the same order, as `featurize` of the whole table, in memory that depends on the window and the
-    number of entities. Returns the number of training rows."""
-    submit = np.sort(pq.read_table(jobs_table, columns=["submit_time"])["submit_time"]
+    number of entities. A table of public traces (with `site`) is featurized site by site, each split at its own
+    time. With `public_table`, the public traces' labelled jobs follow the site's own, all on the training side.
+    Returns the number of training rows."""
+    with pq.ParquetWriter(out, _OUTPUT) as writer:
+        if public.is_public(jobs_table):
+            rows = sum(_featurize_windows(jobs_table, writer, test_fraction, window, site)
+                       for site in public.site_names(jobs_table))
+        else:
+            rows = _featurize_windows(jobs_table, writer, test_fraction, window)
+        if public_table is not None:
+            rows += sum(_featurize_windows(public_table, writer, None, window, site)
+                        for site in public.site_names(public_table))
+    return rows
+
+
+def _featurize_windows(jobs_table: Path, writer: pq.ParquetWriter, test_fraction: float | None, window: int,
+                       site: str = "") -> int:
+    """Write the features of one site's jobs (`site` of a public table, else the whole table) window by window;
+    the number of training rows. Without `test_fraction` every labelled job is a training job."""
+    chosen = [("site", "==", site)] if site else []
+    submit = np.sort(pq.read_table(jobs_table, columns=["submit_time"], filters=chosen or None)["submit_time"]
                      .cast(pa.timestamp("s")).to_numpy().astype(np.int64), kind="stable")
     if not len(submit):
         raise JobawareError(f"{jobs_table}: no jobs to featurize")
-    cut = pd.Timestamp(submit[int(len(submit) * (1 - test_fraction))], unit="s")
+    cut = None if test_fraction is None else pd.Timestamp(submit[int(len(submit) * (1 - test_fraction))], unit="s")
     bounds = [*np.unique(submit[::window]).tolist(), int(submit[-1]) + 1]  # whole submit seconds per window
     featurizer, train_rows = Featurizer(), 0
-    with pq.ParquetWriter(out, _OUTPUT) as writer:
-        for low, high in zip(bounds, bounds[1:], strict=False):
-            jobs = pd.read_parquet(jobs_table, filters=[("submit_time", ">=", pd.Timestamp(low, unit="s")),
-                                                        ("submit_time", "<", pd.Timestamp(high, unit="s"))])
-            jobs = to_canonical_dtypes(jobs).sort_values("submit_time", kind="stable").reset_index(drop=True)
-            table = _labelled(jobs, featurizer.window(jobs), cut)
-            train_rows += int((table["split"] == "train").sum())
-            writer.write_table(pa.Table.from_pandas(table, schema=_OUTPUT, preserve_index=False))
+    for low, high in zip(bounds, bounds[1:], strict=False):
+        jobs = pd.read_parquet(jobs_table, columns=list(COLUMNS), filters=[
+            *chosen, ("submit_time", ">=", pd.Timestamp(low, unit="s")), ("submit_time", "<", pd.Timestamp(high, unit="s"))])
+        jobs = to_canonical_dtypes(jobs).sort_values("submit_time", kind="stable").reset_index(drop=True)
+        table = _labelled(jobs, featurizer.window(jobs), cut, site)
+        train_rows += int((table["split"] == "train").sum())
+        writer.write_table(pa.Table.from_pandas(table, schema=_OUTPUT, preserve_index=False))
     return train_rows
 
 
@@ -119,7 +147,7 @@ def training_sample(table: FeatureTable, max_rows: int, seed: int) -> tuple[pd.D
     draws = np.random.default_rng(seed)
     xs, ys = [], []
     for rows in table.side("train", (lambda n: draws.random(n) < share) if share < 1.0 else None):
-        xs.append(rows[list(FEATURES)])
+        xs.append(rows[[*FEATURES, "site"]])
         ys.append(rows["label"])
     x, y = pd.concat(xs, ignore_index=True), pd.concat(ys, ignore_index=True)
     xs, ys, rows = None, None, None
@@ -127,12 +155,29 @@ def training_sample(table: FeatureTable, max_rows: int, seed: int) -> tuple[pd.D
     return x, y
 
 
-def fit(table: pd.DataFrame | FeatureTable, history: pd.DataFrame, params: dict | None = None) -> FailureBundle:
-    """Fit the calibrated model on the training sample; bundle it with the job history live features need
-    (`FailureBundle.history_tail` of the jobs, or `history_tail_file` of their table)."""
+def fit(table: pd.DataFrame | FeatureTable, history: pd.DataFrame, params: dict | None = None,
+        trained_on: dict | None = None) -> FailureBundle:
+    """Fit the calibrated model on the training sample (on the portable features alone where public traces are
+    among its jobs); bundle it with the job history live features need (`FailureBundle.history_tail` of the jobs,
+    or `history_tail_file` of their table) and what it was trained on."""
     p = check_params(params or {})
-    model = FailureModel(params=p).fit(*training_sample(_table(table), p["max_train_rows"], p["seed"]))
-    return FailureBundle(model=model, history=history)
+    x, y = training_sample(_table(table), p["max_train_rows"], p["seed"])
+    portable = bool((x["site"] != "").any())
+    model = FailureModel(params=p, portable=portable).fit(x, y, validation_period(x["site"], p["calibration_fraction"]))
+    return FailureBundle(model=model, history=history, trained_on=trained_on or {})
+
+
+def validation_period(sites: pd.Series, fraction: float) -> np.ndarray:
+    """The training jobs the calibrator and the operating threshold are fitted on: the last `fraction` of each
+    site's, in time order; where the site's own jobs (site "") are among them, the last `fraction` of those alone
+    (the public traces then only widen what the trees learn from)."""
+    sites = sites.to_numpy(dtype=object)
+    own = sites == ""
+    chosen = np.zeros(len(sites), dtype=bool)
+    for site in ([""] if own.any() else pd.unique(sites)):
+        rows = np.flatnonzero(sites == site)
+        chosen[rows[int(len(rows) * (1 - fraction)):]] = True
+    return chosen
 
 
 def _table(table: pd.DataFrame | FeatureTable) -> FeatureTable:
@@ -162,8 +207,8 @@ GATE_ROWS = 200_000
 
 def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: dict | None = None,
              truth: pd.DataFrame | None = None, plot_dir: Path | None = None) -> FailureEvaluation:
-    """Score the model and, in the same run, the baselines (fitted on the model's training sample) on every test
-    job, part by part; the model (and the majority baseline) also at the model's operating threshold, beside the
+    """Score the model and, in the same run, the baselines (fitted on the model's training sample, or a seeded
+    share of BASELINE_ROWS of it) on every test job, part by part; the model (and the majority baseline) also at the model's operating threshold, beside the
     accuracy of always answering the training sample's more common outcome (`majority_accuracy`). The gate keeps
     every test job, or a seeded sample of GATE_ROWS of them; the feature importance is measured on a seeded
     sample of IMPORTANCE_ROWS."""
@@ -173,6 +218,11 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
     if tests == 0:
         raise JobawareError("no labelled jobs after the split time; use more data or a larger test_fraction")
     x_train, y_train = training_sample(table, p["max_train_rows"], p["seed"])
+    fit_rows, majority_fails = len(y_train), float(np.mean(y_train.astype(str) != "COMPLETED")) > 0.5
+    if len(y_train) > BASELINE_ROWS:  # the baselines are references: a seeded share of the sample is enough
+        kept = np.sort(np.random.default_rng(p["seed"]).permutation(len(y_train))[:BASELINE_ROWS])
+        x_train, y_train = x_train.iloc[kept], y_train.iloc[kept]
+    y_train = pd.Series(rare_kinds_as_failed(y_train.astype(str).to_numpy()), index=y_train.index)
     scorers = {"model": bundle.model, **{name: baseline.fit(x_train, y_train)
                                          for name, baseline in baselines(p["seed"]).items()}}
     del x_train
@@ -206,8 +256,7 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
     # the majority baseline answers one class whatever the threshold: its figures at the model's are its own
     results.update({name: metrics(y_test, proba[name], threshold=threshold if name == "majority" else None)
                     for name in scorers if name != "model"})
-    majority_fails = float(np.mean(y_train.astype(str) != "COMPLETED")) > 0.5
-    results["model"].update(train_rows=table.count("train"), fit_rows=len(y_train), test_rows=len(y_test),
+    results["model"].update(train_rows=table.count("train"), fit_rows=fit_rows, test_rows=len(y_test),
                             calibrated=float(bundle.model.calibrated),
                             majority_accuracy=float(np.mean((y_test.astype(str) != "COMPLETED") == majority_fails)))
     sample = {}
@@ -223,22 +272,60 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
 
 def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
           truth: str | Path | None = None) -> tuple[FailureBundle, FailureEvaluation]:
-    """Featurize the dataset's job table into `workdir` window by window, fit on the training sample, evaluate
-    model and baselines on the later jobs (against the generator's truth: `truth`, else the one beside a single
-    generated source); writes `workdir/eval/` (the gate's data) and `workdir/plots/`."""
+    """Featurize the dataset's job table into `workdir` window by window (with the public traces' jobs where
+    `public_data` asks for them), fit on the training sample, evaluate model and baselines on the later jobs
+    (against the generator's truth: `truth`, else the one beside a single generated source); writes `workdir/eval/`
+    (the gate's data) and `workdir/plots/`. A table of public traces trains the public-trace model, which carries
+    no history: it serves sites whose jobs it has never seen."""
     p = check_params(params or {})
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     jobs = jobs_table(dataset_dir)
-    features = FeatureTable(workdir / "features.parquet")
-    featurize_file(jobs, features.source, p["test_fraction"])
-    bundle = fit(features, FailureBundle.history_tail_file(jobs), p)
     truth = truth or _truth_beside(Path(dataset_dir))
-    truth_table = pd.read_parquet(truth, columns=TRUTH_FOR_SCORES) if truth and Path(truth).is_file() else None
+    generated = truth is not None and Path(truth).is_file()
+    features = FeatureTable(workdir / "features.parquet")
+    extra = None if public.is_public(jobs) else _public_beside(Path(dataset_dir), p["public_data"], generated, workdir)
+    featurize_file(jobs, features.source, p["test_fraction"], public_table=extra)
+    if public.is_public(jobs):
+        history = FailureBundle.history_tail(to_canonical_dtypes(pd.DataFrame()))
+    else:
+        history = FailureBundle.history_tail_file(jobs)
+    bundle = fit(features, history, p, trained_on(jobs, extra))
+    truth_table = pd.read_parquet(truth, columns=TRUTH_FOR_SCORES) if generated else None
     evaluation = evaluate(bundle, features, p, truth_table, workdir / "plots")
     evaluation.run_params = {"rows": pq.ParquetFile(jobs).metadata.num_rows}
     write_eval(evaluation, workdir / "eval")
     return bundle, evaluation
+
+
+def _public_beside(dataset_dir: Path, choice: str, generated: bool, workdir: Path) -> Path | None:
+    """The public traces' table to train beside a site's jobs (`public_data`), read into `workdir`; None for none.
+    A trace the dataset was read from is left out: a site is never its own public data."""
+    if choice == "none" or (choice == "auto" and generated):
+        return None
+    report = dataset_dir / READ_REPORT
+    read = json.loads(report.read_text()).get("file", "").split(", ") if report.is_file() else []
+    mine = {Path(source).resolve() for source in read if source and Path(source).is_file()}
+    others = [t for t in public_traces(public.manifest()) if Path(t["path"]).resolve() not in mine]
+    if not others:
+        return None
+    folder = workdir / "public"
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = folder / f"beside{PUBLIC_SUFFIX}"
+    manifest.write_text(json.dumps({"traces": others}))
+    public.ingest(manifest, folder)
+    return folder / f"{public.TABLE}.parquet"
+
+
+def trained_on(jobs: Path, public_table: Path | None) -> dict:
+    """What a model learns from: the site's own jobs, the public traces, or both (with their jobs)."""
+    rows = pq.ParquetFile(jobs).metadata.num_rows
+    if public.is_public(jobs):
+        return {"source": "public", "traces": public.site_names(jobs), "jobs": rows}
+    if public_table is None:
+        return {"source": "site", "jobs": rows}
+    return {"source": "site and public", "jobs": rows, "traces": public.site_names(public_table),
+            "public_jobs": pq.ParquetFile(public_table).metadata.num_rows}
 
 
 def _truth_beside(dataset_dir: Path) -> Path | None:
@@ -259,13 +346,52 @@ def train_in_memory(jobs: pd.DataFrame, params: dict | None = None, truth: pd.Da
 
 def score(bundle, eval_dir: Path) -> tuple[float, int]:
     """ROC-AUC of P(fail) of a bundle on a stored evaluation folder, and the number of labelled jobs in it."""
-    features = pd.read_parquet(Path(eval_dir) / "features.parquet")
-    labels = pd.read_parquet(Path(eval_dir) / "labels.parquet")["label"]
-    keep = labels.notna().to_numpy()
-    features, labels = features.loc[keep].reset_index(drop=True), labels.loc[keep].reset_index(drop=True)
+    features, labels = _eval_data(eval_dir)
     if len(labels) == 0:
         return float("nan"), 0
     return metrics(labels, bundle.model.predict_proba(features))["roc_auc"], len(labels)
+
+
+GATE_LEVEL = 0.9  # the confidence of the gate's interval: two-sided, so 95 % that the difference is above its low end
+
+
+def compare(candidate, champion, eval_dir: Path) -> dict:
+    """The ROC-AUC difference (candidate - champion) on a stored evaluation folder and its GATE_LEVEL interval
+    (`evaluate.auc_difference`: DeLong's, for two models scored on the same jobs)."""
+    features, labels = _eval_data(eval_dir)
+    failed = labels.astype(str).to_numpy() != "COMPLETED"
+    found = auc_difference(failed, candidate.model.predict_proba(features)["p_fail"].to_numpy(),
+                           champion.model.predict_proba(features)["p_fail"].to_numpy(), GATE_LEVEL)
+    return {name: found[name] for name in ("difference", "low", "high", "level")}
+
+
+def _eval_data(eval_dir: Path) -> tuple[pd.DataFrame, pd.Series]:
+    """The labelled jobs of a stored evaluation folder: their features and labels."""
+    features = pd.read_parquet(Path(eval_dir) / "features.parquet")
+    labels = pd.read_parquet(Path(eval_dir) / "labels.parquet")["label"]
+    keep = labels.notna().to_numpy()
+    return features.loc[keep].reset_index(drop=True), labels.loc[keep].reset_index(drop=True)
+
+
+def gate_size(dataset_dir: Path, min_rows: int, data: str) -> str | None:
+    """Before training: why the dataset's test split (its last `test_fraction` of jobs by submit time, at the
+    default) would hold fewer than `min_rows` completed or failed jobs, and about how many more finished jobs it
+    needs at the dataset's share of such jobs; None when it holds enough. The public traces always do."""
+    jobs = jobs_table(dataset_dir)
+    if public.is_public(jobs):
+        return None
+    test_fraction = check_params({})["test_fraction"]
+    table = pq.read_table(jobs, columns=["submit_time", "state"]).to_pandas().sort_values("submit_time", kind="stable")
+    labelled = table["state"].isin(OUTCOMES).to_numpy()
+    cut = table["submit_time"].iloc[int(len(table) * (1 - test_fraction))] if len(table) else None
+    tested = int(labelled[(table["submit_time"] >= cut).to_numpy()].sum()) if len(table) else 0
+    if tested >= min_rows:
+        return None
+    share = labelled.mean() * test_fraction if len(table) else 0.0
+    more = f"about {max(int(np.ceil(min_rows / share)) - len(table), 1):,} more" if share else "more"
+    return (f"the gate needs {min_rows:,} test jobs (completed or failed): {data} has {len(table):,} finished jobs, "
+            f"whose test split would hold {tested:,}; {more} finished jobs are needed (the test split is the last "
+            f"{test_fraction:.0%}, by submit time)")
 
 
 def write_eval(evaluation: FailureEvaluation, eval_dir: Path) -> None:

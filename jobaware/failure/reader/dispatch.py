@@ -11,12 +11,15 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
+from jobaware.fit import is_public
 from jobaware.failure.reader.common import Batch, to_canonical_dtypes
 from jobaware.reading import QUARANTINE, ReadReport
 from jobaware.sources import files as source_files
 from jobaware.failure.reader.nrel import iter_csv, iter_json, iter_parquet
 from jobaware.failure.reader.swf import iter_swf
 from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
+from jobaware.swf import SUFFIXES as SWF_SUFFIXES
+from jobaware.swf import is_swf
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
     ".csv": iter_csv,
@@ -33,9 +36,9 @@ def iter_batches(path: str | Path, *, require_state: bool = False) -> Iterator[B
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    reader = READERS.get(path.suffix.lower() or _sniff(path))
+    reader = iter_swf if is_swf(path) else READERS.get(path.suffix.lower() or _sniff(path))
     if reader is None:
-        raise InputError(f"{path}: unknown format '{path.suffix}'; expected one of {', '.join(sorted(READERS))}")
+        raise InputError(f"{path}: unknown format '{path.suffix}'; expected one of {', '.join(sorted({*READERS, *SWF_SUFFIXES}))}")
     return reader(path, require_state=require_state)
 
 
@@ -52,7 +55,7 @@ def _sniff(path: Path) -> str:
     return ".csv" if head.startswith(b"job_id,") else ""
 
 
-def _account(report: ReadReport, batch: Batch, strict: bool) -> None:
+def account(report: ReadReport, batch: Batch, strict: bool) -> None:
     report.rows += len(batch)
     report.bad_rows += len(batch.quarantined)
     report.add(batch.problems)
@@ -65,7 +68,7 @@ def read_jobs(path: str | Path, *, strict: bool = False, require_state: bool = F
     report = ReadReport(str(path))
     frames = []
     for batch in iter_batches(path, require_state=require_state):
-        _account(report, batch, strict)
+        account(report, batch, strict)
         frames.append(batch.frame)
     frame = pd.concat(frames, ignore_index=True) if frames else to_canonical_dtypes(pd.DataFrame())
     return frame, report
@@ -73,12 +76,12 @@ def read_jobs(path: str | Path, *, strict: bool = False, require_state: bool = F
 
 def job_files(sources: list[str] | str) -> list[str]:
     """The job files named by paths, globs and folders (a folder: its files of a known format)."""
-    return source_files(sources, tuple(READERS))
+    return source_files(sources, (*READERS, *SWF_SUFFIXES))
 
 
 def contract_for(path: str | Path) -> str:
     """The contract (and canonical table name) a source file is held to, by its format."""
-    swf = str(path).lower().endswith(".swf") or (not Path(path).suffix and Path(path).is_file() and _sniff(Path(path)) == ".swf")
+    swf = is_swf(path) or (not Path(path).suffix and Path(path).is_file() and _sniff(Path(path)) == ".swf")
     return "swf_jobs" if swf else "nrel_jobs"
 
 
@@ -96,7 +99,16 @@ def ingest(
     progress: Callable[[int], None] | None = None,
 ) -> ReadReport:
     """Stream job files of one format (paths, globs or folders) into `out_dir/<contract>.parquet`; bad records
-    into quarantine.jsonl."""
+    into quarantine.jsonl. A manifest of public traces (`jobaware.fit.PUBLIC_SUFFIX`), alone, is read by
+    `jobaware.failure.public.ingest`."""
+    if any(is_public(s) for s in sources):
+        from jobaware.failure import public
+
+        if len(sources) > 1:
+            raise InputError(f"{', '.join(sources)}: a list of public traces is read alone, not with other sources")
+        out_dir = Path(out_dir)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return public.ingest(sources[0], out_dir, strict=strict, progress=progress)
     sources = job_files(sources)
     contracts = {contract_for(s) for s in sources}
     if len(contracts) > 1:
@@ -109,7 +121,7 @@ def ingest(
             open(out_dir / QUARANTINE, "w") as bad, ThreadPoolExecutor(1) as background:
         for source in sources:
             for batch in iter_batches(source, require_state=require_state):
-                _account(report, batch, strict)
+                account(report, batch, strict)
                 table = batch.table
                 if writing is not None:
                     writing.result()
