@@ -59,6 +59,13 @@ class Capability:
           gate's evaluation folder under `workdir`; the shared `train` step runs it for every capability
       from_store(uri: str, out_dir: Path) -> str  (optional)
           the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
+      gate_size(dataset_dir: Path, min_rows: int, data: str) -> str | None  (optional)
+          checked before training: why a dataset cannot give the gate `min_rows` evaluation rows, with how much
+          more data it needs (`data`: where it came from, in words), or None when it can
+      compare(candidate, champion, eval_dir: Path) -> dict  (optional)
+          the primary metric's difference (candidate - champion) on a stored evaluation folder with its confidence
+          interval: {"difference", "low", "high", "level"}; with it the gate promotes a candidate whose `low` is at
+          least -`gate_margin` (not worse than the champion beyond the margin, at that confidence)
       commands(group: typer.Typer, root: typer.Typer) -> None  (optional)
           adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
     Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
@@ -87,6 +94,9 @@ class Capability:
     smoke: tuple[int, dict]
     commands: Ref | None = None
     from_store: Ref | None = None
+    gate_size: Ref | None = None
+    compare: Ref | None = None
+    gate_margin: float = 0.0
     formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
 

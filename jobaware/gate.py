@@ -7,7 +7,13 @@
 - each evaluation set the decision rests on holds at least the capability's `min_eval_rows` rows;
 - the candidate's score on the primary metric is defined and at least as good as the champion's on the
   candidate's evaluation data and, when the champion was evaluated on other data (another source or another
-  split), on the champion's evaluation data too: a model is never promoted on its own test set alone;
+  split), on the champion's evaluation data too: a model is never promoted on its own test set alone. Public traces
+  are not a site: when one of the two was evaluated on public traces (`jobaware.fit`'s kind `public`) and the other
+  on a site's own jobs, the site's evaluation data alone decides;
+- "at least as good": where the capability registers `compare`, the confidence interval of the difference
+  (candidate - champion) reaches no lower than -`gate_margin` (not worse beyond the margin, at the interval's
+  confidence; a smaller evaluation set gives a wider interval, and the reason says about how many more rows would
+  decide); else the candidate's point score is at least the champion's;
 - or the person forced it (`--force`), which is logged as such.
 Every promotion and rollback is an MLflow run of its own; the registered model keeps the list of earlier
 champions (a tag) for `rollback`.
@@ -25,6 +31,7 @@ from jobaware.errors import JobawareError
 from jobaware.tracking import (
     EVAL_DIR,
     EVAL_TAG,
+    TRAINED_ON_TAG,
     RegistryError,
     alias_version,
     experiment_id,
@@ -80,6 +87,9 @@ def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[
     sets = [candidate]
     if champion is not None and _eval_sha(client, name, champion) != _eval_sha(client, name, candidate):
         sets.append(champion)  # evaluated on other data: the candidate must be as good on the champion's too
+        public = {owner: _trained_kind(client, name, owner) == "public" for owner in sets}
+        if public[candidate] != public[champion]:  # the site's own jobs decide, not other sites'
+            sets = [owner for owner in sets if not public[owner]]
     checks = []
     with tempfile.TemporaryDirectory() as tmp:
         for owner in sets:
@@ -95,11 +105,35 @@ def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[
                                f"{capability.min_eval_rows:,} to decide")
             elif not math.isfinite(check["candidate"]):
                 reasons.append(f"{capability.primary_metric} of version {candidate} is undefined on {where}")
+            elif champion is not None and math.isfinite(check["champion"]) and capability.compare is not None:
+                check.update(capability.compare(bundles[candidate], bundles[champion], folder))
+                if not check["low"] >= -capability.gate_margin:
+                    reasons.append(_interval_reason(capability, candidate, check, where))
             elif champion is not None and math.isfinite(check["champion"]) and not capability.better(
                     check["candidate"], check["champion"]):
                 reasons.append(f"version {candidate} scores {check['candidate']:.4f} against the champion's "
                                f"{check['champion']:.4f} ({capability.primary_metric}) on {where}")
     return checks, reasons
+
+
+def _interval_reason(capability, candidate: str, check: dict, where: str) -> str:
+    """Why a candidate is not shown to be within the margin of the champion, and what would decide it: the
+    interval narrows as 1/sqrt(rows), so the rows at which it would clear the margin if the difference held."""
+    margin, difference, low, high = capability.gate_margin, check["difference"], check["low"], check["high"]
+    said = (f"version {candidate} scores {check['candidate']:.4f} against the champion's {check['champion']:.4f} "
+            f"({capability.primary_metric}) on {where}: difference {difference:+.4f}, {check['level']:.0%} interval "
+            f"{low:+.4f}..{high:+.4f}, which reaches below -{margin:g}")
+    if not math.isfinite(low) or difference + margin <= 0:
+        return said
+    needed = check["rows"] * ((difference - low) / (difference + margin)) ** 2
+    return f"{said}; about {max(needed - check['rows'], 1):,.0f} more rows would decide it if the difference held"
+
+
+def _trained_kind(client, name: str, version: str) -> str:
+    """What a version was trained on, as `jobaware.fit` names it (synthetic, public, real), from its run's tag."""
+    run_id = model_version(client, name, version).run_id
+    tag = registry_call(lambda: client.get_run(run_id), f"the run of version {version}").data.tags.get(TRAINED_ON_TAG, "")
+    return tag.split(" ", 1)[0]
 
 
 def promote(key: str, version: str | None = None, force: bool = False) -> dict:

@@ -46,7 +46,9 @@ def ingest(key: str, data: str | list[str], out_dir: str | Path, *, strict: bool
         local = [_from_store(capability, source, Path(tmp) / f"store{i}") if is_store(source) else source
                  for i, source in enumerate(sources.localize(sources.parse(data), Path(tmp)))]
         report = capability.ingest(local, out_dir, strict=strict, progress=progress)
-    (out_dir / READ_REPORT).write_text(json.dumps(report.as_dict(), indent=2))
+    stores = [source for source in sources.parse(data) if is_store(source)]
+    whence = f"the store {stores[0]}" if len(stores) == 1 else "this data"
+    (out_dir / READ_REPORT).write_text(json.dumps({**report.as_dict(), "capability": key, "data": whence}, indent=2))
     return report
 
 
@@ -99,13 +101,27 @@ def format_validation(report: dict) -> str:
 
 
 def validate_step(dataset: str, report_out: str, budget: float = DEFAULT_BUDGET) -> dict:
-    """Validate; write the report; stop the run (ContractError) when it fails."""
+    """Validate; write the report; stop the run (ContractError) when it fails, and (JobawareError) when the data
+    is too small for the promotion gate to decide on, before any training (`gate_size`)."""
     report = validate(dataset, budget)
     Path(report_out).write_text(json.dumps(jsonable(report), indent=2, default=str))
     print(format_validation(report))
     if not report["success"]:
         raise ContractError(format_validation(report), report)
+    too_small = gate_size(dataset, report["read"])
+    if too_small:
+        raise JobawareError(too_small)
     return report
+
+
+def gate_size(dataset: str | Path, read: dict) -> str | None:
+    """Why a dataset would give the promotion gate fewer evaluation rows than its capability's minimum (the
+    capability's `gate_size`), or None; None too for a dataset whose read report names no capability."""
+    key = read.get("capability")
+    capability = capabilities.get(key) if key else None
+    if capability is None or capability.gate_size is None:
+        return None
+    return capability.gate_size(Path(dataset), capability.min_eval_rows, read.get("data", "this data"))
 
 
 def register_step(key: str, run_id: str) -> str:

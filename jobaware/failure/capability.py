@@ -5,7 +5,11 @@ from jobaware.failure.params import FailureParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
 # scored or served through this code.
-FEATURE_VERSION = "5"
+FEATURE_VERSION = "6"
+# The gate (README: "The gate's minimum"): at least MIN_EVAL_ROWS completed or failed test jobs, and a challenger
+# whose ROC-AUC is not below the champion's by more than GATE_MARGIN at the 90 % interval's low end (DeLong's)
+MIN_EVAL_ROWS = 200
+GATE_MARGIN = 0.01
 
 CAPABILITY = Capability(
     key="failure",
@@ -13,7 +17,7 @@ CAPABILITY = Capability(
     params=FailureParams,
     primary_metric="roc_auc",
     higher_is_better=True,
-    min_eval_rows=1000,
+    min_eval_rows=MIN_EVAL_ROWS,
     feature_version=FEATURE_VERSION,
     ingest=Ref("jobaware.failure.reader:ingest"),
     synth=Ref("jobaware.failure.synth:write_synthetic"),
@@ -32,5 +36,8 @@ CAPABILITY = Capability(
     smoke=(6000, {"max_iter": 40}),
     from_store=Ref("jobaware.failure.from_store:from_store"),
     train=Ref("jobaware.failure.train:train"),
+    gate_size=Ref("jobaware.failure.train:gate_size"),
+    compare=Ref("jobaware.failure.train:compare"),
+    gate_margin=GATE_MARGIN,
     metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
 )

@@ -40,6 +40,9 @@ class FailureParams(BaseModel):
     # out), "none" trains on the site's jobs alone, "auto" is "extra" unless the data was generated (a generator's
     # truth beside it)
     public_data: Literal["auto", "extra", "none"] = "auto"
+    # OpenMP threads the trees are fitted and scored on: on a shared 2-core machine OpenMP's waiting threads cost the
+    # public traces' training step 146 s of CPU against 34 s on one thread, for the same model
+    threads: Annotated[Count, Field(ge=1, le=256)] = 1
     seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
 
 

@@ -27,7 +27,6 @@ from jobaware.errors import InputError
 from jobaware.failure.writers import NrelWriter
 
 MIN_JOBS, MAX_JOBS = 1_000, 11_000_000
-DEFAULT_SYNTH_JOBS = 150_000
 FORMATS = ("csv", "json", "parquet")
 TRUTH_CLASSES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED")
 ROUND_TIMES = np.array([300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 345600, 864000], float)
@@ -284,8 +283,9 @@ def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, pr
 
 
 def default_data(data_dir: Path, progress=None) -> str:
-    """Synthetic NREL-format jobs, generated once under `data_dir` (the embedded default of `make run`)."""
-    path = data_dir / f"synthetic_failure_{DEFAULT_SYNTH_JOBS}.parquet"
-    if not path.exists():
-        write(path, DEFAULT_SYNTH_JOBS, "parquet", 0, progress=progress)
-    return str(path)
+    """The bundled public traces (`jobaware.failure.public`): `make run` and `pipeline run failure` without
+    `--data` train the public-trace model, which serves a site before it has finished jobs of its own. Nothing is
+    generated (`data_dir` is not used)."""
+    from jobaware.failure import public
+
+    return str(public.manifest())

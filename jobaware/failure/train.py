@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from sklearn.inspection import permutation_importance
 from sklearn.metrics import roc_auc_score
+from threadpoolctl import threadpool_limits
 
 from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
@@ -163,7 +164,8 @@ def fit(table: pd.DataFrame | FeatureTable, history: pd.DataFrame, params: dict 
     p = check_params(params or {})
     x, y = training_sample(_table(table), p["max_train_rows"], p["seed"])
     portable = bool((x["site"] != "").any())
-    model = FailureModel(params=p, portable=portable).fit(x, y, validation_period(x["site"], p["calibration_fraction"]))
+    with threadpool_limits(p["threads"], user_api="openmp"):
+        model = FailureModel(params=p, portable=portable).fit(x, y, validation_period(x["site"], p["calibration_fraction"]))
     return FailureBundle(model=model, history=history, trained_on=trained_on or {})
 
 
@@ -213,6 +215,12 @@ def evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, params: 
     every test job, or a seeded sample of GATE_ROWS of them; the feature importance is measured on a seeded
     sample of IMPORTANCE_ROWS."""
     p = check_params(params or {})
+    with threadpool_limits(p["threads"], user_api="openmp"):
+        return _evaluate(bundle, table, p, truth, plot_dir)
+
+
+def _evaluate(bundle: FailureBundle, table: pd.DataFrame | FeatureTable, p: dict, truth: pd.DataFrame | None,
+              plot_dir: Path | None) -> FailureEvaluation:
     table = _table(table)
     tests = table.count("test")
     if tests == 0:

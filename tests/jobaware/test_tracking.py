@@ -61,3 +61,35 @@ def test_registry_flow_against_a_real_mlflow_server(mlflow_server, synthetic):
     assert len(actions) == 1
     bundle, version = tracking.load_bundle("failure")
     assert version == good and len(bundle.predict(jobs.tail(5))) == 5
+
+
+def test_a_site_model_is_judged_against_a_public_champion_on_the_sites_own_jobs_alone(mlflow_server, synthetic):
+    """Public traces are not the site: the gate compares the two on the site's evaluation data only, by the interval
+    of their ROC-AUC difference."""
+    jobs, _ = read_jobs(synthetic[0])
+    first, second = jobs.iloc[:10_000], jobs.iloc[10_000:]
+    public, _ = _log(first, {"max_iter": 40})
+    _, client = tracking.mlflow_client()
+    client.set_tag(client.get_model_version("jobaware-failure", public).run_id, tracking.TRAINED_ON_TAG,
+                   "public public_jobs")
+    assert gate.promote("failure", public)["promoted"]
+    site, _ = _log(second, {"max_iter": 40})
+    decision = gate.promote("failure", site)
+    (check,) = decision["checks"]
+    assert check["eval_data_of"] == site and check["rows"] >= 200
+    assert check["low"] <= check["difference"] <= check["high"] and check["level"] == 0.9
+    assert decision["promoted"] == (check["low"] >= -0.01), decision["reason"]
+
+
+def test_the_gate_says_how_many_more_rows_would_decide():
+    from types import SimpleNamespace
+
+    capability = SimpleNamespace(gate_margin=0.01, primary_metric="roc_auc")
+    check = {"candidate": 0.80, "champion": 0.79, "difference": 0.01, "low": -0.03, "high": 0.05, "level": 0.9,
+             "rows": 300}
+    reason = gate._interval_reason(capability, "4", check, "the evaluation data of version 4")
+    # the half-width 0.04 must shrink to 0.02 (the difference plus the margin): four times the rows
+    assert reason.endswith("interval -0.0300..+0.0500, which reaches below -0.01; about 900 more rows would decide it "
+                           "if the difference held")
+    worse = gate._interval_reason(capability, "4", {**check, "difference": -0.02, "low": -0.05}, "the data")
+    assert "more rows" not in worse
