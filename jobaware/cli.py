@@ -358,9 +358,12 @@ def service_command(key: str, port: int, host: str) -> list[str]:
     return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
 
 
-def service_env() -> dict:
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
-            "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
+def service_env(key: str, port: int) -> dict:
+    """The environment of a service: BentoML's home is the service's own (`JOBAWARE_HOME/bentoml/<key>-<port>`), so
+    that each keeps its own Prometheus folder (BentoML empties that folder when a service starts)."""
+    home = config.home(create=False)
+    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False), "JOBAWARE_HOME": str(home),
+            "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
 def _check_port(host: str, port: int) -> None:
@@ -394,7 +397,7 @@ def serve(
     _check_port(host, port)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(command[0], command, service_env())
+    os.execve(command[0], command, service_env(key, port))
 
 
 @app.command("demo")
@@ -409,7 +412,7 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
         for offset, key in enumerate(keys):
             port = first_port + offset
             log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-            started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
+            started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(key, port), stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True))
             examples[key] = port
         _print_examples(examples)

@@ -6,14 +6,23 @@ It holds no model: it calls `failure`, `resource` and `similarity` over HTTP (JO
 
 from __future__ import annotations
 
-import bentoml
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import capabilities, card, config
-from serving.base import harden
+from jobaware.bodies import Limits
+from serving.base import Route, service
 
-MAX_SCRIPT_CHARS = 1 << 20
-MAX_NEIGHBOURS = 100
+
+class CardLimits(Limits):
+    """What the gateway accepts (JOBAWARE_CARD_MAX_SCRIPT_CHARS, JOBAWARE_CARD_MAX_NEIGHBOURS)."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_CARD_")
+    max_script_chars: int = Field(1 << 20, ge=1)
+    max_neighbours: int = Field(100, ge=0)
+
+
+LIMITS = CardLimits.load()
 
 
 class Neighbour(BaseModel):
@@ -29,30 +38,22 @@ class CardRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     job_id: int = Field(ge=0, le=2**53, description="the job's id")
     job: dict = Field(description="the job's record (squeue --json or canonical), as /predict of failure takes it")
-    script: str | None = Field(None, max_length=MAX_SCRIPT_CHARS, description="the batch script")
+    script: str | None = Field(None, max_length=LIMITS.max_script_chars, description="the batch script")
     similarity_jobid: int | None = Field(None, ge=0, le=2**53, description="the job's id in the similarity pool")
-    neighbours: list[Neighbour] = Field(default_factory=list, max_length=MAX_NEIGHBOURS)
+    neighbours: list[Neighbour] = Field(default_factory=list, max_length=LIMITS.max_neighbours)
 
 
-@bentoml.service(name="jobaware-card", traffic={"timeout": 60})
-class CardService:
-    """Failure risk, binding resource with a pairing hint, and similar past jobs, in one answer."""
-
-    def __init__(self) -> None:
-        keys = capabilities.keys()
-        self.urls = {key: config.service_url(key, keys) for key in card.PARTS}
-
-    @bentoml.api(route="/card", input_spec=CardRequest)
-    def card(self, **body) -> dict:
-        """The job card; a part whose service is down says so (`status`, `reason`)."""
-        request = CardRequest.model_validate(body)
-        neighbours = [{"id": n.id, "class": n.class_} for n in request.neighbours]
-        answer = card.make_card(request.job_id, request.job, request.script, self.urls,
-                                similarity_jobid=request.similarity_jobid, neighbours=neighbours)
-        card.audit({"action": "card", "job_id": request.job_id, "short": answer["short"],
-                    "missing": answer["missing"], "versions": card.versions(answer)},
-                   config.audit_dir() / "card.jsonl")
-        return answer
+def job_card(body: CardRequest, model: None, limits: CardLimits) -> dict:
+    """The job card; a part whose service is down says so (`status`, `reason`)."""
+    keys = capabilities.keys()
+    urls = {key: config.service_url(key, keys) for key in card.PARTS}
+    neighbours = [{"id": n.id, "class": n.class_} for n in body.neighbours]
+    answer = card.make_card(body.job_id, body.job, body.script, urls, similarity_jobid=body.similarity_jobid,
+                            neighbours=neighbours)
+    card.audit({"action": "card", "job_id": body.job_id, "short": answer["short"], "missing": answer["missing"],
+                "versions": card.versions(answer)}, config.audit_dir() / "card.jsonl")
+    return answer
 
 
-harden(CardService)
+CardService = service("card", "Failure risk, binding resource with a pairing hint, and similar past jobs, in one "
+                      "answer.", LIMITS, Route("/card", CardRequest, job_card))

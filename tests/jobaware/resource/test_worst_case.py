@@ -1,7 +1,7 @@
 """The most expensive valid `/classify` and `/pairing` requests the limits allow are answered within 2 s and
 1 MiB: the request's work budget is shared by its scripts."""
 
-from jobaware.resource.service import classify_request, pairing_request
+from tests.jobaware.resource.conftest import classify_request, pairing_request
 from tests.serving.worst_cases import check_bounded, resource_cases
 
 

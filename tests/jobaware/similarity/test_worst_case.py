@@ -1,7 +1,7 @@
 """The most expensive valid `/similar` and `/job` requests the limits allow are answered within 2 s and 1 MiB."""
 
 from jobaware.similarity.bundle import SimilarityBundle
-from jobaware.similarity.service import job_request, similar_request
+from tests.jobaware.similarity.conftest import job_request, similar_request
 from tests.serving.worst_cases import check_bounded, similarity_cases
 
 
