@@ -375,15 +375,26 @@ DOCS_PAGE = """<!DOCTYPE html>
 class Docs:
     """ASGI middleware: `GET /docs` (and `/`) is a page that shows the service's OpenAPI document with the Swagger
     UI BentoML ships (under `/static_content/`), replacing BentoML's own index page, which loads a tag manager from
-    the internet."""
+    the internet; `GET /docs.json` is BentoML's document with the service's own description (BentoML's default one
+    shows badges from image hosts), built once."""
 
-    def __init__(self, app, title: str):
+    def __init__(self, app, served):
         self.app = app
-        self.page = DOCS_PAGE.format(title=title).encode()
+        self.served = served
+        self.page = DOCS_PAGE.format(title=served.name).encode()
+        self.document: bytes | None = None
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] == "http" and scope["method"] in ("GET", "HEAD") and scope["path"] in ("/", "/docs"):
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            return await self.app(scope, receive, send)
+        if scope["path"] in ("/", "/docs"):
             return await _send(send, 200, self.page, b"text/html; charset=utf-8")
+        if scope["path"] == "/docs.json":
+            if self.document is None:
+                document = self.served.openapi_spec.asdict()
+                document["info"].update(description=self.served.inner.__doc__ or "", contact={"name": "jobaware"})
+                self.document = json.dumps(document, default=str).encode()
+            return await _send(send, 200, self.document)
         return await self.app(scope, receive, send)
 
 
@@ -392,4 +403,4 @@ def harden(built) -> None:
     built.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     key = built.inner.key
     built.add_asgi_middleware(OneErrorShape, unavailable=no_champion(key) if key else "not ready")
-    built.add_asgi_middleware(Docs, title=built.name)
+    built.add_asgi_middleware(Docs, served=built)
