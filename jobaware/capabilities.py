@@ -63,7 +63,8 @@ class Capability:
           adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
     Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
     words, for people; `example` = (route, request body) for people;
-    `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests.
+    `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests;
+    `service_memory` = (request, limit) of one service pod's memory in the Kubernetes manifests (`jobaware.manifests`).
     """
 
     key: str
@@ -89,6 +90,7 @@ class Capability:
     from_store: Ref | None = None
     formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
+    service_memory: tuple[str, str] = ("1536Mi", "4Gi")
 
     @property
     def model_name(self) -> str:

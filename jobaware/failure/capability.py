@@ -32,5 +32,6 @@ CAPABILITY = Capability(
     smoke=(6000, {"max_iter": 40}),
     from_store=Ref("jobaware.failure.from_store:from_store"),
     train=Ref("jobaware.failure.train:train"),
+    service_memory=("1Gi", "3Gi"),
     metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
 )

@@ -35,5 +35,6 @@ CAPABILITY = Capability(
     smoke=(200, {"cv_repeats": 1, "candidates": ["rich"]}),
     commands=Ref("jobaware.resource.commands:register"),
     train=Ref("jobaware.resource.train:train"),
+    service_memory=("1Gi", "3Gi"),
     metrics_table=("macro_f1", "macro_f1_std", "f1_cpu", "f1_mem", "f1_network", "f1_io"),
 )
