@@ -106,6 +106,11 @@ LIMITS = Limits.load()
 HoldRequest = request_model(LIMITS)
 
 
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state. The log must be an event log in which the job is on hold.
+UNSTATABLE = (r"^log: # bad record", r"^log: no event in the log", r"^cluster: job [#.]+ (has no event|is not on hold)")
+
+
 def checked(body, limits: Limits) -> CheckedRequest:
     """A body of `request_model(limits)` checked beyond its model: the log's size in bytes, the path inside the
     log folder; raise InputError naming the field."""

@@ -144,6 +144,13 @@ class JobBody(Body):
     jobid: JobId
 
 
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state: a jobid must be in the pool, an inline reference's metrics as long as each other.
+UNSTATABLE = (r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
+              r"needs the reference's .*, which job # lacks$",  # a pool job without that coding
+              r"^coding: b-aggz needs the reference's binary coding$")  # no algorithm named: the model's own
+
+
 def _numbers(value: str | list[int]) -> np.ndarray:
     return np.array(value.split(":") if isinstance(value, str) else value, np.int64)
 
