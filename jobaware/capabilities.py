@@ -122,15 +122,16 @@ def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, key: str
 
 @cache
 def registry() -> dict[str, Capability]:
-    """Every capability found as `jobaware/<key>/capability.py`, by key."""
+    """Every capability found as `jobaware/<key>/capability.py` (in each folder of the package's path), by key."""
     found = {}
-    package = Path(__file__).parent
-    for module in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
-        if module.ispkg and (package / module.name / "capability.py").is_file():
-            capability = importlib.import_module(f"jobaware.{module.name}.capability").CAPABILITY
-            if capability.key != module.name:
-                raise JobawareError(f"jobaware/{module.name}/capability.py registers key '{capability.key}'")
-            found[capability.key] = capability
+    folders = [Path(folder) for folder in importlib.import_module("jobaware").__path__]
+    names = sorted({module.name for folder in folders for module in pkgutil.iter_modules([str(folder)])
+                    if module.ispkg and (folder / module.name / "capability.py").is_file()})
+    for name in names:
+        capability = importlib.import_module(f"jobaware.{name}.capability").CAPABILITY
+        if capability.key != name:
+            raise JobawareError(f"jobaware/{name}/capability.py registers key '{capability.key}'")
+        found[capability.key] = capability
     return found
 
 
