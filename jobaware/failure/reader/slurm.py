@@ -332,8 +332,3 @@ def _valid_column(field: str, values: list):
     elif max(map(len, filter(None, texts)), default=0) > _LONGEST[field]:
         return None
     return np.array(texts, dtype=object)
-
-
-def parse_request_jobs(jobs) -> pd.DataFrame:
-    """Request records as a canonical table (`parse_request`'s columns in the canonical pandas dtypes)."""
-    return parse_request(jobs).frame()

@@ -12,7 +12,7 @@ import pytest
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import write_cache
 from tests.adapters.slurm.test_verdicts import verdict
-from tests.slurm.cluster import SlurmCluster, require_slurm
+from harness.slurm_cluster import SlurmCluster, require_slurm
 
 pytestmark = pytest.mark.slow
 USER = pwd.getpwuid(os.getuid()).pw_name

@@ -8,7 +8,7 @@ from jobaware import tracking
 from jobaware.bodies import read_json
 from jobaware.failure.service import PredictRequest, predict
 from jobaware.model import Served
-from tests.serving.worst_cases import check_bounded, failure_cases
+from harness.worst_cases import check_bounded, failure_cases
 
 
 def test_the_worst_request_is_bounded(champion):

@@ -2,7 +2,7 @@
 
 from jobaware.bodies import parse_body
 from jobaware.hold.service import LIMITS, MAX_REASON_CHARS, HoldRequest, checked, decide
-from tests.serving.worst_cases import check_bounded, hold_cases
+from harness.worst_cases import check_bounded, hold_cases
 
 
 def parse_request(body, limits):

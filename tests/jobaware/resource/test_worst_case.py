@@ -2,7 +2,7 @@
 1 MiB: the request's work budget is shared by its scripts."""
 
 from tests.jobaware.resource.conftest import classify_request, pairing_request
-from tests.serving.worst_cases import check_bounded, resource_cases
+from harness.worst_cases import check_bounded, resource_cases
 
 
 def test_the_worst_requests_are_bounded(trained):

@@ -13,7 +13,7 @@ from jobaware.similarity import algorithms as alg
 from jobaware.similarity.index import Reference
 from jobaware.similarity.schema import METRICS, NODE_VALUES
 
-from . import reference as ref_impl
+from harness import similarity_reference as ref_impl
 from .jobs import index_of, long_job, random_job
 
 TOLERANCE = 1e-6

@@ -2,7 +2,7 @@
 
 from jobaware.similarity.bundle import SimilarityBundle
 from tests.jobaware.similarity.conftest import job_request, similar_request
-from tests.serving.worst_cases import check_bounded, similarity_cases
+from harness.worst_cases import check_bounded, similarity_cases
 
 
 def test_the_worst_requests_are_bounded(generated_index):

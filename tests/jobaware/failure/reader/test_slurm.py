@@ -2,7 +2,7 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError
-from jobaware.failure.reader.slurm import from_squeue, parse_request_jobs, read_squeue_json
+from jobaware.failure.reader.slurm import from_squeue, parse_request, read_squeue_json
 from jobaware.failure.schema import COLUMNS, LIMITS
 from tests.conftest import SQUEUE
 
@@ -43,7 +43,7 @@ def test_later_slurm_versions_wrapped_numbers_and_gpus():
 )
 def test_request_records_are_refused_naming_the_bad_field(jobs, message):
     with pytest.raises(InputError, match=message):
-        parse_request_jobs(jobs)
+        parse_request(jobs).frame()
 
 
 def test_request_records_become_the_same_frame_as_the_canonical_cast():
@@ -55,7 +55,7 @@ def test_request_records_become_the_same_frame_as_the_canonical_cast():
          "submit_time": "2019-03-01 10:00:00.7", "mem_req": 1.5, "state": "COMPLETED", "end_time": 1551434400123},
         {"job_id": 2, "user": 7, "gpus_req": 1.0, "submit_time": 1551434400000, "name": "x" * 200},
     ]
-    parsed = parse_request_jobs(records)
+    parsed = parse_request(records).frame()
     rows = [{c: r.get(c) for c in COLUMNS} for r in records]
     rows[0]["submit_time"] = pd.Timestamp(rows[0]["submit_time"])
     rows[0]["end_time"] = pd.Timestamp(rows[0]["end_time"], unit="ms")
