@@ -89,8 +89,8 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
 def requests_for(key: str, home: Path) -> list[Request]:
     """The valid example, the invalid bodies and the worst cases of `key`'s service (from its champion)."""
     os.environ["JOBAWARE_HOME"] = str(home)
-    from jobaware import capabilities, tracking
     from harness import worst_cases
+    from jobaware import capabilities, tracking
 
     route, example = capabilities.get(key).example
     out = [Request("valid", "example", route, json.dumps(example).encode())]

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
-import pydantic_core
 from pydantic_core import core_schema
 from pydantic_settings import BaseSettings, SettingsConfigDict
 

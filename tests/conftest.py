@@ -40,9 +40,8 @@ def synthetic(tmp_path_factory) -> tuple[Path, Path]:
 def champion(synthetic, tmp_path_factory) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import gate, tracking
-    from jobaware.failure.train import log_trained
-    from jobaware.failure.train import train_in_memory
     from jobaware.failure.reader import read_jobs
+    from jobaware.failure.train import log_trained, train_in_memory
 
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train_in_memory(jobs, {"max_iter": 80})

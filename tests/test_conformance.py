@@ -26,8 +26,8 @@ import yaml
 
 from jobaware import capabilities, config, contracts, gate, steps, tracking
 from jobaware.errors import ContractError, JobawareError
-from tests.fuzzing import examples, fuzz_example, fuzz_service
 from tests.conftest import ROOT, free_port, wait_for
+from tests.fuzzing import examples, fuzz_example, fuzz_service
 
 KEYS = capabilities.keys()
 

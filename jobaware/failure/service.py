@@ -21,16 +21,26 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, create_model
 from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, Limits as BaseLimits
+from jobaware.bodies import Body
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.failure.model import PROBABILITIES
 from jobaware.failure.reader import iter_batches
 from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.reader.dispatch import contract_for, job_files
 from jobaware.failure.reader.slurm import SQUEUE_NUMBERS, SQUEUE_TEXTS, parse_request, read_squeue_json
-from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS as BOUNDS, NUMERIC, STATES,
-                                     TIME_COLUMNS, TIME_TEXT_PATTERN, max_text)
-from jobaware.model import Served
+from jobaware.failure.schema import (
+    COLUMNS,
+    EPOCH_RANGE,
+    INTEGER,
+    NUMERIC,
+    STATES,
+    TIME_COLUMNS,
+    TIME_TEXT_PATTERN,
+    max_text,
+)
+from jobaware.failure.schema import LIMITS as BOUNDS
 from jobaware.jsonable import jsonable
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine

@@ -29,7 +29,8 @@ from pydantic import ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, Limits as BaseLimits
+from jobaware.bodies import Body
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
 from jobaware.hold.bundle import HoldBundle, current_holds
 from jobaware.hold.labels import decisions

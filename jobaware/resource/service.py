@@ -31,8 +31,8 @@ from pydantic import ConfigDict, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, Limits as BaseLimits
-from jobaware.bodies import Matching, worded
+from jobaware.bodies import Body, Matching, worded
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
 from jobaware.model import Served
 from jobaware.outputs import atomic_text

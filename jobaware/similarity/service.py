@@ -22,8 +22,8 @@ from pydantic import ConfigDict, Field, create_model, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, Limits as BaseLimits
-from jobaware.bodies import worded
+from jobaware.bodies import Body, worded
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.model import Served
@@ -32,9 +32,7 @@ from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.index import Reference, SimilarityIndex
-from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX,
-                                        SYMBOL_MAX)
-
+from jobaware.similarity.schema import CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX, SYMBOL_MAX
 
 
 class Limits(BaseLimits):

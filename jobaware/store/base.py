@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 # Where a final state came from, weakest first: a later, stronger source replaces an earlier one, never the reverse.

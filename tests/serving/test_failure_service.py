@@ -75,8 +75,8 @@ def test_health_metrics_and_openapi(failure_service):
 
 
 def test_picks_up_a_new_champion_without_restart(failure_service, champion):
-    from tests.jobaware.test_tracking import _log
     from jobaware.failure.reader import read_jobs
+    from tests.jobaware.test_tracking import _log
 
     jobs = read_jobs(__import__("tests.conftest", fromlist=["x"]).ROOT / "data/real/swf/KTH-SP2-1996-2.1-cln.swf")[0]
     new, _ = _log(jobs.iloc[:8000], {"max_iter": 30})

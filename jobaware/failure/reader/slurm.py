@@ -17,9 +17,19 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.common import NAT, JobColumns
+from jobaware.failure.schema import (
+    COLUMNS,
+    EPOCH_RANGE,
+    INTEGER,
+    LIMITS,
+    NUMERIC,
+    STATES,
+    TIME_COLUMNS,
+    max_text,
+    normalize_state,
+    number_problem,
+)
 from jobaware.reading import abbreviated
-from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_state, number_problem)
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")

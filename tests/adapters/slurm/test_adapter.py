@@ -16,10 +16,10 @@ import pytest
 
 from adapters.slurm.adapter import Backoff, Policy, RateLimit, comment_with, read_policy
 from adapters.slurm.verdicts import read_cache
+from harness.slurm_cluster import SlurmCluster, require_slurm
 from jobaware.card import short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
-from harness.slurm_cluster import SlurmCluster, require_slurm
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 CPU_SCRIPT = "#!/bin/bash\npython3 -c 'print(sum(i * i for i in range(10**6)))'\n"

@@ -11,8 +11,8 @@ import pytest
 
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import write_cache
-from tests.adapters.slurm.test_verdicts import verdict
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from tests.adapters.slurm.test_verdicts import verdict
 
 pytestmark = pytest.mark.slow
 USER = pwd.getpwuid(os.getuid()).pw_name

@@ -4,11 +4,11 @@ import json
 
 import pydantic_core
 
+from harness.worst_cases import check_bounded, failure_cases
 from jobaware import tracking
 from jobaware.bodies import read_json
 from jobaware.failure.service import PredictRequest, predict
 from jobaware.model import Served
-from harness.worst_cases import check_bounded, failure_cases
 
 
 def test_the_worst_request_is_bounded(champion):

@@ -1,8 +1,8 @@
 """The most expensive valid `/hold-decision` requests the limits allow are answered within 2 s and 1 MiB."""
 
+from harness.worst_cases import check_bounded, hold_cases
 from jobaware.bodies import parse_body
 from jobaware.hold.service import LIMITS, MAX_REASON_CHARS, HoldRequest, checked, decide
-from harness.worst_cases import check_bounded, hold_cases
 
 
 def parse_request(body, limits):
