@@ -39,7 +39,6 @@ from jobaware.model import Served
 
 logger = logging.getLogger("jobaware.serving")
 MAX_ERROR_CHARS = 500
-JSON_TYPES = ("application/json", "application/*+json")
 
 
 class ServingLimits(Limits):
@@ -241,7 +240,7 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
             threads: int = 1):
     """The BentoML service `jobaware-<name>` answering `routes` under `limits`; with `key`, following that
     capability's champion (503 until there is one). `threads`: bodies answered at once in worker threads."""
-    namespace = {"key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": "serving"}
+    namespace = {"key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": f"serving.{name}"}
     namespace.update({route.name: _endpoint(route) for route in routes})
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)
     built = bentoml.service(name=f"jobaware-{name}", traffic={"timeout": timeout})(cls)
