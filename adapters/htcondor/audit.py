@@ -1,4 +1,5 @@
-"""The audit: one JSON object per line, appended and synced before anything is acted upon.
+"""The hold adapter's audit (`jobaware.audit`: one JSON object a line, appended and synced before anything is acted
+upon, ids remembered), and the records it holds.
 
 Records (field `kind`):
   hold     a new hold and what was made of it: the job, hold time, code, subcode and reason, NumJobStarts and
@@ -14,69 +15,19 @@ for those), so a follower restarted after a crash recognises what it has already
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
-from jobaware.errors import InputError
+from jobaware.audit import Audit
 
 
-def read_records(path: str | Path) -> Iterator[dict]:
-    """The audit's records; an unfinished last line (a crash while writing) is left out, a bad one named."""
-    path = Path(path)
-    try:
-        handle = open(path, "rb")
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the audit ({error.strerror or error})") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n"):
-                return
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise InputError(f"{path} line {number}: not a JSON audit record") from None
-            if not isinstance(record, dict) or "kind" not in record:
-                raise InputError(f"{path} line {number}: not an audit record (no `kind`)")
-            yield record
-
-
-class Audit:
-    """Appends records durably; knows the ids already recorded and the jobs with audited holds."""
+class HoldAudit(Audit):
+    """The audit, knowing also the jobs with audited holds (whose later events are outcomes)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.ids: set[str] = set()
         self.jobs: set[str] = set()
-        if self.path.exists():
-            for record in read_records(self.path):
-                self._remember(record)
-            self._drop_unfinished_line()
-        self._handle = open(self.path, "a")
+        super().__init__(path)
 
-    def _drop_unfinished_line(self) -> None:
-        """A line cut by a crash is cut off (its record was never complete, so nothing followed from it)."""
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with open(self.path, "rb+") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
-
-    def _remember(self, record: dict) -> None:
-        if record.get("id"):
-            self.ids.add(record["id"])
-        if record["kind"] == "hold":
+    def remember(self, record: dict) -> None:
+        super().remember(record)
+        if record.get("kind") == "hold":
             self.jobs.add(record["job"])
-
-    def __contains__(self, record_id: str) -> bool:
-        return record_id in self.ids
-
-    def write(self, record: dict) -> None:
-        self._handle.write(json.dumps(record, default=str, allow_nan=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._remember(record)
-
-    def close(self) -> None:
-        self._handle.close()

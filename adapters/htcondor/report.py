@@ -17,7 +17,7 @@ import datetime as dt
 from collections import defaultdict
 from pathlib import Path
 
-from adapters.htcondor.audit import read_records
+from jobaware.audit import read_records
 from jobaware.errors import InputError
 
 COLUMNS = ("week", "holds", "model release", "model remove", "model none", "no decision", "rule release",
@@ -38,7 +38,7 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
     """Each hold record with `ended` (release / remove / None), `released_at` and `reheld_at` from what followed."""
     by_job: dict[str, list[dict]] = defaultdict(list)
     for record in records:
-        if record["kind"] in ("hold", "outcome"):
+        if record.get("kind") in ("hold", "outcome"):
             by_job[record["job"]].append(record)
     holds = []
     for events in by_job.values():
@@ -63,9 +63,9 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
 def summarize(audit: str | Path) -> list[dict]:
     """One row per week of hold times, and a last row `all`."""
     records = list(read_records(audit))
-    if not any(r["kind"] == "hold" for r in records):
+    if not any(r.get("kind") == "hold" for r in records):
         raise InputError(f"{audit}: no hold recorded in this audit")
-    acted = {r["hold_id"] for r in records if r["kind"] == "acted" and r.get("ok")}
+    acted = {r["hold_id"] for r in records if r.get("kind") == "acted" and r.get("ok")}
     rows: dict[str, dict] = {}
     for hold in hold_outcomes(records):
         for week in (_week(hold["hold_time"]), "all"):

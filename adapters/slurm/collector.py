@@ -69,6 +69,12 @@ class Slurm:
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
 
 
+def state_of(record: dict) -> str | None:
+    """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
+    state = record.get("job_state")
+    return state[0] if isinstance(state, list) and state else state
+
+
 def sacct_as_squeue(job: dict) -> dict:
     """An `sacct --json` job record (Slurm 22.05) with squeue's field names, so `from_squeue` reads both alike."""
     times, required = job.get("time") or {}, job.get("required") or {}

@@ -7,7 +7,7 @@ import pytest
 from adapters.slurm.collector import Collector, Slurm, exit_codes, sacct_as_squeue
 from adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
-from jobaware.failure.from_store import export
+from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
 from jobaware.failure.reader.slurm import from_squeue
 from jobaware.store import open_store
