@@ -41,7 +41,7 @@ MARK = "jobaware: "  # every text the scheduler side writes starts with it
 SHORT_MAX = 200  # characters of the comment line
 ANSWERED = ("ok", "not_applicable")  # the other statuses are a part missing
 NO_HISTORY = {"similar": [], "site": {}}
-MAX_DEPTH = 2  # a part may ask another part, which may ask one more
+MAX_DEPTH = 2  # a part may ask another part (`Asking.part`); that one may not ask on
 
 
 class NotApplicable(Exception):
@@ -149,6 +149,8 @@ def part(key: str, context: dict, services: Services, depth: int = 0) -> dict:
         return _part("unavailable", f"no registered capability {key!r} has a card part")
     try:
         fields = declared_part.answer(context, Asking(key, services, depth))
+        if not isinstance(fields, dict) or {"status", "reason"} & set(fields):
+            raise TypeError(f"answer gave {type(fields).__name__}, not a dict of the part's own fields")
     except NotApplicable as exc:
         return _part("not_applicable", str(exc))
     except Missing as exc:

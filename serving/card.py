@@ -14,7 +14,7 @@ from serving.base import harden
 
 MAX_SCRIPT_CHARS = 1 << 20
 MAX_NEIGHBOURS = 100
-MAX_QUEUE = 100_000
+MAX_QUEUE = 10_000  # squeue records; the body limit (16 MiB by default) may bind first
 
 
 class Neighbour(BaseModel):

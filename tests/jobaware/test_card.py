@@ -184,3 +184,16 @@ def test_a_part_whose_code_fails_is_an_error_part_and_the_card_goes_on(registere
     assert card["parts"]["failure"]["status"] == "unavailable" and card["missing"] == ["failure", "tally"]
     assert card["parts"]["resource"] == {"status": "not_applicable", "reason": "no batch script"}
     assert card["short"] == "jobaware: failure risk unknown"
+
+
+def test_a_part_may_ask_another_part_which_may_not_ask_on(registered, monkeypatch):
+    def asks_itself(context, ask):
+        return {"inner": ask.part("tally", context)}
+
+    monkeypatch.setitem(registered, "tally", dataclasses.replace(registered["tally"], card=dataclasses.replace(
+        TALLY, answer=asks_itself)))
+    with cards.Services({}) as services:
+        card = cards.make_card({"job_id": 1}, services, keys=["tally"])
+    assert list(card["parts"]) == ["tally"] and card["missing"] == []
+    assert card["parts"]["tally"]["inner"] == {"status": "ok", "reason": None, "inner": {
+        "status": "unavailable", "reason": "tally may not ask tally (parts ask at most 1 deep)"}}
