@@ -1,10 +1,15 @@
-"""The durable audit every scheduler-side act is written to: one JSON object a line, appended, flushed and synced
-before anything it records is acted upon.
+"""The durable audit every scheduler-side act is written to, before anything it records is acted upon.
 
-A line cut short by a crash (no newline at its end) is left out when the audit is read, and cut off when a daemon
-opens it again: its record was never complete, so nothing followed from it. A record with an `id` is remembered,
-so that a daemon restarted after a crash recognises what it has recorded already and acts on nothing twice.
-One-shot writers (`jobaware card`, the card gateway) `append` without reading the file.
+One interface, two places to keep it: a daemon's audit is either a JSON Lines file (`Audit`: one JSON object a
+line, appended, flushed and synced) or an event stream of the site's job store (`StoreAudit`: written by every
+daemon of a node, or of many nodes with Redis, at once). Both offer the same few things: `write(record)`,
+`id in audit` (a record with an `id` is kept once, so a daemon restarted after a crash recognises what it has
+recorded already and acts on nothing twice), `audit.has_subject(s)` (whether a record was written about `s`, as
+the caller's `subject` function names it: a held job, say), and iteration over the records in the order written.
+
+In a file, a line cut short by a crash (no newline at its end) is left out when the audit is read, and cut off
+when a daemon opens it again: its record was never complete, so nothing followed from it. One-shot writers
+(`jobaware card`, the card gateway) `append` without reading the file.
 """
 
 from __future__ import annotations
@@ -13,11 +18,18 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from jobaware.errors import InputError
 from jobaware.jsonable import dumps
+from jobaware.store import JobStore
+
+Subject = Callable[[dict], "str | None"]  # what a record is about (a job), or None
+
+
+def _no_subject(record: dict) -> None:
+    return None
 
 
 def stamp(record: dict) -> dict:
@@ -63,15 +75,17 @@ def read_records(path: str | Path) -> Iterator[dict]:
 
 
 class Audit:
-    """An audit a daemon keeps open: it knows the ids recorded so far (`id in audit`) and appends durably."""
+    """An audit file a daemon keeps open: it knows the ids (and subjects) recorded so far and appends durably."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, subject: Subject = _no_subject):
         self.path = Path(path)
+        self.subject = subject
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.ids: set[str] = set()
+        self.subjects: set[str] = set()
         if self.path.exists():
             for record in read_records(self.path):
-                self.remember(record)
+                self._remember(record)
             self._drop_unfinished_line()
         self._handle = open(self.path, "a", encoding="utf-8")
 
@@ -81,27 +95,71 @@ class Audit:
             with open(self.path, "rb+") as handle:
                 handle.truncate(data.rfind(b"\n") + 1)
 
-    def remember(self, record: dict) -> None:
-        """Note what a record says (its id); a subclass may note more."""
+    def _remember(self, record: dict) -> None:
         if record.get("id"):
             self.ids.add(record["id"])
+        subject = self.subject(record)
+        if subject is not None:
+            self.subjects.add(subject)
 
     def __contains__(self, record_id: str) -> bool:
         return record_id in self.ids
 
-    def write(self, record: dict) -> None:
+    def has_subject(self, subject: str) -> bool:
+        return subject in self.subjects
+
+    def __iter__(self) -> Iterator[dict]:
+        return read_records(self.path)
+
+    def write(self, record: dict) -> bool:
+        """Append `record` durably, unless its `id` is recorded already; True when appended."""
+        if record.get("id") in self.ids:
+            return False
         try:
             self._handle.write(_line(record))
             self._handle.flush()
             os.fsync(self._handle.fileno())
         except OSError as exc:
             raise InputError(f"audit {self.path}: {exc.strerror or exc}") from None
-        self.remember(record)
+        self._remember(record)
+        return True
 
     def close(self) -> None:
         self._handle.close()
 
     def __enter__(self) -> Audit:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class StoreAudit:
+    """An audit as the job store's event stream `stream`: each record once under its `id` (committed by the store
+    before the caller acts), findable by its subject. It asks the store, so it holds nothing in memory; the store
+    is the caller's to close."""
+
+    def __init__(self, store: JobStore, stream: str, subject: Subject = _no_subject):
+        self.store, self.stream, self.subject = store, stream, subject
+
+    def __contains__(self, record_id: str) -> bool:
+        return self.store.has_event(self.stream, record_id)
+
+    def has_subject(self, subject: str) -> bool:
+        return self.store.has_subject(self.stream, subject)
+
+    def __iter__(self) -> Iterator[dict]:
+        return (event["record"] for event in self.store.events(self.stream))
+
+    def write(self, record: dict) -> bool:
+        """Keep `record` (it needs an `id`) unless the stream holds its id already; True when kept."""
+        record = json.loads(_line(record))
+        return self.store.put_event(self.stream, record["id"], record, subject=self.subject(record))
+
+    def close(self) -> None:
+        """Nothing to release: the store is the caller's."""
+
+    def __enter__(self) -> StoreAudit:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.common.pacing import RateLimit
-from adapters.htcondor.audit import HoldAudit
+from adapters.htcondor.audit import hold_audit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
 from adapters.htcondor.policy import (
@@ -35,6 +35,7 @@ from adapters.htcondor.policy import (
 )
 from adapters.htcondor.window import Window
 from jobaware.errors import JobawareError
+from jobaware.store import JobStore
 
 logger = logging.getLogger("jobaware.adapters.htcondor")
 
@@ -81,16 +82,24 @@ class Counts:
 
 
 class HoldAdapter:
-    """Follows event logs and decides every new hold: audited, and acted on only as the policy says."""
+    """Follows event logs and decides every new hold: audited, and acted on only as the policy says. The audit and
+    the read position are kept in `store` when given (its stream `htcondor.holds` and a checkpoint), else in the
+    file `audit` and the position file `state` (default AUDIT.state.json)."""
 
-    def __init__(self, logs: list[str | Path], audit: str | Path, state: str | Path | None = None, *,
+    def __init__(self, logs: list[str | Path], audit: str | Path | None, state: str | Path | None = None, *,
+                 store: JobStore | None = None,
                  client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
                  actor: Actor | None = None, year: int | None = None, window: Window | None = None,
                  on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
         self.policy = policy or Policy()
         self.acting = act or self.policy.mode == "act"
-        self.audit = HoldAudit(audit)
-        self.follower = Follower(logs, state or Path(str(audit) + ".state.json"), year=year)
+        if store is not None:  # the audit and the position in the site's job store
+            self.audit = hold_audit(store)
+            position = (store, "htcondor.follow:" + ",".join(sorted(str(Path(log)) for log in logs)))
+        else:
+            self.audit = hold_audit(audit)
+            position = state or Path(str(audit) + ".state.json")
+        self.follower = Follower(logs, position, year=year)
         self.window = window or Window()
         self.window.restore(self.follower.extra.get("window", {}))
         self.client = client
@@ -112,7 +121,7 @@ class HoldAdapter:
             seq = self.window.add(event)
             if event.code == 12:
                 self._hold(event, seq, index >= cleared_after.get(event.job, -1), counts)
-            elif event.code in OUTCOMES and _job(event) in self.audit.jobs:
+            elif event.code in OUTCOMES and self.audit.has_subject(_job(event)):
                 self._outcome(event, counts)
         counts.events = len(events)
         self._dirty = True

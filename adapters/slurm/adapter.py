@@ -40,11 +40,12 @@ from adapters.slurm.collector import Slurm, state_of
 from adapters.slurm.verdicts import ADVICE_MAX, COMMENT_MAX, NAME, Shape, Verdict, write_cache
 from jobaware import card as cards
 from jobaware import settings
-from jobaware.audit import Audit, stamp
+from jobaware.audit import Audit, StoreAudit, stamp
 from jobaware.failure.reader.slurm import FieldError, from_squeue
 from jobaware.store import JobKey, JobStore
 
 log = logging.getLogger(__name__)
+STREAM = "slurm.adapt"  # the store's event stream of the adapter's audit (when it has no audit file)
 COMMENT_MAX_CHARS = 250  # characters Slurm keeps in a comment that jobaware writes (the user's own text first)
 MARK = cards.MARK.rstrip()
 ONE_LINE = re.compile(r"[\t\n\r]+")
@@ -142,18 +143,19 @@ class Groups:
         self.max_age = policy.cache_days * 86_400
         self.groups: dict[tuple, Group] = {}
         self.site: Counter = Counter()
-        for key in reversed(store.keys()):  # newest first: the first verdict met for a shape is its latest
-            if key.submit_time < self.now - self.max_age or len(self.groups) >= policy.cache_max_verdicts:
+        # newest first: the first verdict met for a shape is its latest; only the window is read, a page at a time
+        for record in store.records(cluster, since=self.now - self.max_age, newest_first=True,
+                                    predictions="adapter:"):
+            if len(self.groups) >= policy.cache_max_verdicts:
                 break
-            record = store.get(key) if key.cluster == cluster else None
-            group = self._group(record["row"]) if record else None
+            group = self._group(record["row"])
             if group is None:
                 continue
             if record["final"]:
                 self.site[record["final"]["state"]] += 1
                 group.finished.append({name: record.get(name) for name in ("row", "states", "final")})
             if group.card is None:
-                kept = cards.kept_cards(store.predictions(key), prefix="adapter:")
+                kept = cards.kept_cards(record["predictions"], prefix="adapter:")
                 if kept and _answered(kept[-1]):
                     group.card = kept[-1]
 
@@ -212,10 +214,11 @@ def comment_with(existing: str | None, verdict: str) -> str:
 
 
 class PendingJobAdapter:
-    """Judges a cluster's pending jobs pass by pass and writes the verdicts back by the policy."""
+    """Judges a cluster's pending jobs pass by pass and writes the verdicts back by the policy; every act audited in
+    the file `audit`, or without one in the store's event stream `slurm.adapt`."""
 
     def __init__(self, store: JobStore, cluster: str, urls: dict[str, str], policy: Policy, *, act: bool = False,
-                 audit: str | Path, cache: str | Path | None = None, slurm: Slurm | None = None,
+                 audit: str | Path | None = None, cache: str | Path | None = None, slurm: Slurm | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.store, self.cluster, self.policy, self.act = store, cluster, policy, act
         self.cache = Path(cache) if cache else None
@@ -226,7 +229,8 @@ class PendingJobAdapter:
                                  policy.service_timeout_s, backoff_s=policy.backoff_s,
                                  backoff_max_s=policy.backoff_max_s, log=log, clock=clock)
         self.rate = RateLimit(policy.max_acts_per_minute, clock)
-        self.audit = Audit(audit)
+        # the audit: a JSON Lines file when given, else the store's stream (acts known once across the site's adapters)
+        self.audit = Audit(audit) if audit is not None else StoreAudit(store, STREAM)
         self.versions: dict[str, str] = {}  # the model versions the services answered with last
 
     def close(self) -> None:

@@ -15,7 +15,9 @@ from jobaware.errors import JobawareError
 
 slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
-StoreOption = Annotated[str, typer.Option("--store", help="job store: a folder (created when missing) or redis://host:port/db")]
+StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                          "JOBAWARE_STORE): a folder (SQLite, created when missing) or "
+                                          "redis://host:port/db")]
 
 
 def _logging(name: str) -> Path:
@@ -106,7 +108,7 @@ def adapt(
     store: StoreOption,
     policy: Annotated[Path | None, typer.Option(help="policy YAML or TOML (comment, hold, capabilities, rate limit, timeouts)")] = None,
     act: Annotated[bool, typer.Option("--act", help="act on Slurm (scontrol update/hold); without it, a dry run")] = False,
-    audit: Annotated[Path | None, typer.Option(help="audit log (JSON Lines; default JOBAWARE_HOME/audit/slurm-adapt.jsonl)")] = None,
+    audit: Annotated[Path | None, typer.Option(help="a JSON Lines audit instead of the store's stream slurm.adapt")] = None,
     cache: Annotated[Path | None, typer.Option(help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
     interval: Annotated[float, typer.Option(help="seconds between passes")] = 30.0,
     passes: Annotated[int, typer.Option(help="how many passes (bounded)")] = 1,
@@ -122,7 +124,6 @@ def adapt(
 
     from adapters.slurm.adapter import PendingJobAdapter, read_policy
     from adapters.slurm.collector import Slurm, cluster_name
-    from jobaware import config
     from jobaware.store import open_store
 
     if interval <= 0 or passes < 1 or timeout <= 0:
@@ -133,12 +134,12 @@ def adapt(
     cluster = cluster or cluster_name(slurm)
     if not cluster:
         raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
-    audit = audit or config.audit_dir() / "slurm-adapt.jsonl"
+    audited = audit or f"{store} (stream slurm.adapt)"
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
-    err.print(f"adapter on {cluster}, {mode}; audit in {audit}", highlight=False, soft_wrap=True)
+    err.print(f"adapter on {cluster}, {mode}; audit in {audited}", highlight=False, soft_wrap=True)
     done = 0
     urls = _urls(service)
     with open_store(store) as opened, PendingJobAdapter(opened, cluster, urls, chosen, act=act, audit=audit,
@@ -155,7 +156,7 @@ def adapt(
                       highlight=False)
             if forever or done < passes:
                 stop.wait(max(0.0, interval - (time.monotonic() - started)))
-    out.print(f"{done} pass(es); audit in {audit}", highlight=False, soft_wrap=True)
+    out.print(f"{done} pass(es); audit in {audited}", highlight=False, soft_wrap=True)
 
 
 def card(

@@ -5,7 +5,7 @@ from jobaware.failure.params import FailureParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
 # scored or served through this code.
-FEATURE_VERSION = "4"
+FEATURE_VERSION = "5"
 
 CAPABILITY = Capability(
     key="failure",

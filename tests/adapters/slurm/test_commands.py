@@ -23,7 +23,7 @@ def test_collect_then_export_through_the_cli(accounted, tmp_path, monkeypatch, f
             if record and record["final"] and record["final"]["source"] == "sacct":
                 break
         assert "poll 1:" in result.output and "calls, ok" in result.output
-        assert record["final"] == {"state": "FAILED", "source": "sacct", "exit_code": 4}
+        assert record["final"] == {"state": "FAILED", "source": "sacct", "exit_code": 4, "signal": None}
         out = tmp_path / "jobs.csv"
         result = runner.invoke(app, ["failure", "export", "--store", store, "--out", str(out)])
         assert result.exit_code == 0 and "finished job(s)" in result.output, result.output
