@@ -33,3 +33,25 @@ def test_append_stamps_who_and_when_and_a_bad_line_is_named(tmp_path):
         list(read_records(path))
     with pytest.raises(InputError, match="cannot read the audit"):
         list(read_records(tmp_path / "none.jsonl"))
+
+
+@pytest.mark.parametrize("sink", ["file", "store"])
+def test_a_file_and_a_store_stream_are_one_audit(tmp_path, sink):
+    from jobaware.audit import StoreAudit
+    from jobaware.store import open_store
+
+    store = open_store(str(tmp_path / "store"))
+    about = lambda record: record.get("job") if record.get("kind") == "hold" else None  # noqa: E731
+
+    def opened():
+        return Audit(tmp_path / "a.jsonl", subject=about) if sink == "file" else StoreAudit(store, "s", subject=about)
+
+    with opened() as audit:
+        assert audit.write({"id": "h1", "kind": "hold", "job": "7.0.0", "p": float("nan")})
+        assert audit.write({"id": "o1", "kind": "outcome", "job": "8.0.0"})
+        assert not audit.write({"id": "h1", "kind": "hold", "job": "9.0.0"})  # each id once
+    with opened() as again:  # a restarted daemon knows what it recorded
+        assert "h1" in again and "o1" in again and "h2" not in again
+        assert again.has_subject("7.0.0") and not again.has_subject("8.0.0") and not again.has_subject("9.0.0")
+        assert [(r["id"], r["p"] if "p" in r else "-") for r in again] == [("h1", None), ("o1", "-")]
+    store.close()
