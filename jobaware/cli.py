@@ -437,12 +437,12 @@ def _print_examples(ports: dict[str, int]) -> None:
 
 
 cli_registry.register(app, models_app)
+_register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
         app.add_typer(_group, name=_capability.key)
         _capability.commands(_group, app)
-_register_slurm(app, report_app)
 _register_htcondor(app)
 _register_store(app)
 

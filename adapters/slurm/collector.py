@@ -71,6 +71,12 @@ class Slurm:
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
 
 
+def state_of(record: dict) -> str | None:
+    """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
+    state = record.get("job_state")
+    return state[0] if isinstance(state, list) and state else state
+
+
 def said_memory(path) -> bool:
     """Whether the job's error file (when this host can read it) ends with Slurm's words for a memory kill."""
     if not isinstance(path, str) or not path:
