@@ -24,6 +24,7 @@ from adapters.slurm.commands import register as _register_slurm
 from jobaware import capabilities, cli_registry, config
 from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
+from jobaware.store.commands import register as _register_store
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
@@ -366,43 +367,26 @@ def service_env(key: str, port: int) -> dict:
             "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
-def _check_port(host: str, port: int) -> None:
-    """Refuse a port out of range or already taken, in one line, before BentoML starts."""
-    import socket
-
-    if not 1 <= port <= 65535:
-        raise JobawareError(f"--port: expected 1..65535, got {port}")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise JobawareError(f"--host {host}: cannot resolve ({exc.strerror})") from None
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise JobawareError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); "
-                                "pick a free port with --port") from None
-
-
 @app.command("serve")
 def serve(
     key: Key,
     port: Annotated[int, typer.Option(help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly)."""
-    command = service_command(key, port, host)
-    _check_port(host, port)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(command[0], command, service_env(key, port))
+    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server."""
+    from jobaware import supervise
+
+    code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
+                           say=lambda line: err.print(line, highlight=False, soft_wrap=True))
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command("demo")
 def demo(first_port: Annotated[int, typer.Option(help="port of the first service; the others follow")] = FIRST_PORT):
     """What `make run` does: every pipeline on its default data, then every champion served on localhost."""
+    from jobaware import supervise
+
     started = []
     keys = capabilities.keys()
     for key in keys:
@@ -412,8 +396,8 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
         for offset, key in enumerate(keys):
             port = first_port + offset
             log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-            started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(key, port), stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True))
+            started.append(supervise.Guarded(service_command(key, port, "127.0.0.1"), service_env(key, port), stdout=log,
+                                             stderr=subprocess.STDOUT))
             examples[key] = port
         _print_examples(examples)
         while all(p.poll() is None for p in started):
@@ -423,10 +407,11 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
         stop_services(started)
 
 
-def stop_services(processes: list[subprocess.Popen], grace: float = 20.0) -> None:
-    """SIGTERM every service's process group, wait up to `grace` seconds for all of them together, then SIGKILL
-    what is left. Ctrl-C is ignored meanwhile: a second one (or a signal forwarded by `make` or `timeout`) would
-    otherwise cut the loop short and leave services holding their ports."""
+def stop_services(processes: list, grace: float = 20.0) -> None:
+    """SIGTERM every service's process group (a guard: `jobaware.supervise` stops the service's whole tree), wait up
+    to `grace` seconds for all of them together, then SIGKILL what is left. Ctrl-C is ignored meanwhile: a second
+    one (or a signal forwarded by `make` or `timeout`) would otherwise cut the loop short and leave services
+    holding their ports."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for process in processes:
@@ -455,13 +440,14 @@ def _print_examples(ports: dict[str, int]) -> None:
 
 
 cli_registry.register(app, models_app)
+_register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
         app.add_typer(_group, name=_capability.key)
         _capability.commands(_group, app)
-_register_slurm(app, report_app)
 _register_htcondor(app)
+_register_store(app)
 
 
 def _error(message: str) -> None:

@@ -142,10 +142,10 @@ def error_response(status: int, message: str) -> Response:
 class Route:
     """One endpoint: `POST path` takes `body` (the slice's pydantic model: it checks the body once and is what the
     OpenAPI document shows); `answer(body, model, limits)` returns the whole answer as a JSON-ready dict (model is
-    the served `jobaware.model.Served`, None for a service without a model). `answer_model` describes a 200 in the
-    document (default: an object). A body of at most `inline_bytes` is read and answered on the event loop (where
-    that takes well under a millisecond); every other body in a worker thread, so that probes and small requests
-    are not held up behind it."""
+    the served `jobaware.model.Served`; for a service without a model, what its `resources` built, else None).
+    `answer_model` describes a 200 in the document (default: an object). A body of at most `inline_bytes` is read
+    and answered on the event loop (where that takes well under a millisecond); every other body in a worker thread,
+    so that probes and small requests are not held up behind it."""
 
     path: str
     body: type[BaseModel]
@@ -192,9 +192,11 @@ class ModelService:
     key: ClassVar[str | None] = None  # the capability whose champion it follows; None: no model
     limits: ClassVar[Limits]
     threads: ClassVar[int] = 1
+    resources: ClassVar[Callable[[], Any] | None] = None  # a service without a model: what its routes are given
 
     def __init__(self) -> None:
         self.champion = ChampionFollower(self.key) if self.key else None
+        self.built = self.resources() if self.resources is not None else None
         self.limiter = anyio.CapacityLimiter(self.threads)
 
     def __is_ready__(self) -> bool:
@@ -203,7 +205,7 @@ class ModelService:
     async def respond(self, route: Route, raw: bytes, media_type: str | None) -> Response:
         """The route's answer as JSON, or the error in the one shape."""
         try:
-            model = self.champion.get() if self.champion is not None else None
+            model = self.champion.get() if self.champion is not None else self.built
             if not is_json(media_type):
                 return error_response(415, f"body: expected JSON (content-type: application/json), got "
                                            f"{str(media_type)[:100]!r}")
@@ -237,10 +239,13 @@ def _endpoint(route: Route):
 
 
 def service(name: str, question: str, limits: Limits, *routes: Route, key: str | None = None, timeout: int = 60,
-            threads: int = 1):
+            threads: int = 1, resources: Callable[[], Any] | None = None):
     """The BentoML service `jobaware-<name>` answering `routes` under `limits`; with `key`, following that
-    capability's champion (503 until there is one). `threads`: bodies answered at once in worker threads."""
-    namespace = {"key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": f"serving.{name}"}
+    capability's champion (503 until there is one). `threads`: bodies answered at once in worker threads. Without
+    `key`, `resources` (if given) is called once when the service starts, and its result (the card gateway's HTTP
+    clients) is handed to the routes in the model's place."""
+    namespace = {"key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": f"serving.{name}",
+                 "resources": staticmethod(resources) if resources is not None else None}
     namespace.update({route.name: _endpoint(route) for route in routes})
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)
     built = bentoml.service(name=f"jobaware-{name}", traffic={"timeout": timeout})(cls)

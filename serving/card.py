@@ -1,7 +1,7 @@
 """The job-card gateway: one answer per job from the other services, part by part (`jobaware.card`).
 
-It holds no model: it calls `failure`, `resource` and `similarity` over HTTP (JOBAWARE_<KEY>_URL, else the ports
-`jobaware demo` gives them) and says which part is missing when one is down, instead of failing.
+It holds no model: it asks every capability whose registration declares a card part over HTTP (JOBAWARE_<KEY>_URL,
+else the ports `jobaware demo` gives them) and says which part is missing when one is down, instead of failing.
 """
 
 from __future__ import annotations
@@ -9,17 +9,19 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import SettingsConfigDict
 
-from jobaware import capabilities, card, config
+from jobaware import card, config
 from jobaware.bodies import Limits
 from serving.base import Route, service
 
 
 class CardLimits(Limits):
-    """What the gateway accepts (JOBAWARE_CARD_MAX_SCRIPT_CHARS, JOBAWARE_CARD_MAX_NEIGHBOURS)."""
+    """What the gateway accepts (JOBAWARE_CARD_MAX_SCRIPT_CHARS, JOBAWARE_CARD_MAX_NEIGHBOURS,
+    JOBAWARE_CARD_MAX_QUEUE: squeue records; the body limit, 16 MiB by default, may bind first)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBAWARE_CARD_")
     max_script_chars: int = Field(1 << 20, ge=1)
     max_neighbours: int = Field(100, ge=0)
+    max_queue: int = Field(10_000, ge=0)
 
 
 LIMITS = CardLimits.load()
@@ -33,7 +35,7 @@ class Neighbour(BaseModel):
 
 class CardRequest(BaseModel):
     """One job: its record as squeue --json or the canonical table gives it, its batch script, and optionally the
-    pool jobid of its I/O codings and the classes of the jobs it may share a node with."""
+    pool jobid of its I/O codings, the classes of the jobs it may share a node with and the queue around it."""
 
     model_config = ConfigDict(extra="forbid")
     job_id: int = Field(ge=0, le=2**53, description="the job's id")
@@ -41,19 +43,17 @@ class CardRequest(BaseModel):
     script: str | None = Field(None, max_length=LIMITS.max_script_chars, description="the batch script")
     similarity_jobid: int | None = Field(None, ge=0, le=2**53, description="the job's id in the similarity pool")
     neighbours: list[Neighbour] = Field(default_factory=list, max_length=LIMITS.max_neighbours)
+    queue: list[dict] = Field(default_factory=list, max_length=LIMITS.max_queue,
+                              description="the pending and running jobs around it, as squeue --json records")
 
 
-def job_card(body: CardRequest, model: None, limits: CardLimits) -> dict:
+def job_card(body: CardRequest, services: card.Services, limits: CardLimits) -> dict:
     """The job card; a part whose service is down says so (`status`, `reason`)."""
-    keys = capabilities.keys()
-    urls = {key: config.service_url(key, keys) for key in card.PARTS}
-    neighbours = [{"id": n.id, "class": n.class_} for n in body.neighbours]
-    answer = card.make_card(body.job_id, body.job, body.script, urls, similarity_jobid=body.similarity_jobid,
-                            neighbours=neighbours)
-    card.audit({"action": "card", "job_id": body.job_id, "short": answer["short"], "missing": answer["missing"],
-                "versions": card.versions(answer)}, config.audit_dir() / "card.jsonl")
+    answer = card.make_card(body.model_dump(by_alias=True), services)
+    card.audit(answer, config.audit_dir() / "card.jsonl")
     return answer
 
 
-CardService = service("card", "Failure risk, binding resource with a pairing hint, and similar past jobs, in one "
-                      "answer.", LIMITS, Route("/card", CardRequest, job_card))
+CardService = service("card", "Every registered card part in one answer: failure risk, binding resource, similar "
+                      "past jobs, ...", LIMITS, Route("/card", CardRequest, job_card),
+                      threads=16, resources=lambda: card.Services(card.service_urls()))  # threads: cards wait on HTTP

@@ -360,7 +360,7 @@ def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
 
 # ---------------------------------------------------------------- one layout for every slice, by role
 ROLES = ("capability.py", "params.py", "schema.py", "synth.py", "train.py", "bundle.py", "service.py")
-OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py")  # where the slice has features, steps, commands
+OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py", "card.py")  # features, steps, commands, a card part
 READERS = ("reader.py", "reader")  # the reader role: a module or a package
 # registry reference -> the role module and function it must name
 ROLE_REFS = {"synth": "synth:write_synthetic", "default_data": "synth:default_data", "signature": "bundle:signature",
@@ -394,6 +394,12 @@ def test_every_slice_has_the_same_files_for_the_same_roles(key):
         ref = getattr(capability, field)
         if ref is not None:
             assert ref.target == f"jobaware.{key}.{role}", f"{key}: {field} is {ref.target}, not in its role module"
+
+    if capability.card is not None:  # the card part's functions live in the slice's card.py
+        refs = [ref for ref in vars(capability.card).values() if isinstance(ref, capabilities.Ref)]
+        assert refs and all(ref.target.startswith(f"jobaware.{key}.card:") for ref in refs), f"{key}: {refs}"
+        for ref in refs:
+            ref.resolve()
 
     modules = {path: _top_level(path) for path in sorted(slice_dir.rglob("*.py"))}
     for path, (functions, _) in modules.items():

@@ -64,6 +64,25 @@ def test_only_jobs_that_ended_strictly_before_submit_count():
     assert features.loc[2, "user_since_fail_h"] == pytest.approx(1 / 3600)
 
 
+def test_jobs_cancelled_before_they_started_feed_no_history():
+    """Held test jobs cancelled as sacct shows them (no start) and as squeue does (start = end) did no work; a job
+    cancelled while it ran did."""
+    base = {"user": "u", "account": "a", "partition": "p", "qos": "q", "wallclock_req": 600.0, "nodes_req": 1,
+            "processors_req": 1, "gpus_req": 0, "mem_req": 0.0, "name": "n", "work_dir": "w", "submit_line": "s"}
+    t, minute = pd.Timestamp("2020-01-01 10:00:00"), pd.Timedelta(minutes=1)
+    held = [{**base, "job_id": i, "submit_time": t, "start_time": start, "end_time": t + minute, "run_time": None,
+             "state": "CANCELLED"} for i, start in ((1, None), (2, t + minute))]
+    ran = {**base, "job_id": 3, "submit_time": t, "start_time": t, "end_time": t + minute, "run_time": 60.0,
+           "state": "CANCELLED"}
+    later = {**base, "job_id": 4, "submit_time": t + 2 * minute, "state": "PENDING"}
+    from jobaware.failure.reader.common import to_canonical_dtypes
+
+    only_held = build_features(to_canonical_dtypes(pd.DataFrame([*held, later])))
+    assert only_held.iloc[-1]["user_n"] == 0.0 and only_held.iloc[-1]["cluster_n"] == 0.0
+    with_ran = build_features(to_canonical_dtypes(pd.DataFrame([*held, ran, later])))
+    assert with_ran.iloc[-1]["user_n"] == 1.0 and with_ran.iloc[-1]["user_cancel_rate"] == pytest.approx(1.5 / 2)
+
+
 def test_squeue_record_and_canonical_record_give_the_same_features():
     squeue = {"job_id": 7, "user_name": "alice", "account": "acct", "partition": "debug", "qos": "normal",
               "job_state": "PENDING", "time_limit": 30, "cpus": 4, "node_count": 1, "memory_per_node": 2000,
