@@ -18,8 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobaware.failure.reader.slurm import (SACCT_ENDS, FieldError, SacctEnd, end_state, exit_status, from_squeue,
-                                          memory_killed, sacct_as_squeue, sacct_ends)
+from jobaware.failure.reader.slurm import (
+    SACCT_ENDS,
+    FieldError,
+    SacctEnd,
+    end_state,
+    exit_status,
+    from_squeue,
+    memory_killed,
+    sacct_as_squeue,
+    sacct_ends,
+)
 from jobaware.failure.schema import normalize_state
 from jobaware.store import JobKey, JobStore
 

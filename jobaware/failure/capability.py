@@ -1,6 +1,6 @@
 """Registration of `failure`: will this Slurm job fail, and how?"""
 
-from jobaware.capabilities import CardPart, Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.failure.params import FailureParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never

@@ -1,6 +1,6 @@
 """Registration of `resource`: is this job script CPU-, memory-, network- or I/O-bound?"""
 
-from jobaware.capabilities import CardPart, Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.resource.params import Params
 
 # Bump whenever the script features change: a bundle built by other feature code is refused.

@@ -1,6 +1,6 @@
 """Registration of `similarity`: which past jobs had I/O behaviour like this one?"""
 
-from jobaware.capabilities import CardPart, Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.similarity.params import Params
 
 # Bump whenever the index's tables or algorithms change: an index built by other code is refused.

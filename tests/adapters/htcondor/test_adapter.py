@@ -14,10 +14,10 @@ import subprocess
 import htcondor2
 import pytest
 
-from jobaware.audit import read_records
+from adapters.htcondor.adapter import HoldAdapter
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Actor, Policy
-from adapters.htcondor.adapter import HoldAdapter
+from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, ROOT, real_events
 from tests.conftest import free_port
 from tests.loopback import JsonServer

@@ -8,11 +8,11 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from jobaware.audit import read_records
+from adapters.htcondor.adapter import HoldAdapter
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Policy
 from adapters.htcondor.report import summarize
-from adapters.htcondor.adapter import HoldAdapter
+from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import (
     ADAPTER,
     CONDOR,

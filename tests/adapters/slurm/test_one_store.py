@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from jobaware.store import open_store
-from tests.adapters.htcondor.conftest import ADAPTER as HTCONDOR, real_events
+from tests.adapters.htcondor.conftest import ADAPTER as HTCONDOR
+from tests.adapters.htcondor.conftest import real_events
 from tests.adapters.htcondor.test_adapter import renumber
 from tests.conftest import ROOT, free_port
 
