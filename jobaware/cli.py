@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -377,7 +378,7 @@ def serve(
     from jobaware import supervise
 
     code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
-                           say=lambda line: err.print(line, highlight=False, soft_wrap=True))
+                           say=_say_to_a_person)
     if code:
         raise typer.Exit(code)
 
@@ -428,6 +429,14 @@ def stop_services(processes: list, grace: float = 20.0) -> None:
                 process.wait(5)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _say_to_a_person(line: str) -> None:
+    """A notice while waiting: on a terminal it is shown; in a script it goes to the log only, so that a
+    refusal stays one line."""
+    logging.getLogger("jobaware").info(line)
+    if sys.stderr.isatty():
+        err.print(line, highlight=False, soft_wrap=True)
 
 
 def _print_examples(ports: dict[str, int]) -> None:
