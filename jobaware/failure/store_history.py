@@ -34,8 +34,8 @@ def _setting(name: str, default: float) -> float:
 
 
 def read(uri: str, days: float):
-    """The store's jobs of the last `days` (`from_store.recent_jobs`)."""
-    from jobaware.failure.from_store import recent_jobs
+    """The store's jobs of the last `days` (`export.recent_jobs`)."""
+    from jobaware.failure.export import recent_jobs
     from jobaware.store import open_store
 
     with open_store(uri) as store:

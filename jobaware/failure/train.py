@@ -21,13 +21,13 @@ from sklearn.metrics import roc_auc_score
 from threadpoolctl import threadpool_limits
 
 from jobaware.errors import JobawareError
+from jobaware.failure import public
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import auc_difference, metrics, plots
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer, build_features, labels
-from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel, baselines, rare_kinds_as_failed, time_split
 from jobaware.failure.params import check_params
-from jobaware.failure import public
+from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.schema import COLUMNS, OUTCOMES, jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.fit import PUBLIC_SUFFIX, public_traces
