@@ -246,6 +246,7 @@ UNSTATABLE = {
                 r"^jobs\[#\]\.tres_req_str: expected at most [#,]+ GPUs"],  # a count inside Slurm's TRES text
     "hold": [r"^log: # bad record", r"^log: no event in the log", r"^cluster: job [#.]+ (has no event|is not on hold)"],
     "resource": [r"^jobs\[#\]\.id: duplicate of jobs\[#\]\.id"],
+    "sizing": [],
     "similarity": [r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
                    r"needs the reference's .*, which job # lacks$",  # a pool job without that coding
                    r"^coding: b-aggz needs the reference's binary coding$"],  # no algorithm named: the model's own
@@ -413,6 +414,7 @@ REAL_SAMPLES = {
     "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
     "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
     "resource": ROOT / "data" / "real" / "scripts",
+    "sizing": ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
 }
 SENTINEL = b"an existing file that a refused command must leave as it is\n"
 

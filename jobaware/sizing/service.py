@@ -1,0 +1,138 @@
+"""`sizing`'s answers: the body of `POST /size` (`SizeBody`), its answer (`size_request`), and `predict_file` over
+SWF traces, whose history features come from each trace's own earlier jobs.
+
+Each answer row: `job_id`, `time_s` (the recommended time limit, seconds; null with a `note` where there is none),
+`time_asked_s`, `mem_per_cpu_mb` (the recommended memory per processor, MB; absent where the user has no memory
+history or the job asked no memory), `mem_asked_per_cpu_mb`, `coverage` (the probability the recommendation was
+calibrated for).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from jobaware import fit
+from jobaware.bodies import Body, parse_body
+from jobaware.jsonable import jsonable
+from jobaware.outputs import atomic_text
+from jobaware.prediction import PredictionSummary
+from jobaware.reading import write_quarantine
+from jobaware.sizing.bundle import SizingBundle
+from jobaware.sizing.reader import read_trace, trace_files
+from jobaware.sizing.schema import CONTRACT
+
+MAX_JOBS = int(os.environ.get("JOBAWARE_SIZING_MAX_JOBS", "1000"))  # jobs per request
+YEAR = 366 * 86_400  # the longest time limit a job may ask for
+MAX_MEM_PER_CPU_MB = 10**7  # 10 TB per processor
+MAX_PROCS = 10**7
+MAX_TEXT = 256
+SAFE_INTEGER = 2**53 - 1
+EPOCH_RANGE = (0, 4_102_444_800)  # 1970 to 2100
+
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
+
+
+class SizedJob(Body):
+    """A job at submission (or pending)."""
+
+    job_id: Annotated[int, Field(ge=0, le=SAFE_INTEGER)] | None = None
+    user: Text = Field(description="whose history sizes the job")
+    group: Text | None = Field(None, description="group or account")
+    name: Text | None = Field(None, description="job name or executable")
+    queue: Text | None = Field(None, description="queue or partition")
+    procs: Annotated[int, Field(ge=1, le=MAX_PROCS)] | None = Field(None, description="processors asked for")
+    time_asked_s: Annotated[float, Field(gt=0, le=YEAR)] | None = Field(
+        None, description="the time limit asked for, seconds (more than zero, at most a year)")
+    mem_asked_per_cpu_mb: Annotated[float, Field(gt=0, le=MAX_MEM_PER_CPU_MB)] | None = Field(
+        None, description="memory asked for per processor, MB")
+    submit_time: Annotated[float, Field(ge=EPOCH_RANGE[0], le=EPOCH_RANGE[1])] | None = Field(
+        None, description="seconds since the epoch; now when not given")
+
+
+class SizeBody(Body):
+    """The body of `POST /size`: jobs at submission."""
+
+    jobs: list[SizedJob] = Field(min_length=1, max_length=MAX_JOBS)
+
+
+def request_jobs(body: SizeBody, now: float | None = None) -> pd.DataFrame:
+    """The jobs of a checked body as `sizing_jobs` request columns."""
+    now = time.time() if now is None else now
+    rows = [{"job_id": job.job_id, "user": job.user, "group": job.group, "name": job.name, "queue": job.queue,
+             "procs": job.procs, "time_req_s": job.time_asked_s, "mem_req_mb": job.mem_asked_per_cpu_mb,
+             "submit_time": now if job.submit_time is None else job.submit_time} for job in body.jobs]
+    jobs = pd.DataFrame(rows)
+    jobs["submit_time"] = pd.to_datetime(jobs["submit_time"].astype(float), unit="s", utc=True)
+    return jobs
+
+
+def answer_rows(recommended: pd.DataFrame, version: str) -> list[dict]:
+    """Recommendations as one plain dict per job: null where unknown; `mem_per_cpu_mb` left out where there is no
+    memory recommendation, `note` where there is no time one."""
+    rows = []
+    for record in recommended.to_dict("records"):
+        row = {"job_id": None if _missing(record["job_id"]) else int(record["job_id"])}
+        row["time_s"] = None if _missing(record["time_s"]) else int(record["time_s"])
+        row["time_asked_s"] = None if _missing(record["time_asked_s"]) else float(record["time_asked_s"])
+        if not _missing(record["mem_per_cpu_mb"]):
+            row["mem_per_cpu_mb"] = int(record["mem_per_cpu_mb"])
+        row["mem_asked_per_cpu_mb"] = None if _missing(record["mem_asked_per_cpu_mb"]) else float(record["mem_asked_per_cpu_mb"])
+        row["coverage"] = float(record["coverage"])
+        if record["note"] is not None:
+            row["note"] = record["note"]
+        row["model_version"] = version
+        rows.append(row)
+    return rows
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def size_request(payload, bundle: SizingBundle, version: str, trained: dict | None = None) -> dict:
+    """Answer a /size body: a recommendation per job, the coverage, the model version and `fit`."""
+    body = parse_body(SizeBody, payload)
+    jobs = request_jobs(body)
+    columns = {"procs": jobs["procs"].to_numpy(float, na_value=np.nan),
+               "time_req_s": jobs["time_req_s"].to_numpy(float, na_value=np.nan),
+               "mem_req_mb": jobs["mem_req_mb"].to_numpy(float, na_value=np.nan)}
+    return {"model_version": version, "coverage": bundle.coverage,
+            "results": answer_rows(bundle.recommend(jobs), version),
+            "fit": fit.answer_flags(trained, version, columns)}
+
+
+def predict_file(inputs: list[str], output: str | Path, bundle: SizingBundle, version: str,
+                 progress=None) -> PredictionSummary:
+    """Recommend for every readable job of the traces (paths, globs, folders), each from its own trace's earlier
+    jobs, written as JSON Lines (`-`: standard output); bad records go to `<output>.quarantine.jsonl`."""
+    paths = trace_files(inputs)
+    frames, quarantined, problems = [], [], []
+    rows = []
+    for path in paths:
+        jobs, found, bad = read_trace(path)
+        frames.append(jobs)
+        quarantined += bad
+        problems += [str(p) for p in found]
+        if len(jobs):
+            rows += answer_rows(bundle.recommend(jobs), version)
+        if progress:
+            progress(len(jobs))
+    with atomic_text(output) as handle:
+        for row in rows:
+            handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
+    jobs = pd.concat(frames, ignore_index=True)
+    recommended = sum(row["time_s"] is not None for row in rows)
+    return PredictionSummary(predictions=len(rows), model_version=version, output=str(output),
+                             bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
+                             problems=problems[:20], counts={"recommended": recommended,
+                                                             "no_recommendation": len(rows) - recommended},
+                             input_profile=fit.describe({CONTRACT: jobs}, paths))
