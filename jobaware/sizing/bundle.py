@@ -48,7 +48,8 @@ class SizingBundle(Bundle):
         memory = self.models.get(MEMORY.name)
         mem = memory.bound(features, asked[MEMORY.name]) if memory is not None else np.full(len(jobs), np.nan)
         no_time = ~np.isfinite(asked[TIME.name]) | (asked[TIME.name] <= 0)
-        note = np.where(np.isfinite(time_s), None, np.where(no_time, NO_TIME_ASKED, NO_HISTORY))
+        note = pd.Series([None if sized else NO_TIME_ASKED if unasked else NO_HISTORY
+                          for sized, unasked in zip(np.isfinite(time_s), no_time, strict=True)], dtype=object)
         return pd.DataFrame({"job_id": jobs["job_id"].to_numpy(), "time_s": time_s, "time_asked_s": asked[TIME.name],
                              "mem_per_cpu_mb": mem, "mem_asked_per_cpu_mb": asked[MEMORY.name],
                              "coverage": self.coverage, "note": note})

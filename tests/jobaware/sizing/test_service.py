@@ -1,0 +1,49 @@
+import json
+
+import pytest
+
+from jobaware.errors import InputError, TooLargeError
+from jobaware.sizing.service import MAX_JOBS, predict_file, size_request
+
+KEYS = {"job_id", "time_s", "time_asked_s", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "coverage", "model_version"}
+
+
+def test_a_batch_is_answered_with_the_issue_fields(trained):
+    bundle, _ = trained
+    answer = size_request({"jobs": [
+        {"job_id": 7, "user": "user1", "procs": 4, "time_asked_s": 86400, "mem_asked_per_cpu_mb": 4096},
+        {"job_id": 8, "user": "never-seen", "time_asked_s": 3600}]}, bundle, "3")
+    first, second = answer["results"]
+    assert set(first) == KEYS and first["coverage"] == 0.95 and first["time_asked_s"] == 86400
+    assert isinstance(first["time_s"], int) and first["mem_per_cpu_mb"] > 0
+    assert second == {"job_id": 8, "time_s": None, "time_asked_s": 3600.0, "mem_asked_per_cpu_mb": None,
+                      "coverage": 0.95, "note": "no history: no recommendation", "model_version": "3"}
+    assert answer["model_version"] == "3" and answer["fit"] == []
+
+
+@pytest.mark.parametrize(("job", "message"), [
+    ({"user": "u", "time_asked_s": -1}, r"jobs\[0\]\.time_asked_s: .*greater than 0"),
+    ({"user": "u", "time_asked_s": 1e12}, r"jobs\[0\]\.time_asked_s: .*less than or equal to 31622400"),
+    ({"user": "u", "mem_asked_per_cpu_mb": 0}, r"jobs\[0\]\.mem_asked_per_cpu_mb: .*greater than 0"),
+    ({"time_asked_s": 60}, r"jobs\[0\]\.user: .*required"),
+    ({"user": "u", "procs": 2.5}, r"jobs\[0\]\.procs"),
+    ({"user": "u", "wallclock": 1}, r"jobs\[0\]\.wallclock: unknown field"),
+])
+def test_absurd_or_missing_values_are_refused_naming_the_field(trained, job, message):
+    with pytest.raises(InputError, match=message):
+        size_request({"jobs": [job]}, trained[0], "1")
+
+
+def test_a_batch_over_the_bound_is_too_large(trained):
+    with pytest.raises(TooLargeError, match="jobs"):
+        size_request({"jobs": [{"user": "u"}] * (MAX_JOBS + 1)}, trained[0], "1")
+
+
+def test_predict_file_writes_one_line_per_job_from_the_traces_own_history(trained, generated, tmp_path):
+    out = tmp_path / "sized.jsonl"
+    summary = predict_file([str(generated[0])], out, trained[0], "4")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == summary.predictions == 4000
+    assert rows[0]["time_s"] is None and rows[0]["note"] == "no history: no recommendation"
+    assert summary.counts["recommended"] == sum(r["time_s"] is not None for r in rows) > 3500
+    assert all(set(r) <= KEYS | {"note"} for r in rows)
