@@ -78,13 +78,14 @@ def scores(used: np.ndarray, recommended: np.ndarray, asked: np.ndarray, procs: 
     if not len(used):
         return {"jobs": 0.0}
     released = (asked - recommended) * procs  # net: a recommendation above the request takes back
+    with np.errstate(divide="ignore", invalid="ignore"):  # a baseline may recommend 0 (its base ran 0 s)
+        fits = np.minimum(used / recommended, 1.0)[used <= recommended]
     figures = {"jobs": float(len(used)), "under_rate": float(np.mean(used > recommended)),
                "median_ratio": float(np.median(recommended / asked)),
                "released_share": float(released.sum() / (asked * procs).sum()),
                "quantile_loss": quantile_loss(used, recommended, coverage),
                # Fan et al.'s TRIP reports accuracy as the mean of used / predicted over the jobs that fit
-               "accuracy": float(np.mean(np.minimum(used / recommended, 1.0)[used <= recommended]))
-               if (used <= recommended).any() else float("nan")}
+               "accuracy": float(np.nanmean(fits)) if len(fits) else float("nan")}
     if resource.name == "time":
         figures["released_proc_hours"] = float(released.sum() / 3600)
     return figures
