@@ -50,10 +50,11 @@ class SizedJob(Body):
     name: Text | None = Field(None, description="job name or executable")
     queue: Text | None = Field(None, description="queue or partition")
     procs: Annotated[int, Field(ge=1, le=MAX_PROCS)] | None = Field(None, description="processors asked for")
-    time_asked_s: Annotated[float, Field(gt=0, le=YEAR)] | None = Field(
-        None, description="the time limit asked for, seconds (more than zero, at most a year)")
-    mem_asked_per_cpu_mb: Annotated[float, Field(gt=0, le=MAX_MEM_PER_CPU_MB)] | None = Field(
-        None, description="memory asked for per processor, MB")
+    # at least 1 (not "more than 0": OpenAPI 3.0's JSON Schema states no exclusive bound as a number)
+    time_asked_s: Annotated[float, Field(ge=1, le=YEAR)] | None = Field(
+        None, description="the time limit asked for, seconds (at least one, at most a year)")
+    mem_asked_per_cpu_mb: Annotated[float, Field(ge=1, le=MAX_MEM_PER_CPU_MB)] | None = Field(
+        None, description="memory asked for per processor, MB (at least one)")
     submit_time: Annotated[float, Field(ge=EPOCH_RANGE[0], le=EPOCH_RANGE[1])] | None = Field(
         None, description="seconds since the epoch; now when not given")
 
@@ -95,7 +96,8 @@ def answer_rows(recommended: pd.DataFrame, version: str) -> list[dict]:
 
 
 def _missing(value) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+    """None, NaN, or a value no JSON number holds (an infinite bound is no recommendation)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value))
 
 
 def size_request(payload, bundle: SizingBundle, version: str, trained: dict | None = None) -> dict:

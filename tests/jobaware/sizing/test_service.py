@@ -22,9 +22,9 @@ def test_a_batch_is_answered_with_the_issue_fields(trained):
 
 
 @pytest.mark.parametrize(("job", "message"), [
-    ({"user": "u", "time_asked_s": -1}, r"jobs\[0\]\.time_asked_s: .*greater than 0"),
+    ({"user": "u", "time_asked_s": -1}, r"jobs\[0\]\.time_asked_s: .*greater than or equal to 1"),
     ({"user": "u", "time_asked_s": 1e12}, r"jobs\[0\]\.time_asked_s: .*less than or equal to 31622400"),
-    ({"user": "u", "mem_asked_per_cpu_mb": 0}, r"jobs\[0\]\.mem_asked_per_cpu_mb: .*greater than 0"),
+    ({"user": "u", "mem_asked_per_cpu_mb": 0}, r"jobs\[0\]\.mem_asked_per_cpu_mb: .*greater than or equal to 1"),
     ({"time_asked_s": 60}, r"jobs\[0\]\.user: .*required"),
     ({"user": "u", "procs": 2.5}, r"jobs\[0\]\.procs"),
     ({"user": "u", "wallclock": 1}, r"jobs\[0\]\.wallclock: unknown field"),
