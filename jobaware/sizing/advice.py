@@ -10,7 +10,6 @@ import re
 
 # `sbatch --time` values are whole minutes; the suggestion rounds up further, to a value a person would type
 ROUND_UP = ((3600, 300), (10 * 3600, 1800), (math.inf, 3600))  # below 1 h: 5 min; below 10 h: 30 min; else 1 h
-MB = 1.0
 
 
 def clock(seconds: float) -> str:
@@ -22,10 +21,14 @@ def clock(seconds: float) -> str:
     return f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
 
 
-def suggested_time(seconds: float) -> int:
-    """The `--time` to suggest for a recommendation of `seconds`: rounded up (ROUND_UP), never below it."""
+def suggested_time(seconds: float, asked: float | None = None) -> int:
+    """The `--time` to suggest for a recommendation of `seconds`: rounded up (ROUND_UP), never below it; where that
+    would pass the request `asked`, rounded up to the minute only (and never above the request)."""
     step = next(step for below, step in ROUND_UP if seconds < below)
-    return int(math.ceil(seconds / step) * step)
+    value = int(math.ceil(seconds / step) * step)
+    if asked is not None and value > asked:
+        value = min(int(math.ceil(seconds / 60) * 60), int(asked))
+    return value
 
 
 def hours(seconds: float) -> str:
@@ -37,54 +40,86 @@ def hours(seconds: float) -> str:
     return f"~{round(seconds / 86_400)} d"
 
 
-def sbatch_message(row: dict, sooner_s: float | None = None) -> str | None:
-    """The line `cli_filter.lua` prints at `sbatch` for a /size answer row, e.g. `asked 24:00:00; 95 % of jobs
-    like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner`; `sooner_s`: how much sooner
-    the `wait` capability expects the smaller request to start (the clause is left out when unknown or under a
-    minute). None where there is nothing to say: no recommendation, or one no smaller than the request."""
+def smaller_time(row: dict) -> int | None:
+    """The `--time` to suggest where the answer recommends less than the job asked; None where it recommends
+    nothing or the request itself (sizing never recommends more than a job asked)."""
     time_s, asked = row.get("time_s"), row.get("time_asked_s")
     if time_s is None or asked is None:
         return None
-    suggested = suggested_time(time_s)
-    if suggested >= asked:
+    suggested = suggested_time(time_s, asked)
+    return suggested if suggested < asked else None
+
+
+def sbatch_message(row: dict, sooner_s: float | None = None) -> str | None:
+    """The line `cli_filter.lua` prints at `sbatch` for a /size answer row, e.g. `asked 24:00:00; 92 % of jobs
+    like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner` (the share is the job's own
+    `time_fit`); `sooner_s`: how much sooner the `wait` capability expects the smaller request to start (the clause
+    is left out when unknown or under a minute). None where there is nothing to say: no recommendation, or one no
+    smaller than the request."""
+    suggested = smaller_time(row)
+    if suggested is None:
         return None
-    line = (f"asked {clock(asked)}; {percent(row['coverage'])} of jobs like this ended within {clock(time_s)}; "
-            f"--time={clock(suggested)}")
+    line = (f"asked {clock(row['time_asked_s'])}; {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+            f"{clock(row['time_s'])}; --time={clock(suggested)}")
     return line + (f" would likely start {hours(sooner_s)} sooner" if sooner_s and sooner_s >= 60 else " would do")
 
 
-def percent(coverage: float) -> str:
-    return f"{100 * coverage:.3g} %"
+def fit(row: dict, key: str) -> float:
+    """A recommendation's estimated probability of being met (the share all recommendations meet, where an answer
+    has no such field)."""
+    return row[key] if row.get(key) is not None else row["coverage"]
+
+
+def percent(probability: float) -> str:
+    return f"{100 * probability:.3g} %"
 
 
 def card_part(row: dict) -> dict:
     """The job card's `sizing` part: the recommendation beside the request, and the line for people."""
-    part = {name: row.get(name) for name in ("time_s", "time_asked_s", "mem_per_cpu_mb", "mem_asked_per_cpu_mb",
-                                             "coverage") if row.get(name) is not None}
+    part = {name: row.get(name) for name in ("time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb",
+                                             "mem_asked_per_cpu_mb", "mem_fit", "coverage")
+            if row.get(name) is not None}
     part["summary"] = comment(row)
     return part
 
 
 def comment(row: dict) -> str:
-    """The adapter's comment for a /size answer row: `fits --time=3:30:00 --mem-per-cpu=2400M (95 %)`, or why not."""
+    """The adapter's comment for a /size answer row: `fits --time=3:30:00 (92 %) --mem-per-cpu=2390M (97 %)`, each
+    part where it is smaller than the request; `no smaller request is sure enough` where neither is; or why there
+    is no recommendation."""
     if row.get("time_s") is None:
         return row.get("note") or "no recommendation"
-    text = f"fits --time={clock(suggested_time(row['time_s']))}"
-    if row.get("mem_per_cpu_mb") is not None:
-        text += f" --mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M"
-    return f"{text} ({percent(row['coverage'])})"
+    parts = []
+    if (suggested := smaller_time(row)) is not None:
+        parts.append(f"--time={clock(suggested)} ({percent(fit(row, 'time_fit'))})")
+    if smaller_memory(row):
+        parts.append(f"--mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M ({percent(fit(row, 'mem_fit'))})")
+    return "fits " + " ".join(parts) if parts else "no smaller request is sure enough"
+
+
+def smaller_memory(row: dict) -> bool:
+    mem, asked = row.get("mem_per_cpu_mb"), row.get("mem_asked_per_cpu_mb")
+    return mem is not None and (asked is None or math.ceil(mem) < asked)
 
 
 def failure_advice(outcome: str, row: dict) -> str | None:
-    """The values `failure` gives for TIMEOUT and OUT_OF_MEMORY instead of a direction; None where the answer has
-    none for that outcome."""
+    """The values `failure` gives for TIMEOUT and OUT_OF_MEMORY instead of a direction; where sizing gives the job
+    its request back, it says that no smaller value is safe and that sizing recommends nothing above a request (a
+    run stopped at its limit never shows how much more it needed). None where the answer has nothing for that
+    outcome."""
     if outcome == "TIMEOUT" and row.get("time_s") is not None:
         asked = f" (asked {clock(row['time_asked_s'])})" if row.get("time_asked_s") else ""
-        return (f"ask for --time={clock(suggested_time(row['time_s']))}: {percent(row['coverage'])} of jobs like "
-                f"this ended within {clock(row['time_s'])}{asked}")
+        if (suggested := smaller_time(row)) is None:
+            return (f"no shorter --time is safe{asked}; sizing recommends at most the request, since a job stopped "
+                    "at its limit never shows how much more it needed")
+        return (f"ask for --time={clock(suggested)}: {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+                f"{clock(row['time_s'])}{asked}")
     if outcome == "OUT_OF_MEMORY" and row.get("mem_per_cpu_mb") is not None:
         asked = f" (asked {row['mem_asked_per_cpu_mb']:.0f}M)" if row.get("mem_asked_per_cpu_mb") else ""
-        return (f"ask for --mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M: {percent(row['coverage'])} of "
+        if not smaller_memory(row):
+            return (f"no smaller --mem-per-cpu is safe{asked}; sizing recommends at most the request, since a job "
+                    "stopped at its limit never shows how much more it needed")
+        return (f"ask for --mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M: {percent(fit(row, 'mem_fit'))} of "
                 f"jobs like this used less{asked}")
     return None
 

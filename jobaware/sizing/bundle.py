@@ -19,7 +19,8 @@ NO_HISTORY = "no history: no recommendation"
 NO_TIME_ASKED = "no time asked: no recommendation"
 # what a job record holds when it asks (the sizing_jobs columns known at submit)
 REQUEST_COLUMNS = ("job_id", "user", "group", "name", "queue", "procs", "time_req_s", "mem_req_mb", "submit_time")
-ANSWER = ("job_id", "time_s", "time_asked_s", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "coverage", "note")
+ANSWER = ("job_id", "time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "mem_fit",
+          "coverage", "note")
 
 
 @dataclass
@@ -40,18 +41,27 @@ class SizingBundle(Bundle):
 
     def recommend(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Per job: the ANSWER columns (`time_s` and `mem_per_cpu_mb` NaN where there is no recommendation, and
-        `note` says why where there is no run-time one)."""
+        `note` says why where there is no run-time one; `time_fit` and `mem_fit` the estimated probability that
+        this job fits its recommendation, `coverage` the share of all jobs that do)."""
         jobs = with_request_columns(jobs)
         features = self.features(jobs)
+        procs = jobs["procs"].to_numpy(float, na_value=np.nan)
         asked = {r.name: jobs[r.asked].to_numpy(float, na_value=np.nan) for r in (TIME, MEMORY)}
-        time_s = self.models[TIME.name].bound(features, asked[TIME.name])
-        memory = self.models.get(MEMORY.name)
-        mem = memory.bound(features, asked[MEMORY.name]) if memory is not None else np.full(len(jobs), np.nan)
+        sized = {}
+        for resource in (TIME, MEMORY):
+            model = self.models.get(resource.name)
+            if model is None:
+                sized[resource.name] = (np.full(len(jobs), np.nan),) * 2
+                continue
+            sized[resource.name] = model.recommend(model.jobs(features, asked[resource.name], procs),
+                                                   model.has_history(features))
+        time_s, time_fit = sized[TIME.name]
         no_time = ~np.isfinite(asked[TIME.name]) | (asked[TIME.name] <= 0)
-        note = pd.Series([None if sized else NO_TIME_ASKED if unasked else NO_HISTORY
-                          for sized, unasked in zip(np.isfinite(time_s), no_time, strict=True)], dtype=object)
+        note = pd.Series([None if known else NO_TIME_ASKED if unasked else NO_HISTORY
+                          for known, unasked in zip(np.isfinite(time_s), no_time, strict=True)], dtype=object)
         return pd.DataFrame({"job_id": jobs["job_id"].to_numpy(), "time_s": time_s, "time_asked_s": asked[TIME.name],
-                             "mem_per_cpu_mb": mem, "mem_asked_per_cpu_mb": asked[MEMORY.name],
+                             "time_fit": time_fit, "mem_per_cpu_mb": sized[MEMORY.name][0],
+                             "mem_asked_per_cpu_mb": asked[MEMORY.name], "mem_fit": sized[MEMORY.name][1],
                              "coverage": self.coverage, "note": note})
 
     def predict(self, frame: pd.DataFrame) -> pd.DataFrame:

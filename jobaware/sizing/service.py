@@ -1,10 +1,12 @@
 """`sizing`'s answers: the body of `POST /size` (`SizeBody`), its answer (`size_request`), and `predict_file` over
 SWF traces, whose history features come from each trace's own earlier jobs.
 
-Each answer row: `job_id`, `time_s` (the recommended time limit, seconds; null with a `note` where there is none),
-`time_asked_s`, `mem_per_cpu_mb` (the recommended memory per processor, MB; absent where the user has no memory
-history or the job asked no memory), `mem_asked_per_cpu_mb`, `coverage` (the probability the recommendation was
-calibrated for).
+Each answer row: `job_id`, `time_s` (the recommended time limit, seconds, never above the request; null with a
+`note` where there is none), `time_asked_s`, `time_fit` (the estimated probability that this job ends within
+`time_s`; 1 where `time_s` is the request), `mem_per_cpu_mb` and `mem_fit` (the recommended memory per processor,
+MB, and its probability; absent where the user has no memory history or the job asked no memory),
+`mem_asked_per_cpu_mb`, `coverage` (the share of all jobs that fit their recommendations, which the
+recommendations were calibrated for).
 """
 
 from __future__ import annotations
@@ -77,15 +79,18 @@ def request_jobs(body: SizeBody, now: float | None = None) -> pd.DataFrame:
 
 
 def answer_rows(recommended: pd.DataFrame, version: str) -> list[dict]:
-    """Recommendations as one plain dict per job: null where unknown; `mem_per_cpu_mb` left out where there is no
-    memory recommendation, `note` where there is no time one."""
+    """Recommendations as one plain dict per job: null where unknown; `mem_per_cpu_mb` and `mem_fit` left out
+    where there is no memory recommendation, `time_fit` and `note` as there is a time one or not."""
     rows = []
     for record in recommended.to_dict("records"):
         row = {"job_id": None if _missing(record["job_id"]) else int(record["job_id"])}
         row["time_s"] = None if _missing(record["time_s"]) else int(record["time_s"])
         row["time_asked_s"] = None if _missing(record["time_asked_s"]) else float(record["time_asked_s"])
+        if row["time_s"] is not None:
+            row["time_fit"] = round(float(record["time_fit"]), 3)
         if not _missing(record["mem_per_cpu_mb"]):
             row["mem_per_cpu_mb"] = int(record["mem_per_cpu_mb"])
+            row["mem_fit"] = round(float(record["mem_fit"]), 3)
         row["mem_asked_per_cpu_mb"] = None if _missing(record["mem_asked_per_cpu_mb"]) else float(record["mem_asked_per_cpu_mb"])
         row["coverage"] = float(record["coverage"])
         if record["note"] is not None:

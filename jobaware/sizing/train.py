@@ -1,9 +1,9 @@
 """Featurize, fit, calibrate and evaluate the sizing model against its baselines on one time-ordered split.
 
 The trees of each resource (run time, memory) are fitted on the earlier training jobs; the later training jobs
-(`calibration_fraction`) and then the test jobs, as each ends, calibrate the bounds: every test day is sized with
-the residuals of the `calibration_jobs` jobs that ended last before it began. The registered bundle carries the
-trees, the calibration of the last day, and every entity's history after the last job.
+(`calibration_fraction`) and then the test jobs, as each ends, calibrate the allocation: every test day is sized
+with the knob calibrated on the `calibration_jobs` jobs that ended last before it began. The registered bundle
+carries the trees, the calibration of the last day, and every entity's history after the last job.
 """
 
 from __future__ import annotations
@@ -74,14 +74,16 @@ def train_in_memory(jobs: pd.DataFrame, params: dict | None = None) -> tuple[Siz
                                     "be sized)")
             continue
         fitted, pool = _fit_part(train, p)
-        model = SizingModel(resource, p["coverage"], p).fit(features.iloc[fitted], used[fitted], asked[fitted])
+        model = SizingModel(resource, p["coverage"], p).fit(features.iloc[fitted], used[fitted], asked[fitted],
+                                                            procs[fitted])
         pool_mask = np.zeros(len(jobs), bool)
         pool_mask[pool] = True
         pool_mask |= split.test
         tested = np.flatnonzero(split.test & learnable)
-        bounds, residuals = rolling_bounds(model, features, used, asked, submit, end, pool_mask, tested,
+        bounds, _, recent = rolling_bounds(model, features, used, asked, procs, submit, end, pool_mask, tested,
                                            p["calibration_jobs"])
-        model.calibrate(residuals[-p["calibration_jobs"]:])
+        last = np.arange(max(0, len(recent.asked) - p["calibration_jobs"]), len(recent.asked))
+        model.calibrate(recent.take(last))
         models[resource.name] = model
         prefix = "" if resource is TIME else "mem_"
         with_history = tested[model.has_history(features.iloc[tested])]
@@ -134,10 +136,11 @@ def score(bundle: SizingBundle, eval_dir: Path) -> tuple[float, int]:
     jobs = pd.read_parquet(Path(eval_dir) / "jobs.parquet")
     model = bundle.models[TIME.name]
     used, asked = jobs[TIME.used].to_numpy(float, na_value=np.nan), jobs[TIME.asked].to_numpy(float, na_value=np.nan)
+    procs = jobs["procs"].to_numpy(float, na_value=np.nan)
     known = np.isfinite(used) & np.isfinite(asked) & (asked > 0) & model.has_history(features)
     if not known.any():
         return float("nan"), 0
-    rows = features.loc[known]
-    recommended = model.bound(rows, asked[known])
+    recommended, _ = model.recommend(model.jobs(features.loc[known], asked[known], procs[known]),
+                                     np.ones(int(known.sum()), bool))
     figures = scores(used[known], recommended, asked[known], np.ones(int(known.sum())), bundle.coverage, TIME)
     return figures["quantile_loss"], int(known.sum())

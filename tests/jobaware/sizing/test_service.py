@@ -5,7 +5,8 @@ import pytest
 from jobaware.errors import InputError, TooLargeError
 from jobaware.sizing.service import MAX_JOBS, predict_file, size_request
 
-KEYS = {"job_id", "time_s", "time_asked_s", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "coverage", "model_version"}
+KEYS = {"job_id", "time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "mem_fit", "coverage",
+        "model_version"}
 
 
 def test_a_batch_is_answered_with_the_issue_fields(trained):
@@ -15,7 +16,8 @@ def test_a_batch_is_answered_with_the_issue_fields(trained):
         {"job_id": 8, "user": "never-seen", "time_asked_s": 3600}]}, bundle, "3")
     first, second = answer["results"]
     assert set(first) == KEYS and first["coverage"] == 0.95 and first["time_asked_s"] == 86400
-    assert isinstance(first["time_s"], int) and first["mem_per_cpu_mb"] > 0
+    assert isinstance(first["time_s"], int) and 0 < first["time_s"] <= 86400 and 0 < first["mem_per_cpu_mb"] <= 4096
+    assert 0 < first["time_fit"] <= 1 and 0 < first["mem_fit"] <= 1
     assert second == {"job_id": 8, "time_s": None, "time_asked_s": 3600.0, "mem_asked_per_cpu_mb": None,
                       "coverage": 0.95, "note": "no history: no recommendation", "model_version": "3"}
     assert answer["model_version"] == "3" and answer["fit"] == []
@@ -47,3 +49,6 @@ def test_predict_file_writes_one_line_per_job_from_the_traces_own_history(traine
     assert rows[0]["time_s"] is None and rows[0]["note"] == "no history: no recommendation"
     assert summary.counts["recommended"] == sum(r["time_s"] is not None for r in rows) > 3500
     assert all(set(r) <= KEYS | {"note"} for r in rows)
+    sized = [r for r in rows if r["time_s"] is not None]
+    assert all(r["time_s"] <= r["time_asked_s"] and 0 < r["time_fit"] <= 1 for r in sized)  # never above the request
+    assert all(r["mem_per_cpu_mb"] <= r["mem_asked_per_cpu_mb"] for r in sized if "mem_per_cpu_mb" in r)

@@ -27,14 +27,19 @@ def test_the_model_beats_every_baseline_at_about_the_same_rate(trained):
     assert metrics["model"]["median_ratio"] < 0.8 and metrics["model"]["released_share"] > 0.2
 
 
-def test_a_recommendation_is_never_below_what_similar_jobs_of_the_user_recently_needed(trained, generated_jobs):
+def test_a_recommendation_is_never_below_what_similar_jobs_of_the_user_recently_needed_nor_above_the_request(
+        trained, generated_jobs):
     bundle, _ = trained
     jobs = generated_jobs.iloc[3000:3600].reset_index(drop=True)
     recommended = bundle.recommend(jobs)
     features = bundle.features(jobs)
     floor = np.expm1(np.fmax(features["shape_recent_max"], features["program_recent_max"]))
     has = np.isfinite(floor) & recommended["time_s"].notna()
-    assert has.sum() > 300 and (recommended["time_s"][has] >= floor[has]).all()
+    asked = recommended["time_asked_s"][has]
+    assert has.sum() > 300 and (recommended["time_s"][has] >= np.fmin(floor[has], asked)).all()
+    assert (recommended["time_s"][has] <= asked).all() and (recommended["time_s"][has] < asked).mean() > 0.3
+    memory = recommended["mem_per_cpu_mb"].notna()
+    assert memory.sum() > 300 and (recommended["mem_per_cpu_mb"] <= recommended["mem_asked_per_cpu_mb"])[memory].all()
 
 
 def test_no_history_and_no_request_get_a_clear_answer_not_a_number(trained):
