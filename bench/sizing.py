@@ -36,7 +36,9 @@ def rows(path: Path) -> list[str]:
         cells = [cluster_name(path), name, f"{m['jobs']:,.0f}", f"{m['no_history_share']:.3f}",
                  f"**{m['under_rate']:.3f}** ({m['under_rate_raw']:.3f})", f"**{m['median_ratio']:.2f}**",
                  f"{m['below_share']:.2f} / {m['median_ratio_below']:.2f}", f"{m['released_share']:+.3f}",
-                 f"{m['lost_share']:.3f}" if not prefix else "", f"{m['accuracy']:.2f}",
+                 f"{m['lost_share']:.3f}" if not prefix else "",
+                 f"{m['fit_stated_below']:.3f} / {m['fit_met_below']:.3f}" if "fit_met_below" in m else "",
+                 f"{m['accuracy']:.2f}",
                  f"{m['released_proc_hours']:,.0f}" if not prefix else ""]
         for baseline in BASELINES:
             figures = evaluation.metrics[baseline]
@@ -50,9 +52,9 @@ def rows(path: Path) -> list[str]:
 def main(paths: list[str]) -> None:
     traces = [Path(p) for p in paths] or sorted((ROOT / "data" / "real").glob("swf*/*.swf*"))
     print("| trace | resource | test jobs | no history | under-estimation (raw) | median rec/asked | recommended less: "
-          "share / median | released (net share) | lost | accuracy | released proc-hours | request x f | Tsafrir x f "
-          "| user P95 x f | CPU s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "share / median | released (net share) | lost | fit stated / met, jobs recommended less | accuracy | released "
+          "proc-hours | request x f | Tsafrir x f | user P95 x f | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in traces:
         for row in rows(path):
             print(row, flush=True)

@@ -81,8 +81,10 @@ def user_p95(jobs: pd.DataFrame, used: np.ndarray, submit: np.ndarray, end: np.n
 
 
 def scores(used: np.ndarray, recommended: np.ndarray, asked: np.ndarray, procs: np.ndarray, coverage: float,
-           resource: Resource) -> dict[str, float]:
-    """The figures of recommendations against what the jobs used (jobs with a recommendation)."""
+           resource: Resource, stated: np.ndarray | None = None) -> dict[str, float]:
+    """The figures of recommendations against what the jobs used (jobs with a recommendation); with `stated`, each
+    recommendation's stated probability of being met, their mean and the share met among the jobs recommended
+    less than they asked."""
     known = np.isfinite(recommended) & np.isfinite(used) & np.isfinite(asked)
     raw, recommended, asked, procs = used[known], recommended[known], asked[known], procs[known]
     if not len(raw):
@@ -101,6 +103,9 @@ def scores(used: np.ndarray, recommended: np.ndarray, asked: np.ndarray, procs: 
                "quantile_loss": quantile_loss(used, recommended, coverage),
                # Fan et al.'s TRIP reports accuracy as the mean of used / predicted over the jobs that fit
                "accuracy": float(np.nanmean(fits)) if len(fits) else float("nan")}
+    if stated is not None and (ratio < 1).any():
+        figures["fit_stated_below"] = float(np.mean(stated[known][ratio < 1]))
+        figures["fit_met_below"] = float(np.mean(~missed[ratio < 1]))
     if resource.name == "time":
         figures["released_proc_hours"] = float(released.sum() / 3600)
         figures["lost_share"] = float((recommended * procs)[missed].sum() / (asked * procs).sum())

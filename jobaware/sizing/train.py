@@ -80,14 +80,15 @@ def train_in_memory(jobs: pd.DataFrame, params: dict | None = None) -> tuple[Siz
         pool_mask[pool] = True
         pool_mask |= split.test
         tested = np.flatnonzero(split.test & learnable)
-        bounds, _, recent = rolling_bounds(model, features, used, asked, procs, submit, end, pool_mask, tested,
+        bounds, fits, recent = rolling_bounds(model, features, used, asked, procs, submit, end, pool_mask, tested,
                                            p["calibration_jobs"])
         last = np.arange(max(0, len(recent.asked) - p["calibration_jobs"]), len(recent.asked))
         model.calibrate(recent.take(last))
         models[resource.name] = model
         prefix = "" if resource is TIME else "mem_"
         with_history = tested[model.has_history(features.iloc[tested])]
-        figures = scores(used[tested], bounds[tested], asked[tested], procs[tested], p["coverage"], resource)
+        figures = scores(used[tested], bounds[tested], asked[tested], procs[tested], p["coverage"], resource,
+                         fits[tested])
         figures["no_history_share"] = 1 - len(with_history) / max(len(tested), 1)
         metrics["model"].update({prefix + k: v for k, v in figures.items()})
         for name, (scale, recommended) in baselines(jobs, features, resource, train, submit, end,
