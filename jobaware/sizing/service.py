@@ -1,5 +1,5 @@
-"""`sizing`'s answers: the body of `POST /size` (`SizeBody`), its answer (`size_request`), and `predict_file` over
-SWF traces, whose history features come from each trace's own earlier jobs.
+"""`sizing`'s answers: the body of `POST /size` (`SizeRequest`, under `Limits`: JOBAWARE_SIZING_MAX_JOBS), its answer
+(`size`), and `predict_file` over SWF traces, whose history features come from each trace's own earlier jobs.
 
 Each answer row: `job_id`, `time_s` (the recommended time limit, seconds, never above the request; null with a
 `note` where there is none), `time_asked_s`, `time_fit` (the estimated probability that this job ends within
@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import pandas as pd
 from pydantic import Field
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, parse_body
+from jobaware.bodies import Body
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.jsonable import jsonable
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
@@ -32,13 +35,22 @@ from jobaware.sizing.bundle import SizingBundle
 from jobaware.sizing.reader import read_trace, trace_files
 from jobaware.sizing.schema import CONTRACT
 
-MAX_JOBS = int(os.environ.get("JOBAWARE_SIZING_MAX_JOBS", "1000"))  # jobs per request
 YEAR = 366 * 86_400  # the longest time limit a job may ask for
 MAX_MEM_PER_CPU_MB = 10**7  # 10 TB per processor
 MAX_PROCS = 10**7
 MAX_TEXT = 256
 SAFE_INTEGER = 2**53 - 1
 EPOCH_RANGE = (0, 4_102_444_800)  # 1970 to 2100
+
+
+class Limits(BaseLimits):
+    """What the service accepts (JOBAWARE_SIZING_MAX_JOBS): jobs per request."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_SIZING_")
+    max_jobs: int = Field(1000, ge=1, le=100_000)
+
+
+LIMITS = Limits.load()
 
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT)]
 
@@ -61,13 +73,27 @@ class SizedJob(Body):
         None, description="seconds since the epoch; now when not given")
 
 
-class SizeBody(Body):
-    """The body of `POST /size`: jobs at submission."""
+@cache
+def request_model(limits: Limits) -> type[Body]:
+    """The body of `POST /size` under `limits`: jobs at submission."""
 
-    jobs: list[SizedJob] = Field(min_length=1, max_length=MAX_JOBS)
+    class SizeRequest(Body):
+        """The body of `POST /size`: jobs at submission."""
+
+        jobs: list[SizedJob] = Field(min_length=1, max_length=limits.max_jobs)
+
+    return SizeRequest
 
 
-def request_jobs(body: SizeBody, now: float | None = None) -> pd.DataFrame:
+SizeRequest = request_model(LIMITS)
+
+# Why a body valid by the OpenAPI document may still be refused: nothing (every bound of /size is in the document),
+# so every valid body is answered.
+UNSTATABLE = ()
+VALID_ANSWERED = 1.0
+
+
+def request_jobs(body, now: float | None = None) -> pd.DataFrame:
     """The jobs of a checked body as `sizing_jobs` request columns."""
     now = time.time() if now is None else now
     rows = [{"job_id": job.job_id, "user": job.user, "group": job.group, "name": job.name, "queue": job.queue,
@@ -105,16 +131,15 @@ def _missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value))
 
 
-def size_request(payload, bundle: SizingBundle, version: str, trained: dict | None = None) -> dict:
-    """Answer a /size body: a recommendation per job, the coverage, the model version and `fit`."""
-    body = parse_body(SizeBody, payload)
+def size(body, model: Served, limits: Limits = LIMITS) -> dict:
+    """Per job: the recommended time limit and memory per processor, beside what it asked, with each one's
+    estimated probability of fitting, and the coverage the recommendations were calibrated for."""
     jobs = request_jobs(body)
     columns = {"procs": jobs["procs"].to_numpy(float, na_value=np.nan),
                "time_req_s": jobs["time_req_s"].to_numpy(float, na_value=np.nan),
                "mem_req_mb": jobs["mem_req_mb"].to_numpy(float, na_value=np.nan)}
-    return {"model_version": version, "coverage": bundle.coverage,
-            "results": answer_rows(bundle.recommend(jobs), version),
-            "fit": fit.answer_flags(trained, version, columns)}
+    return {"model_version": model.version, "coverage": model.bundle.coverage,
+            "results": answer_rows(model.bundle.recommend(jobs), model.version), "fit": model.fit(columns)}
 
 
 def predict_file(inputs: list[str], output: str | Path, bundle: SizingBundle, version: str,

@@ -1,5 +1,13 @@
-from jobaware.sizing.advice import (card_part, clock, comment, condor_memory, condor_request_memory, failure_advice,
-                                    sbatch_message, suggested_time)
+from jobaware.sizing.advice import (
+    card_part,
+    clock,
+    comment,
+    condor_memory,
+    condor_request_memory,
+    failure_advice,
+    sbatch_message,
+    suggested_time,
+)
 from tests.conftest import ROOT
 
 ROW = {"job_id": 1, "time_s": 11_400, "time_asked_s": 86_400.0, "time_fit": 0.92, "mem_per_cpu_mb": 2390,

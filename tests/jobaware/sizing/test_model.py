@@ -6,8 +6,18 @@ import numpy as np
 import pytest
 
 from jobaware.errors import JobawareError
-from jobaware.sizing.model import (HAIR, LARGEST_KNOB, LEVELS, MEMORY, TIME, Jobs, SizingModel, conformal_knob,
-                                   counted_use, least_knob)
+from jobaware.sizing.model import (
+    HAIR,
+    LARGEST_KNOB,
+    LEVELS,
+    MEMORY,
+    TIME,
+    Jobs,
+    SizingModel,
+    conformal_knob,
+    counted_use,
+    least_knob,
+)
 from jobaware.sizing.params import check_params
 
 ASKED = 36_000.0

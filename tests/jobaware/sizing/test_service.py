@@ -2,11 +2,18 @@ import json
 
 import pytest
 
-from jobaware.errors import InputError, TooLargeError
-from jobaware.sizing.service import MAX_JOBS, predict_file, size_request
+from jobaware.bodies import parse_body
+from jobaware.errors import InputError, JobawareError, TooLargeError
+from jobaware.model import Served
+from jobaware.sizing.service import LIMITS, Limits, predict_file, request_model, size
 
 KEYS = {"job_id", "time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "mem_fit", "coverage",
         "model_version"}
+
+
+def size_request(payload, bundle, version, limits: Limits = LIMITS, trained=None) -> dict:
+    """`POST /size` as the service answers it, in process: the body read by its model, then `size`."""
+    return size(parse_body(request_model(limits), payload), Served(bundle, version, trained), limits)
 
 
 def test_a_batch_is_answered_with_the_issue_fields(trained):
@@ -38,7 +45,19 @@ def test_absurd_or_missing_values_are_refused_naming_the_field(trained, job, mes
 
 def test_a_batch_over_the_bound_is_too_large(trained):
     with pytest.raises(TooLargeError, match="jobs"):
-        size_request({"jobs": [{"user": "u"}] * (MAX_JOBS + 1)}, trained[0], "1")
+        size_request({"jobs": [{"user": "u"}] * (LIMITS.max_jobs + 1)}, trained[0], "1")
+    small = Limits(max_jobs=2)
+    assert len(size_request({"jobs": [{"user": "u"}] * 2}, trained[0], "1", small)["results"]) == 2
+    with pytest.raises(TooLargeError, match=r"jobs: .*at most 2"):
+        size_request({"jobs": [{"user": "u"}] * 3}, trained[0], "1", small)
+
+
+def test_the_limit_is_read_from_its_variable(monkeypatch):
+    monkeypatch.setenv("JOBAWARE_SIZING_MAX_JOBS", "7")
+    assert Limits.load().max_jobs == 7
+    monkeypatch.setenv("JOBAWARE_SIZING_MAX_JOBS", "0")
+    with pytest.raises(JobawareError, match="JOBAWARE_SIZING_MAX_JOBS: .*greater than or equal to 1"):
+        Limits.load()
 
 
 def test_predict_file_writes_one_line_per_job_from_the_traces_own_history(trained, generated, tmp_path):
