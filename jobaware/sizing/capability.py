@@ -1,6 +1,6 @@
 """Registration of `sizing`: what time limit and memory should this job ask for?"""
 
-from jobaware.capabilities import Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.sizing.params import SizingParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
@@ -30,4 +30,6 @@ CAPABILITY = Capability(
     train=Ref("jobaware.sizing.train:train"),
     metrics_table=("quantile_loss", "under_rate", "median_ratio", "released_share", "released_proc_hours",
                    "mem_under_rate", "mem_median_ratio"),
+    card=CardPart(answer=Ref("jobaware.sizing.card:answer"), shown=Ref("jobaware.sizing.card:shown"),
+                  words=Ref("jobaware.sizing.card:words"), advice=Ref("jobaware.sizing.card:advice")),
 )

@@ -17,7 +17,7 @@ import pytest
 from adapters.slurm.adapter import Policy, comment_with, read_policy
 from adapters.slurm.verdicts import read_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
-from jobaware.card import short
+from jobaware.card import declared, short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
 
@@ -49,7 +49,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
         read_policy(path)
     path.write_text("comment: false\nmax_acts_per_minute: 5\ncapabilities: {resource: off}\n")
     assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5, capabilities={"resource": False})
-    assert read_policy(path).keys() == ["failure", "similarity"]
+    assert read_policy(path).keys() == [key for key in declared() if key != "resource"] and "failure" in declared()
     path.write_text("holdd: true\n")
     with pytest.raises(JobawareError, match="holdd: unknown field"):
         read_policy(path)
@@ -58,7 +58,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
         read_policy(path)
     toml = tmp_path / "policy.toml"
     toml.write_text('hold = true\n[capabilities]\nsimilarity = "off"\n')
-    assert read_policy(toml).keys() == ["failure", "resource"] and read_policy(toml).hold
+    assert read_policy(toml).keys() == [key for key in declared() if key != "similarity"] and read_policy(toml).hold
 
 
 # ---------------------------------------------------------------- live
@@ -229,7 +229,9 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     assert shown.returncode == 0, shown.stderr
     card = json.loads(shown.stdout)
     assert card["parts"]["failure"]["status"] == "ok" and card["parts"]["resource"]["status"] == "ok"
-    assert card["parts"]["similarity"]["status"] == "not_applicable" and card["missing"] == []
+    assert card["parts"]["similarity"]["status"] == "not_applicable"
+    no_service = [key for key in declared() if key not in ("failure", "resource", "similarity")]  # none started here
+    assert card["missing"] == no_service
     assert card["short"].startswith("jobaware: failure risk ")
     # the gateway: one HTTP answer; a service that is down is named, not fatal
     gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
@@ -241,7 +243,7 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
         record = json.loads(cluster.run("squeue", "--json", f"--jobs={job}"))["jobs"][0]
         answer = httpx.post(f"{gateway.url}/card", json={"job_id": job, "job": record, "script": CPU_SCRIPT},
                             timeout=60).json()
-        assert answer["parts"]["failure"]["status"] == "ok" and answer["missing"] == ["resource"]
+        assert answer["parts"]["failure"]["status"] == "ok" and sorted(answer["missing"]) == sorted(["resource", *no_service])
         assert answer["parts"]["resource"]["status"] == "unavailable"
         bad = httpx.post(f"{gateway.url}/card", json={"job_id": -1, "job": {}}, timeout=60)
         assert bad.status_code == 400
