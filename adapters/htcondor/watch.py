@@ -6,7 +6,8 @@ only then is the read position (with the window of recent events) committed, at 
 last committed position and skips every hold whose id the audit already holds.
 
 Acting needs all of: acting turned on (`--act` or the policy's mode), a model call above the policy's
-confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source`), a hold that
+confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source` `real` or `mixed`,
+and, where it says, `evaluated_on` `real`: measured on real holds), a hold that
 still stands (a backlog read at start-up may show it resolved further on), and room under the rate limit.
 """
 
@@ -48,7 +49,7 @@ PROBE_LOG = ("000 (1.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0
 
 def trained_on_real(answer: dict | None) -> bool:
     trained = (answer or {}).get("trained_on") or {}
-    return trained.get("source") == "real"
+    return trained.get("source") in ("real", "mixed") and trained.get("evaluated_on", "real") == "real"
 
 
 def refuse_synthetic(client: DecisionClient) -> None:

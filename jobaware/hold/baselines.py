@@ -1,8 +1,8 @@
-"""The baselines every run reports beside the network.
+"""The trees and the site's rule, measured beside the network (jobaware.hold.deciders).
 
 `gbt`: gradient-boosted trees (scikit-learn) on the static and count features of
-jobaware.hold.features (hold code and last event code as categories).
-`policy`: the rule a site already has, a typical SYSTEM_PERIODIC_RELEASE: release a hold whose code is a
+jobaware.hold.features (hold code and last event code as categories), with a weight per hold.
+`site_rule`: the rule a site already has, a typical SYSTEM_PERIODIC_RELEASE: release a hold whose code is a
 transfer or policy code (`policy_codes`, default 12, 13, 21, 26, 34) while the job had fewer than
 `policy_max_releases` holds before; never a user's own hold (code 1) or any other code. Its P(release) is
 1 or 0.
@@ -47,10 +47,10 @@ class TreeBaseline:
             x[:, i] = np.where((x[:, i] >= 0) & (x[:, i] < 254), x[:, i], 254)
         return x
 
-    def fit(self, features: pd.DataFrame, y_release: np.ndarray) -> TreeBaseline:
+    def fit(self, features: pd.DataFrame, y_release: np.ndarray, weight: np.ndarray | None = None) -> TreeBaseline:
         self.constant = None if len(np.unique(y_release)) == 2 else float(np.mean(y_release)) if len(y_release) else 0.5
         if self.constant is None:
-            self.model.fit(self._matrix(features), y_release)
+            self.model.fit(self._matrix(features), y_release, sample_weight=weight)
         return self
 
     def predict_proba(self, features: pd.DataFrame) -> np.ndarray:

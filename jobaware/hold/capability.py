@@ -4,9 +4,11 @@ from jobaware.capabilities import Capability, Ref
 from jobaware.hold.params import Params
 
 # Bump whenever the tensors or features a model is fed change: a bundle built by other feature code is refused.
-FEATURE_VERSION = "1"
-PRIMARY_METRIC = ("f1_remove", True)  # (name, higher is better): what the promotion gate compares
-MIN_EVAL_ROWS = 200
+FEATURE_VERSION = "2"
+# (name, higher is better): what the promotion gate compares, the served decisions' accuracy with every workflow
+# weighing the same, on the evaluation holds (real ended holds where there are enough; jobaware.hold.train)
+PRIMARY_METRIC = ("grouped_accuracy", True)
+MIN_EVAL_ROWS = 100
 
 EXAMPLE_LOG = (
     "000 (4242.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>\n...\n"
@@ -35,9 +37,9 @@ CAPABILITY = Capability(
     pipeline="pipelines.hold:hold_pipeline",
     formats=("HTCondor job event logs (global EVENT_LOG or user logs)",),
     example=("/hold-decision", {"cluster": 4242, "proc": 0, "log": EXAMPLE_LOG}),
-    smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "patience": 2,
-                    "batch_size": 256, "gbt_max_iter": 30}),
+    smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "batch_size": 256,
+                    "gbt_max_iter": 30, "folds": 3, "bootstrap": 200}),
     commands=Ref("jobaware.hold.commands:register"),
     train=Ref("jobaware.hold.train:train"),
-    metrics_table=("f1_remove", "precision_remove", "recall_remove", "roc_auc", "balanced_accuracy"),
+    metrics_table=("grouped_accuracy", "low", "high", "accuracy", "right", "holds", "workflows"),
 )

@@ -21,7 +21,8 @@ columns.
 
 Static features: hold code, hold subcode and the job's earlier hold count. Count features (for the tree
 baseline): the held job's history (executions, evictions, image-size updates, transfers, disconnects,
-releases, remote errors, earlier holds, age, time since its last event, last event code) and the pool's
+releases, remote errors, earlier holds, age, time since its last event, last event code), its siblings'
+(the other jobs of its cluster, before the hold: holds, releases, removals, terminations) and the pool's
 last hour (events, holds, holds with the same code, from the same cluster and from other clusters,
 releases, terminations, removals).
 """
@@ -47,9 +48,10 @@ INFORMATIONAL = (28, 33)  # job-ad information and attribute updates: they repea
 STATIC = ("hold_code", "hold_subcode", "hold_index")
 HISTORY = {"n_execute": (1,), "n_evicted": (4,), "n_image_size": (6,), "n_transfer": (40,), "n_disconnect": (22,),
            "n_released": (13,), "n_remote_error": (21,), "n_held_before": (12,)}
+SIBLINGS = ("sib_held", "sib_released", "sib_removed", "sib_terminated")
 POOL = ("pool_events", "pool_held", "pool_held_same_code", "pool_held_same_code_cluster",
         "pool_held_same_code_other", "pool_released", "pool_terminated", "pool_aborted")
-COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *POOL)
+COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *SIBLINGS, *POOL)
 
 
 @dataclass
@@ -277,6 +279,12 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
     out["last_code"] = np.where(last >= 0, code_by_job[np.maximum(last, 0)], -1)
     start = np.searchsorted(index.clock, holds.time - POOL_WINDOW, side="left")
     position = holds.position
+    cluster = index.job_ids[index.job, 0]
+    for name, code, own in (("sib_held", 12, "n_held_before"), ("sib_released", 13, "n_released"),
+                            ("sib_removed", 9, None), ("sib_terminated", 5, None)):
+        rows = np.flatnonzero(index.code == code)
+        before = _count_keyed(cluster[rows], rows, cluster[position], np.zeros_like(position), position)
+        out[name] = before - (out[own].to_numpy() if own else 0)
 
     def in_window(mask: np.ndarray) -> np.ndarray:
         cum = np.r_[0, np.cumsum(mask)]
@@ -289,7 +297,6 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
     out["pool_terminated"] = in_window(index.code == 5)
     out["pool_aborted"] = in_window(index.code == 9)
     hold_rows = np.flatnonzero(held)
-    cluster = index.job_ids[index.job, 0]
     same_code = _count_keyed(index.hold_code[hold_rows], hold_rows, index.hold_code[position], start, position)
     pair = index.hold_code * (1 << 40) + cluster
     same_cluster = _count_keyed(pair[hold_rows], hold_rows, pair[position], start, position)

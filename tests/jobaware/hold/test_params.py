@@ -11,7 +11,7 @@ from jobaware.hold.params import Params, check_params
 def test_defaults_are_complete_and_valid():
     p = check_params({})
     assert p == Params().model_dump()
-    assert (p["network"], p["primary_metric"]) == ("lstm", "f1_remove")
+    assert (p["network"], p["folds"], p["synthetic_weights"]) == ("lstm", 4, [0.0, 1.0, 4.0])
 
 
 @pytest.mark.parametrize("raw, words", [
@@ -20,7 +20,9 @@ def test_defaults_are_complete_and_valid():
     ({"j": 101}, "j: input should be less than or equal to 100"),
     ({"network": "transformer"}, "network: input should be 'lstm', 'gru' or 'conv'"),
     ({"bogus": 1}, "bogus: unknown parameter"),
-    ({"test_fraction": 0.5, "validation_fraction": 0.45}, "must stay below 0.9"),
+    ({"synthetic_weights": []}, "synthetic_weights: list should have at least 1 item"),
+    ({"synthetic_weights": [-1]}, r"synthetic_weights\[0\]: input should be greater than or equal to 0, got -1"),
+    ({"folds": 1}, "folds: input should be greater than or equal to 2"),
     ({"epochs": "3"}, "epochs: input should be a valid integer"),
 ])
 def test_bad_values_are_refused_with_what_was_expected(raw, words):

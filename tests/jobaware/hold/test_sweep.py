@@ -17,7 +17,7 @@ def test_the_default_space_gives_its_trials_the_same_way_every_time():
     for trial in first:
         assert trial["network"] == "lstm" and trial["j"] in (8, 16) and 0.001 <= trial["learning_rate"] <= 0.01
         assert set(trial) == {"network", "j", "m", "timeframe_len", "layers", "hidden_size", "learning_rate",
-                              "batch_size", "epochs", "patience"}
+                              "batch_size", "epochs"}
 
 
 def test_seeds_ranges_and_grids():
