@@ -41,5 +41,6 @@ CAPABILITY = Capability(
                     "gbt_max_iter": 30, "folds": 3, "bootstrap": 200}),
     commands=Ref("jobaware.hold.commands:register"),
     train=Ref("jobaware.hold.train:train"),
-    metrics_table=("grouped_accuracy", "low", "high", "accuracy", "right", "holds", "workflows"),
+    metrics_table=("grouped_accuracy", "low", "high", "accuracy", "holds", "workflows", "roc_auc", "margin",
+                   "margin_low", "margin_high"),
 )

@@ -293,3 +293,13 @@ def test_a_service_with_a_smaller_body_limit_is_asked_with_a_smaller_window(tmp_
     holds = _holds(audit)
     assert all(h["p_release"] == 0.3 and h["no_decision"] is None for h in holds)
     assert max(h["request_bytes"] for h in holds) <= 16 << 10 < 20_000 < sum(map(len, REMOVED))
+
+
+def test_the_licence_to_act_follows_what_the_model_was_trained_and_measured_on():
+    from adapters.htcondor.watch import trained_on_real
+
+    assert trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "real", "real_holds": 151}})
+    assert trained_on_real({"trained_on": {"source": "real"}})  # a model that says nothing of its evaluation
+    assert not trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "generated"}})
+    assert not trained_on_real({"trained_on": {"source": "synthetic", "evaluated_on": "generated"}})
+    assert not trained_on_real(None) and not trained_on_real({"trained_on": None})
