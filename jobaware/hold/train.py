@@ -419,7 +419,8 @@ def _why(served: str, best_plain: str, metrics: dict, data: Dataset) -> str:
     where = (f"{int(m['model']['holds'])} {'real' if data.real else 'generated'} ended holds in "
              f"{int(m['model']['workflows'])} workflows, cross-validated by workflow")
     others = ", ".join(f"{n} {m[n]['grouped_accuracy']:.2f}" for n in m if n not in ("model", served, "oracle"))
-    lead = "the best plain policy" if served == best_plain else f"it beats the best plain policy ({best_plain})"
+    lead = "the best plain policy; no learned model beat it" if served == best_plain \
+        else f"it beats the best plain policy ({best_plain})"
     return (f"{served}: {lead}; right on {m[served]['grouped_accuracy']:.2f} of holds by workflow "
             f"[{m[served]['low']:.2f}, {m[served]['high']:.2f}] on {where}; {others}")
 

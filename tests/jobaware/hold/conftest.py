@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CONDOR = ROOT / "data" / "real" / "condor"
 MORE = ROOT / "data" / "real" / "condor-more"
 REAL_LOGS = sorted([*CONDOR.glob("*.log"), *CONDOR.glob("*.txt"), *CONDOR.glob("mldag_standalone/*.log")])
+MORE_LOGS = sorted(MORE.glob("*.log"))
 STANDALONE = CONDOR / "mldag_standalone"
 SMALL = {"j": 6, "m": 8, "timeframe_len": 300, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "batch_size": 256,
          "gbt_max_iter": 30, "folds": 3, "bootstrap": 300}
