@@ -130,3 +130,37 @@ def test_one_workflow_is_too_little_to_evaluate_and_says_so(tmp_path):
     ingest([str(STANDALONE / "metl_12634462.log")], tmp_path)
     with pytest.raises(JobawareError, match=r"cannot evaluate: 3 ended holds in 1 workflow\(s\)"):
         run_trial(tmp_path, SMALL)
+
+
+@pytest.fixture(scope="module")
+def cross_validated(dataset):
+    """The small synthetic dataset's evaluation, cross-validated once for the tests below."""
+    from jobaware.hold import train as T
+
+    p = check_params(SMALL)
+    data = load_dataset(dataset, p)
+    cv = fold_of(data, p)
+    feats = T.build_features(data, p, data.table["role"].to_numpy() != "")
+    T.cross_validate(data, feats, cv, p, ("lstm", "gbt"))
+    return p, data, cv, feats
+
+
+@pytest.mark.parametrize("served", ["lstm", "gbt", "blend"])
+def test_a_learned_decision_maker_is_refitted_on_all_the_data_and_serves_calibrated(cross_validated, dataset, served,
+                                                                                     tmp_path):
+    from jobaware.hold import train as T
+    from jobaware.hold.reader import read_events
+
+    p, data, cv, feats = cross_validated
+    metrics = {name: {"grouped_accuracy": 0.5, "low": 0.4, "high": 0.6, "holds": 10.0, "workflows": 2.0}
+               for name in ("model", served, "site_rule")}
+    bundle, history = T._served_bundle(data, feats, cv, p, served, 0.0, metrics, "site_rule", dataset)
+    assert bundle.decided_by == served and bundle.calibrator is not None
+    assert (bundle.network_state is not None) == (served != "gbt") and (bundle.tree is not None) == (served != "lstm")
+    assert bool(history) == (served != "gbt")
+    events, _ = read_events([str(data.logs[0].events["source"].iloc[0])])
+    cut = events[events["seq"] <= events.loc[events["event_code"] == 12, "seq"].iloc[40]]
+    decided = bundle.predict(cut)
+    assert len(decided) >= 1 and decided["decided_by"].eq(served).all() and decided["p_release"].between(0, 1).all()
+    value, rows = score(bundle, T.write_eval(data, cv.rows, tmp_path / "eval"))
+    assert rows == len(cv.rows) and 0.5 < value <= 1
