@@ -1,12 +1,14 @@
 """What a registered `hold` model carries, and how it decides holds from event-log rows.
 
 The bundle serves one decision-maker (`decided_by`, chosen by jobaware.hold.train on real holds): a plain
-policy (release all, remove all, the site's rule), or a learned one with what it needs (the network's weights
+policy (release all, remove all, the site's rule), an adaptive one (jobaware.hold.adaptive: the outcomes fitted
+on real holds as its prior and the prior's strength), or a learned one with what it needs (the network's weights
 and shape with the tensor parameters and the static encoder's vocabulary; the trees; the calibration to real
-outcomes). `predict` builds the same features from the events it is given as training did
-(jobaware.hold.features), so a service never re-implements a feature. Every decision carries `decided_by` and
-`reasons`, a short line of what drove it: the hold code and how real holds of that code ended, how often this
-job and its siblings (its cluster's other jobs) were held and what happened after, and how long it is held.
+outcomes). It releases when P(release) is at least 1 / (1 + wrong_remove_cost) (jobaware.hold.deciders).
+`predict` builds the same features from the events it is given as training did (jobaware.hold.features), so a
+service never re-implements a feature. Every decision carries `decided_by` and `reasons`, a short line of what
+drove it: the hold code and how real holds of that code ended, how this log's earlier holds ended, how often
+this job and its siblings (its cluster's other jobs) were held and what happened after, and how long it is held.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.hold.capability import FEATURE_VERSION
+from jobaware.hold import adaptive
 from jobaware.hold import features as F
 from jobaware.hold.labels import decisions, describe_hold
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
-from jobaware.hold.deciders import Calibrator
+from jobaware.hold.deciders import Calibrator, threshold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
 from jobaware.hold.outcomes import Outcomes
 from jobaware.model import Bundle
@@ -71,10 +74,11 @@ def current_holds(events: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
 @dataclass
 class HoldBundle(Bundle):
     params: dict
-    decided_by: str = "remove_all"  # jobaware.hold.deciders: a plain policy or a learned model
+    decided_by: str = "remove_all"  # jobaware.hold.deciders: a plain policy, an adaptive or a learned model
     why: str = ""  # why it serves, in one line (its score against the others on real holds)
     scores: dict = field(default_factory=dict)  # each decision-maker's metrics where it was chosen
-    outcomes: dict = field(default_factory=dict)  # how real holds ended by code (jobaware.hold.outcomes), for reasons
+    outcomes: dict = field(default_factory=dict)  # how real holds ended by code (jobaware.hold.outcomes)
+    prior_strength: float = 1.0  # the adaptive decision-makers' prior, in holds (jobaware.hold.adaptive)
     network_state: dict | None = None
     static_pairs: list = field(default_factory=list)
     tree: TreeBaseline | None = None
@@ -87,8 +91,8 @@ class HoldBundle(Bundle):
 
     @property
     def threshold(self) -> float:
-        """Release when the served P(release) is at least this (calibrated to real outcomes)."""
-        return 0.5
+        """Release when the served P(release) is at least this: 1 / (1 + wrong_remove_cost)."""
+        return threshold(self.params.get("wrong_remove_cost", 3.0))
 
     def network(self) -> HoldNetwork:
         if getattr(self, "_network", None) is None:
@@ -115,10 +119,13 @@ class HoldBundle(Bundle):
             raise InputError(f"model built with feature version {self.feature_version}, this code has "
                              f"{FEATURE_VERSION}: retrain it")
         n, p = len(table), self.params
+        rule = PolicyRule(tuple(p["policy_codes"]), p["policy_max_releases"])
         if self.decided_by in ("release_all", "remove_all"):
             return np.full(n, 1.0 if self.decided_by == "release_all" else 0.0)
         if self.decided_by == "site_rule":
-            return PolicyRule(tuple(p["policy_codes"]), p["policy_max_releases"]).predict_proba(F.static_features(table))
+            return rule.predict_proba(F.static_features(table))
+        if self.decided_by in adaptive.ADAPTIVE:
+            return adaptive.chances(self.decided_by, counts, self.outcomes_fitted(), self.prior_strength, rule)
         if n == 0:
             return np.zeros(0)
         parts = []
@@ -172,7 +179,7 @@ def reasons(table: pd.DataFrame, counts: pd.DataFrame, held_hours: np.ndarray, f
         c = counts.iloc[i]
         code = "?" if pd.isna(row.hold_code) else int(row.hold_code)
         key = f"{code}/{'?' if pd.isna(row.hold_subcode) else int(row.hold_subcode)}"
-        line = [f"hold {key} ({describe_hold(row.hold_code, row.hold_subcode)})",
+        line = [f"hold {key} ({describe_hold(row.hold_code, row.hold_subcode)})", adaptive.evidence_words(c),
                 f"this job held {int(c['n_held_before'])} time(s) before, released {int(c['n_released'])}",
                 f"its cluster's other jobs: {int(c['sib_held'])} held, {int(c['sib_released'])} released, "
                 f"{int(c['sib_removed'])} removed, {int(c['sib_terminated'])} ended",
@@ -181,8 +188,8 @@ def reasons(table: pd.DataFrame, counts: pd.DataFrame, held_hours: np.ndarray, f
             known = fitted.lookup(row.hold_code, row.hold_subcode)
             which = key if key in fitted.codes else str(code) if str(code) in fitted.codes else "all codes"
             low, high = known.intervals.get("p_release", [float("nan")] * 2)
-            line.append(f"real holds of {which}: {known.holds} in {known.workflows} workflow(s), P(release) "
-                        f"{known.p_release():.2f} [{low:.2f}, {high:.2f}]")
+            line.append(f"{fitted.fitted_on.get('source', 'real')} holds of {which}: {known.holds} in "
+                        f"{known.workflows} workflow(s), P(release) {known.p_release():.2f} [{low:.2f}, {high:.2f}]")
         out.append("; ".join(line))
     return out
 

@@ -4,10 +4,11 @@ from jobaware.capabilities import Capability, Ref
 from jobaware.hold.params import Params
 
 # Bump whenever the tensors or features a model is fed change: a bundle built by other feature code is refused.
-FEATURE_VERSION = "2"
-# (name, higher is better): what the promotion gate compares, the served decisions' accuracy with every workflow
-# weighing the same, on the evaluation holds (real ended holds where there are enough; jobaware.hold.train)
-PRIMARY_METRIC = ("grouped_accuracy", True)
+FEATURE_VERSION = "3"
+# (name, higher is better): what the promotion gate compares, the main term of the choice of the decision-maker
+# (jobaware.hold.deciders): the mean cost per hold (a wrong removal weighing wrong_remove_cost wrong releases)
+# with every workflow weighing the same, on the evaluation holds (real ended holds where there are enough)
+PRIMARY_METRIC = ("cost", False)
 MIN_EVAL_ROWS = 100
 
 EXAMPLE_LOG = (
@@ -41,6 +42,6 @@ CAPABILITY = Capability(
                     "gbt_max_iter": 30, "folds": 3, "bootstrap": 200}),
     commands=Ref("jobaware.hold.commands:register"),
     train=Ref("jobaware.hold.train:train"),
-    metrics_table=("grouped_accuracy", "low", "high", "accuracy", "holds", "workflows", "roc_auc", "margin",
-                   "margin_low", "margin_high"),
+    metrics_table=("grouped_accuracy", "low", "high", "worst_accuracy", "accuracy", "cost", "worst_cost",
+                   "admissible", "roc_auc", "margin", "cost_margin"),
 )

@@ -1,32 +1,61 @@
 """The decision-makers a hold can be served by, how each is scored on real holds, and how one is chosen.
 
 Decision-makers. Plain policies: `release_all`, `remove_all` and `site_rule` (the site's rule by code,
-jobaware.hold.baselines.PolicyRule). Learned: `lstm`, `gbt`, and `blend`, a logistic regression over the logits
-of both. Every learned model is calibrated: a logistic regression from its score (the blend: both scores) to
-the real outcome, fitted on holds of other folds than the ones it decides (cross-fitting); it releases when the
-calibrated P(release) is at least one half.
+jobaware.hold.baselines.PolicyRule). Adaptive (jobaware.hold.adaptive): `pool`, `siblings`, `pool_site`, which
+read how the log's earlier holds ended. Learned: `lstm`, `gbt`, and `blend`, a logistic regression over the
+logits of both. Every learned model is calibrated: a logistic regression from its score (the blend: both
+scores) to the real outcome, fitted on holds of other folds than the ones it decides (cross-fitting).
 
-Scores. `grouped_accuracy`: the accuracy with every workflow (jobaware.hold.groups) weighing the same, each of
-its holds 1 / (its holds); `accuracy`: every hold the same. Intervals: percentile bootstrap over workflows
-(workflows drawn with replacement, `draws` times, seeded); a margin between two decision-makers is bootstrapped
-paired (the same draws for both).
+Costs. A removal cannot be undone: the job, its progress and its place in the queue are lost, and a person has
+to notice and submit it again. A wrong release costs one more hold cycle (a start that is held again), and the
+schedd's own max-holds policy removes a job that keeps coming back. The site's rule already pays up to
+`policy_max_releases` (3) such cycles before it gives up on a job, so a wrong removal weighs
+`wrong_remove_cost` = 3 wrong releases by default. Every decision-maker releases when its P(release) is at least
+1 / (1 + wrong_remove_cost) (the expected cost of releasing, 1 - P, at most that of removing, P x the cost).
+`cost`: the mean cost per hold in wrong releases (0 when right).
 
-Choice. The best plain policy serves unless a learned model is strictly better (grouped accuracy), in which case
-the best learned model serves; ties go to the plain policy, then to the first named. `nested` measures this
-rule honestly: for each fold the choice is made on the other folds' decisions and applied to that fold.
+Scores. Per workflow (jobaware.hold.groups): accuracy and mean cost. `grouped_accuracy` and `cost`: their
+means with every workflow weighing the same; `accuracy`: every hold the same; `worst_accuracy` and
+`worst_cost`: the worst workflow among those with at least `min_workflow_holds` evaluation holds (all of them
+when none has so many). Intervals: percentile bootstrap over workflows (drawn with replacement, `draws` times,
+seeded); a margin between two decision-makers is bootstrapped paired (the same draws for both).
+
+Choice (`choose`), robust across workflows, each a pool with its own share of holds that end released:
+  1. admissible: right at least as often as release-all on every workflow with `min_workflow_holds` holds
+     (release-all itself always is);
+  2. among those, the lowest `cost` (every workflow weighing the same), then the lowest `worst_cost`;
+  3. ties go first to a decision-maker that reads the pool's evidence (where the pool is like ours it does
+     what the best plain policy does, and where it is not it follows the pool), then to the plain policy,
+     then to a learned model; within each, the first named.
+So a learned or adaptive decision-maker serves only when it is never worse than the best plain policy by this
+rule. The worst case is the second term, not the first: chosen first, it followed the one workflow where holds
+end released most often, and, measured by `nested` on the bundled real holds, it then served the site's rule
+to a workflow it lost whole (the README's results). `nested` measures the rule honestly: for each fold the
+choice is made on the other folds' decisions and applied to that fold. The promotion gate compares `cost`
+(jobaware.hold.capability.PRIMARY_METRIC).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+import pandas as pd
 from sklearn.linear_model import LogisticRegression
+
+from jobaware.hold.adaptive import ADAPTIVE
 
 PLAIN = ("release_all", "remove_all", "site_rule")
 LEARNED = ("lstm", "gbt", "blend")
+PREFERENCE = (*ADAPTIVE, *PLAIN, *LEARNED)  # the order ties are broken in
 DESCRIBED = {"release_all": "release every hold", "remove_all": "remove every hold",
-             "site_rule": "the site's rule by hold code", "lstm": "the LSTM over the event log",
+             "site_rule": "the site's rule by hold code", "pool": "how this log's earlier holds ended, by code, "
+             "from the outcomes fitted on real holds", "siblings": "how the cluster's other jobs' holds ended, from "
+             "the outcomes fitted on real holds", "pool_site": "how this log's earlier holds ended, by code; the "
+             "site's rule before any has ended", "lstm": "the LSTM over the event log",
              "gbt": "gradient-boosted trees on the job's and the pool's counts", "blend": "a calibrated blend of the "
              "LSTM and the trees"}
+TIE = 1e-9
 EPS = 1e-4
 
 
@@ -67,30 +96,82 @@ def cross_fit(scores: np.ndarray, y: np.ndarray, w: np.ndarray, folds: np.ndarra
     return out
 
 
+def grouped_mean(values: np.ndarray, groups: np.ndarray) -> float:
+    """The mean with every workflow weighing the same."""
+    values = np.asarray(values, float)
+    return float(np.average(values, weights=weights(groups))) if len(values) else float("nan")
+
+
 def grouped_accuracy(right: np.ndarray, groups: np.ndarray) -> float:
-    right = np.asarray(right, float)
-    return float(np.average(right, weights=weights(groups))) if len(right) else float("nan")
+    return grouped_mean(right, groups)
 
 
-def choose(right: dict[str, np.ndarray], groups: np.ndarray, candidates: tuple[str, ...]) -> tuple[str, str]:
-    """The decision-maker that serves (by the module's rule) among `candidates`, and the best plain policy."""
-    score = {name: grouped_accuracy(right[name], groups) for name in candidates}
-    plain = max((n for n in candidates if n in PLAIN), key=lambda n: score[n])
-    learned = [n for n in candidates if n not in PLAIN]
-    best = max(learned, key=lambda n: score[n]) if learned else None
-    return (best if best is not None and score[best] > score[plain] else plain), plain
+def threshold(wrong_remove_cost: float) -> float:
+    """Release when P(release) is at least this: where releasing costs no more than removing, in expectation."""
+    return 1.0 / (1.0 + wrong_remove_cost)
 
 
-def nested(right: dict[str, np.ndarray], groups: np.ndarray, folds: np.ndarray, candidates: tuple[str, ...]) -> tuple[
+def costs(release: np.ndarray, y_release: np.ndarray, wrong_remove_cost: float) -> np.ndarray:
+    """The cost of each decision in wrong releases: 0 when right, 1 a wrong release, `wrong_remove_cost` a
+    wrong removal."""
+    release, y = np.asarray(release, bool), np.asarray(y_release) == 1
+    return np.where(release == y, 0.0, np.where(y, wrong_remove_cost, 1.0))
+
+
+@dataclass
+class Standing:
+    """How one decision-maker fares by workflow (the choice's terms; see the module)."""
+
+    admissible: bool
+    worst_cost: float
+    cost: float
+    worst_accuracy: float
+
+
+def judged(groups: np.ndarray, min_workflow_holds: int) -> np.ndarray:
+    """The workflows the worst case is taken over: those with `min_workflow_holds` holds, else all."""
+    names, counts = np.unique(groups, return_counts=True)
+    big = names[counts >= min_workflow_holds]
+    return big if len(big) else names
+
+
+def standing(release: np.ndarray, y_release: np.ndarray, groups: np.ndarray, wrong_remove_cost: float,
+             min_workflow_holds: int) -> Standing:
+    y = np.asarray(y_release) == 1
+    frame = pd.DataFrame({"right": np.asarray(release, bool) == y, "cost": costs(release, y, wrong_remove_cost),
+                          "released": y}).groupby(np.asarray(groups)).mean()
+    big = frame.loc[judged(groups, min_workflow_holds)]
+    return Standing(admissible=bool((big["right"] >= big["released"] - TIE).all()),
+                    worst_cost=float(big["cost"].max()), cost=float(frame["cost"].mean()),
+                    worst_accuracy=float(big["right"].min()))
+
+
+def choose(release: dict[str, np.ndarray], y_release: np.ndarray, groups: np.ndarray, candidates: tuple[str, ...],
+           wrong_remove_cost: float, min_workflow_holds: int) -> tuple[str, str]:
+    """The decision-maker that serves (by the module's rule) among `candidates`, given each one's decisions
+    (True: release), and the best plain policy by the same rule."""
+    stand = {n: standing(release[n], y_release, groups, wrong_remove_cost, min_workflow_holds) for n in candidates}
+
+    def key(name):
+        s = stand[name]
+        return (not s.admissible, round(s.cost / TIE), round(s.worst_cost / TIE), PREFERENCE.index(name))
+
+    plain = min((n for n in candidates if n in PLAIN), key=key)
+    return min(candidates, key=key), plain
+
+
+def nested(release: dict[str, np.ndarray], y_release: np.ndarray, groups: np.ndarray, folds: np.ndarray,
+           candidates: tuple[str, ...], wrong_remove_cost: float, min_workflow_holds: int) -> tuple[
         np.ndarray, list[str]]:
-    """Whether the chosen decision-maker was right on each hold, the choice made without the hold's fold; and the
-    choice made for each fold."""
+    """The release decisions of the chosen decision-maker on each hold, the choice made without the hold's fold;
+    and the choice made for each fold."""
     out = np.zeros(len(groups), bool)
     chosen = []
     for k in np.unique(folds):
         mine = folds == k
-        name, _ = choose({n: r[~mine] for n, r in right.items()}, groups[~mine], candidates)
-        out[mine] = right[name][mine]
+        name, _ = choose({n: r[~mine] for n, r in release.items()}, y_release[~mine], groups[~mine], candidates,
+                         wrong_remove_cost, min_workflow_holds)
+        out[mine] = release[name][mine]
         chosen.append(name)
     return out, chosen
 

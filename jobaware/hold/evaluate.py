@@ -18,9 +18,10 @@ from sklearn.metrics import ConfusionMatrixDisplay, PrecisionRecallDisplay, RocC
 
 
 def plots(y_release: np.ndarray, curves: dict[str, np.ndarray], served: np.ndarray | None, metrics: dict,
-          served_name: str, history: list[dict], out_dir: Path) -> list[Path]:
-    """ROC and PR of remove and calibration (learned models, calibrated out of fold), the served decisions'
-    confusion matrix, the served network's training curve, and the comparison of every decision-maker."""
+          served_name: str, history: list[dict], out_dir: Path, threshold: float = 0.5) -> list[Path]:
+    """ROC and PR of remove and calibration (learned and adaptive decision-makers, out of fold), the served
+    decisions' confusion matrix (release at P(release) >= `threshold`), the served network's training curve, and
+    the comparison of every decision-maker."""
     out_dir.mkdir(parents=True, exist_ok=True)
     remove = 1 - np.asarray(y_release, int)
     paths: list[Path] = []
@@ -52,7 +53,7 @@ def plots(y_release: np.ndarray, curves: dict[str, np.ndarray], served: np.ndarr
         save(fig, "calibration.png")
     if served is not None:
         fig, ax = plt.subplots(figsize=(4.5, 4))
-        decided = np.where(np.asarray(served) < 0.5, "remove", "release")
+        decided = np.where(np.asarray(served) < threshold, "remove", "release")
         truth = np.where(remove == 1, "remove", "release")
         ConfusionMatrixDisplay.from_predictions(truth, decided, labels=["release", "remove"], ax=ax, colorbar=False)
         ax.set_title(f"Decisions of {served_name} (out of fold)")

@@ -22,9 +22,11 @@ columns.
 Static features: hold code, hold subcode and the job's earlier hold count. Count features (for the tree
 baseline): the held job's history (executions, evictions, image-size updates, transfers, disconnects,
 releases, remote errors, earlier holds, age, time since its last event, last event code), its siblings'
-(the other jobs of its cluster, before the hold: holds, releases, removals, terminations) and the pool's
+(the other jobs of its cluster, before the hold: holds, releases, removals, terminations), the pool's
 last hour (events, holds, holds with the same code, from the same cluster and from other clusters,
-releases, terminations, removals).
+releases, terminations, removals), and how the log's earlier holds ended (`EVIDENCE`): the holds of other
+jobs whose end (jobaware.hold.labels: the job's next terminal event) the log wrote before this hold, counted
+as ended `release` or `remove`, over the whole log, of the same hold code, and of the cluster's other jobs.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.hold.events import N_EVENT_CODES
+from jobaware.hold.labels import decisions
 from jobaware.hold.reader import mix64
 
 N_STATES = N_EVENT_CODES + 2  # index 0: no event yet; 1..48: codes 0..47; 49: a newer code
@@ -51,7 +54,9 @@ HISTORY = {"n_execute": (1,), "n_evicted": (4,), "n_image_size": (6,), "n_transf
 SIBLINGS = ("sib_held", "sib_released", "sib_removed", "sib_terminated")
 POOL = ("pool_events", "pool_held", "pool_held_same_code", "pool_held_same_code_cluster",
         "pool_held_same_code_other", "pool_released", "pool_terminated", "pool_aborted")
-COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *SIBLINGS, *POOL)
+EVIDENCE = ("log_ended_release", "log_ended_remove", "log_ended_release_same_code", "log_ended_remove_same_code",
+            "sib_ended_release", "sib_ended_remove")
+COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *SIBLINGS, *POOL, *EVIDENCE)
 
 
 @dataclass
@@ -71,6 +76,7 @@ class EventIndex:
     job_first: np.ndarray  # per job: first row in by-job order
     job_ids: np.ndarray  # per job: cluster, proc, subproc
     job_hash: np.ndarray  # per job: hash of its id (tie-breaks, independent of indexing)
+    ended: pd.DataFrame  # the holds that ended (jobaware.hold.labels): end_seq, release, code, job, cluster
 
     @property
     def state_by_job(self) -> np.ndarray:
@@ -127,7 +133,22 @@ def build_index(events: pd.DataFrame) -> EventIndex:
         code=events["event_code"].to_numpy(np.int64),
         hold_code=events["code"].astype("Int64").fillna(-1).to_numpy(np.int64), by_job=by_job,
         key_time=job[by_job] * SHIFT + running, key_seq=job[by_job] * SHIFT + seq[by_job],
-        job_first=job_first, job_ids=job_ids, job_hash=job_hash)
+        job_first=job_first, job_ids=job_ids, job_hash=job_hash, ended=_ended_holds(events, seq, job))
+
+
+def _ended_holds(events: pd.DataFrame, seq: np.ndarray, job: np.ndarray) -> pd.DataFrame:
+    """The holds of `events` that ended, by the label rule: the seq of their end, whether it is `release`, the
+    hold code (-1 where none), the job index and the cluster."""
+    columns = {"end_seq": np.int64, "release": bool, "code": np.int64, "job": np.int64, "cluster": np.int64}
+    if not len(events) or not (events["event_code"] == 12).any():
+        return pd.DataFrame({c: np.zeros(0, t) for c, t in columns.items()})
+    table = decisions(events)
+    table = table[table["label"].notna()]
+    position = np.searchsorted(seq, table["hold_seq"].to_numpy(np.int64))
+    return pd.DataFrame({"end_seq": table["resolution_seq"].to_numpy(np.int64),
+                         "release": (table["label"] == "release").to_numpy(bool),
+                         "code": table["hold_code"].fillna(-1).to_numpy(np.int64),
+                         "job": job[position], "cluster": table["cluster"].to_numpy(np.int64)})
 
 
 @dataclass
@@ -303,7 +324,29 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
     out["pool_held_same_code"] = same_code
     out["pool_held_same_code_cluster"] = same_cluster
     out["pool_held_same_code_other"] = same_code - same_cluster
+    for name, value in evidence(index, holds, index.hold_code[position], cluster[position]).items():
+        out[name] = value
     return out[list(COUNT_FEATURES)]
+
+
+def evidence(index: EventIndex, holds: Holds, code: np.ndarray, cluster: np.ndarray) -> dict[str, np.ndarray]:
+    """EVIDENCE of each hold: the other jobs' holds whose end the log wrote before it, by how they ended."""
+    ended = index.ended
+    zero = np.zeros(len(holds.seq), np.int64)
+    out = {}
+    for outcome, mask in (("release", ended["release"].to_numpy()), ("remove", ~ended["release"].to_numpy())):
+        part = ended[mask]
+        end, own = part["end_seq"].to_numpy(np.int64), _count_keyed(part["job"].to_numpy(), part["end_seq"].to_numpy(),
+                                                                     holds.job, zero, holds.seq)
+        total = np.searchsorted(np.sort(end), holds.seq)
+        same_code = _count_keyed(part["code"].to_numpy(), end, code, zero, holds.seq)
+        own_code = _count_keyed(part["job"].to_numpy() * SHIFT + part["code"].to_numpy(), end,
+                                holds.job * SHIFT + code, zero, holds.seq)
+        sibling = _count_keyed(part["cluster"].to_numpy(), end, cluster, zero, holds.seq)
+        out[f"log_ended_{outcome}"] = total - own
+        out[f"log_ended_{outcome}_same_code"] = same_code - own_code
+        out[f"sib_ended_{outcome}"] = sibling - own
+    return {name: out[name] for name in EVIDENCE}
 
 
 def _count_keyed(keys: np.ndarray, rows: np.ndarray, query: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jobaware.capabilities import validate_params
 
@@ -37,19 +37,32 @@ class Params(BaseModel):
     # the site's rule: a typical SYSTEM_PERIODIC_RELEASE
     policy_codes: list[Annotated[Count, Field(ge=0, le=1000)]] = Field(default_factory=lambda: [12, 13, 21, 26, 34])
     policy_max_releases: Annotated[Count, Field(ge=0, le=100)] = 3
-    # evaluation: grouped cross-validation over workflows, on real ended holds when there are `min_real_holds`
-    # of them in at least two workflows; the weights of the generated holds tried (times the real training holds)
-    folds: Annotated[Count, Field(ge=2, le=50)] = 4
+    # evaluation: grouped cross-validation over workflows (`folds` 0: each workflow held out whole, on its own),
+    # on real ended holds when there are `min_real_holds` of them in at least two workflows; the weights of the
+    # generated holds tried (times the real training holds)
+    folds: Annotated[Count, Field(ge=0, le=50)] = 0
     synthetic_weights: list[Annotated[Real, Field(ge=0, le=1000)]] = Field(
         default_factory=lambda: [0.0, 1.0, 4.0], min_length=1, max_length=10)
     min_real_holds: Annotated[Count, Field(ge=2, le=1_000_000)] = 30
     bootstrap: Annotated[Count, Field(ge=100, le=100_000)] = 2000
+    # the decision and the choice of the decision-maker (jobaware.hold.deciders): a wrong removal weighs this many
+    # wrong releases; the worst case is taken over workflows with at least `min_workflow_holds` evaluation holds
+    wrong_remove_cost: Annotated[Real, Field(gt=0, le=1000)] = 3.0
+    min_workflow_holds: Annotated[Count, Field(ge=1, le=1_000_000)] = 10
     # labels, and the most recent holds of the generated logs kept
     nonzero_exit_is_failure: bool = False
     max_decisions: Annotated[Count, Field(ge=100, le=10_000_000)] = 200_000
     # CPU threads of torch and the trees: 1 suits trials run side by side (and shared machines)
     threads: Annotated[Count, Field(ge=1, le=256)] = 1
     seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
+
+    @field_validator("folds")
+    @classmethod
+    def _not_one_fold(cls, folds: int) -> int:
+        if folds == 1:
+            raise ValueError("one fold leaves nothing to train on: give 0 (each workflow held out on its own) or 2 "
+                             "or more")
+        return folds
 
 
 def check_params(raw: dict[str, Any] | None) -> dict[str, Any]:

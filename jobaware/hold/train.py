@@ -41,7 +41,8 @@ from sklearn.model_selection import GroupKFold
 from jobaware.errors import InputError, JobawareError
 from jobaware.hold import deciders as D
 from jobaware.hold import features as F
-from jobaware.hold import groups, outcomes
+from jobaware.hold import adaptive, groups, outcomes
+from jobaware.hold.adaptive import ADAPTIVE
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
 from jobaware.hold.bundle import HoldBundle, as_events, example_rows
 from jobaware.hold.evaluate import plots
@@ -259,7 +260,8 @@ def fold_of(data: Dataset, p: dict) -> CrossValidation:
         raise JobawareError(f"cannot evaluate: {len(rows)} ended holds in {n_groups} workflow(s); the cross-validation "
                             "needs two workflows or more (more logs, or logs of more submitters)")
     folds = np.empty(len(rows), np.int64)
-    for k, (_, test) in enumerate(GroupKFold(n_splits=min(p["folds"], n_groups)).split(rows, groups=workflow)):
+    n_splits = n_groups if p["folds"] == 0 else min(p["folds"], n_groups)
+    for k, (_, test) in enumerate(GroupKFold(n_splits=n_splits).split(rows, groups=workflow)):
         folds[test] = k
     weights = list(p["synthetic_weights"]) if data.real and len(data.rows("extra")) else [0.0]
     return CrossValidation(rows, folds, data.table["y_release"].to_numpy()[rows], workflow, weights)
@@ -288,23 +290,58 @@ def calibrated(cv: CrossValidation, model: str, w: float) -> np.ndarray:
     return D.cross_fit(scores, cv.y, D.weights(cv.groups), cv.folds)
 
 
-def learned_results(cv: CrossValidation) -> tuple[dict, dict, dict]:
-    """For each learned model: whether each hold was decided right (its weight chosen on other folds), its
-    calibrated P(release) at the weight chosen on all folds, and that weight."""
-    right, chance, chosen = {}, {}, {}
+def learned_results(cv: CrossValidation, wrong_remove_cost: float) -> tuple[dict, dict, dict]:
+    """For each learned model: its release decisions (at the weight chosen on other folds, by the mean cost by
+    workflow), its calibrated P(release) at the weight chosen on all folds, and that weight."""
+    release, chance, chosen = {}, {}, {}
+    cut = D.threshold(wrong_remove_cost)
     models = [m for m in D.LEARNED if all((part, cv.weights[0]) in cv.scores for part in
                                           (("lstm", "gbt") if m == "blend" else (m,)))]
+
+    def cost(decided, mask):
+        return D.grouped_mean(D.costs(decided[mask], cv.y[mask], wrong_remove_cost), cv.groups[mask])
+
+    everything = np.ones(len(cv.rows), bool)
     for model in models:
         by_w = {w: calibrated(cv, model, w) for w in cv.weights}
-        right_w = {w: (pw >= 0.5) == (cv.y == 1) for w, pw in by_w.items()}
-        best = max(cv.weights, key=lambda w: D.grouped_accuracy(right_w[w], cv.groups))
+        release_w = {w: pw >= cut for w, pw in by_w.items()}
+        best = min(cv.weights, key=lambda w: cost(release_w[w], everything))
         nested = np.zeros(len(cv.rows), bool)
         for k in np.unique(cv.folds):
             mine = cv.folds == k
-            w_k = max(cv.weights, key=lambda w: D.grouped_accuracy(right_w[w][~mine], cv.groups[~mine]))
-            nested[mine] = right_w[w_k][mine]
-        right[model], chance[model], chosen[model] = nested, by_w[best], best
-    return right, chance, chosen
+            w_k = min(cv.weights, key=lambda w: cost(release_w[w], ~mine))
+            nested[mine] = release_w[w_k][mine]
+        release[model], chance[model], chosen[model] = nested, by_w[best], best
+    return release, chance, chosen
+
+
+def prior_holds(data: Dataset, leave_out=()) -> pd.DataFrame:
+    """The holds the adaptive decision-makers' prior is fitted on (jobaware.hold.outcomes): the real holds, or on
+    generated logs alone the evaluation holds; those of the workflows `leave_out` left out."""
+    table = data.table
+    mine = ~table["generated"] if data.real else table["role"] == "eval"
+    return table[mine & ~table["workflow"].isin(list(leave_out))]
+
+
+def fitted_prior(data: Dataset, leave_out=(), intervals: bool = False) -> outcomes.Outcomes:
+    fitted = outcomes.fit(prior_holds(data, leave_out), intervals=intervals)
+    fitted.fitted_on["source"] = "real" if data.real else "generated"
+    return fitted
+
+
+def adaptive_chances(data: Dataset, feats: Features, cv: CrossValidation, p: dict) -> dict[str, np.ndarray]:
+    """Out-of-fold P(release) of the adaptive decision-makers (jobaware.hold.adaptive): for each fold, the prior
+    fitted on the other folds' workflows only."""
+    rule = PolicyRule(tuple(p["policy_codes"]), p["policy_max_releases"])
+    out = {name: np.zeros(len(cv.rows)) for name in ADAPTIVE}
+    for k in np.unique(cv.folds):
+        mine = cv.folds == k
+        fitted = fitted_prior(data, set(cv.groups[mine]))
+        strength = adaptive.workflow_strength(cv.y[~mine], cv.groups[~mine])
+        counts = feats.counts.iloc[cv.rows[mine]]
+        for name in ADAPTIVE:
+            out[name][mine] = adaptive.chances(name, counts, fitted, strength, rule)
+    return out
 
 
 def plain_chances(data: Dataset, rows: np.ndarray, p: dict) -> dict[str, np.ndarray]:
@@ -323,12 +360,12 @@ def run_trial(dataset_dir: str | Path, trial_params: dict, truth: str | Path | N
         data = load_dataset(dataset_dir, p, truth)
         cv = fold_of(data, p)
         cross_validate(data, build_features(data, p, data.table["role"].to_numpy() != ""), cv, p, ("lstm",))
-        right, chance, chosen = learned_results(cv)
+        release, chance, chosen = learned_results(cv, p["wrong_remove_cost"])
     w = D.weights(cv.groups)
     y, q = cv.y, np.clip(chance["lstm"], 1e-4, 1 - 1e-4)
     log_loss = float(-np.average(y * np.log(q) + (1 - y) * np.log(1 - q), weights=w))
     return {"validation_primary": -log_loss, "validation_log_loss": log_loss,
-            "validation_grouped_accuracy": D.grouped_accuracy(right["lstm"], cv.groups),
+            "validation_grouped_accuracy": D.grouped_accuracy(release["lstm"] == (y == 1), cv.groups),
             "synthetic_weight": float(chosen["lstm"]), "eval_holds": float(len(cv.rows)),
             "seconds": time.monotonic() - started}
 
@@ -359,37 +396,51 @@ def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, Hold
     cv = fold_of(data, p)
     feats = build_features(data, p, data.table["role"].to_numpy() != "")
     cross_validate(data, feats, cv, p, ("lstm", "gbt"))
-    right, chance, chosen_w = learned_results(cv)
-    for name, p_release in plain_chances(data, cv.rows, p).items():
-        right[name], chance[name] = (p_release >= 0.5) == (cv.y == 1), p_release
-    candidates = (*D.PLAIN, *(m for m in D.LEARNED if m in right))
-    served, best_plain = D.choose(right, cv.groups, candidates)
-    right["model"], per_fold = D.nested(right, cv.groups, cv.folds, candidates)
+    cost, cut = p["wrong_remove_cost"], D.threshold(p["wrong_remove_cost"])
+    release, chance, chosen_w = learned_results(cv, cost)
+    for name, p_release in (plain_chances(data, cv.rows, p) | adaptive_chances(data, feats, cv, p)).items():
+        release[name], chance[name] = p_release >= cut, p_release
+    candidates = (*D.PLAIN, *ADAPTIVE, *(m for m in D.LEARNED if m in release))
+    rule = (cost, p["min_workflow_holds"])
+    served, best_plain = D.choose(release, cv.y, cv.groups, candidates, *rule)
+    release["model"], per_fold = D.nested(release, cv.y, cv.groups, cv.folds, candidates, *rule)
+    names = ("model", *candidates)
+    right = {n: release[n] == (cv.y == 1) for n in names}
+    paid = {n: D.costs(release[n], cv.y, cost) for n in names}
     samples = D.bootstrap(right, cv.groups, p["bootstrap"], p["seed"])
-    metrics = {name: _scores(right[name], cv.groups, samples[name]) for name in ("model", *candidates)}
+    cost_samples = D.bootstrap(paid, cv.groups, p["bootstrap"], p["seed"])
+    metrics = {n: _scores(right[n], paid[n], cv.groups, samples[n], cost_samples[n],
+                          D.standing(release[n], cv.y, cv.groups, *rule)) for n in names}
     for name in candidates:
-        if name in D.LEARNED and len(np.unique(cv.y)) == 2:
+        if name not in D.PLAIN and len(np.unique(cv.y)) == 2:
             metrics[name]["roc_auc"] = float(roc_auc_score(cv.y, chance[name], sample_weight=D.weights(cv.groups)))
     learned = [m for m in candidates if m in D.LEARNED]
-    best_learned = max(learned, key=lambda m: metrics[m]["grouped_accuracy"]) if learned else None
+    best_learned = min(learned, key=lambda m: (metrics[m]["cost"], metrics[m]["worst_cost"])) if learned else None
     for key, name in (("margin", "model"), ("learned_margin", best_learned)):
         if name is not None:
             diff = samples[name] - samples[best_plain]
             low, high = D.interval(diff)
             metrics["model"].update({key: float(np.mean(diff)), f"{key}_low": low, f"{key}_high": high})
+    saved = cost_samples[best_plain] - cost_samples["model"]
+    low, high = D.interval(saved)
+    metrics["model"].update({"cost_margin": float(np.mean(saved)), "cost_margin_low": low, "cost_margin_high": high})
     if data.truth is not None and np.isfinite(data.truth[cv.rows]).any():
-        oracle = (np.nan_to_num(data.truth[cv.rows], nan=0.5) >= 0.5) == (cv.y == 1)
-        metrics["oracle"] = _scores(oracle, cv.groups, D.bootstrap({"o": oracle}, cv.groups, p["bootstrap"], p["seed"])["o"])
+        oracle = np.nan_to_num(data.truth[cv.rows], nan=0.5) >= cut
+        oracle_right, oracle_cost = oracle == (cv.y == 1), D.costs(oracle, cv.y, cost)
+        drawn = D.bootstrap({"right": oracle_right, "cost": oracle_cost}, cv.groups, p["bootstrap"], p["seed"])
+        metrics["oracle"] = _scores(oracle_right, oracle_cost, cv.groups, drawn["right"], drawn["cost"],
+                                    D.standing(oracle, cv.y, cv.groups, *rule))
     bundle, history = _served_bundle(data, feats, cv, p, served, chosen_w.get(served, 0.0), metrics, best_plain,
                                      dataset_dir)
     selection = {
         "served": served, "best_plain": best_plain, "best_learned": best_learned, "evaluated_on":
         "real" if data.real else "generated", "holds": int(len(cv.rows)), "workflows": int(len(np.unique(cv.groups))),
         "folds": int(len(np.unique(cv.folds))), "chosen_per_fold": per_fold, "synthetic_weight": chosen_w,
-        "why": bundle.why, "by_workflow": _by_workflow(cv, right, candidates),
+        "wrong_remove_cost": cost, "min_workflow_holds": p["min_workflow_holds"], "prior_strength":
+        bundle.prior_strength, "why": bundle.why, "by_workflow": _by_workflow(cv, right, paid, names),
     }
-    made = plots(cv.y, {m: chance[m] for m in candidates if m in D.LEARNED}, chance.get(served), metrics, served,
-                 history, workdir / "plots")
+    made = plots(cv.y, {m: chance[m] for m in candidates if m not in D.PLAIN}, chance.get(served), metrics, served,
+                 history, workdir / "plots", cut)
     eval_dir = write_eval(data, cv.rows, workdir / "eval")
     (workdir / "metrics.json").write_text(json.dumps(metrics, indent=2))
     codes = outcomes.table(bundle.outcomes_fitted()).to_dict(orient="records") if bundle.outcomes else []
@@ -398,40 +449,53 @@ def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, Hold
                                   run_params={"decided_by": served, "evaluated_on": selection["evaluated_on"]})
 
 
-def _scores(right: np.ndarray, groups_: np.ndarray, samples: np.ndarray) -> dict[str, float]:
+def _scores(right: np.ndarray, paid: np.ndarray, groups_: np.ndarray, samples: np.ndarray, cost_samples: np.ndarray,
+            standing: D.Standing) -> dict[str, float]:
     low, high = D.interval(samples)
+    cost_low, cost_high = D.interval(cost_samples)
     return {"grouped_accuracy": D.grouped_accuracy(right, groups_), "low": low, "high": high,
-            "accuracy": float(np.mean(right)) if len(right) else float("nan"), "right": float(np.sum(right)),
-            "holds": float(len(right)), "workflows": float(len(np.unique(groups_)))}
+            "worst_accuracy": standing.worst_accuracy, "accuracy": float(np.mean(right)) if len(right) else
+            float("nan"), "right": float(np.sum(right)), "holds": float(len(right)),
+            "workflows": float(len(np.unique(groups_))), "cost": D.grouped_mean(paid, groups_), "cost_low": cost_low,
+            "cost_high": cost_high, "worst_cost": standing.worst_cost, "pooled_cost": float(np.mean(paid)),
+            "admissible": float(standing.admissible)}
 
 
-def _by_workflow(cv: CrossValidation, right: dict, candidates) -> list[dict]:
+def _by_workflow(cv: CrossValidation, right: dict, paid: dict, names) -> list[dict]:
     rows = []
     for name in np.unique(cv.groups):
         mine = cv.groups == name
         rows.append({"workflow": str(name), "holds": int(mine.sum()), "release": int(cv.y[mine].sum()),
-                     **{m: float(np.mean(right[m][mine])) for m in ("model", *candidates)}})
+                     **{m: int(right[m][mine].sum()) for m in names},
+                     **{f"{m}_cost": float(np.mean(paid[m][mine])) for m in names}})
     return rows
 
 
-def _why(served: str, best_plain: str, metrics: dict, data: Dataset) -> str:
+def _why(served: str, best_plain: str, metrics: dict, data: Dataset, p: dict) -> str:
     m = metrics
     where = (f"{int(m['model']['holds'])} {'real' if data.real else 'generated'} ended holds in "
-             f"{int(m['model']['workflows'])} workflows, cross-validated by workflow")
-    others = ", ".join(f"{n} {m[n]['grouped_accuracy']:.2f}" for n in m if n not in ("model", served, "oracle"))
-    lead = "the best plain policy; no learned model beat it" if served == best_plain \
-        else f"it beats the best plain policy ({best_plain})"
-    return (f"{served}: {lead}; right on {m[served]['grouped_accuracy']:.2f} of holds by workflow "
-            f"[{m[served]['low']:.2f}, {m[served]['high']:.2f}] on {where}; {others}")
+             f"{int(m['model']['workflows'])} workflows, each held out whole")
+    rule = (f"of those never worse than release-all on a workflow of {p['min_workflow_holds']}+ holds, the lowest "
+            f"cost by workflow (a wrong removal = {p['wrong_remove_cost']:g} wrong releases), then the worst "
+            f"workflow's; ties to the pool's evidence, then the plain policy")
+    others = ", ".join(f"{n} {m[n]['grouped_accuracy']:.2f}/{m[n]['cost']:.2f}" for n in m
+                       if n not in ("model", served, "oracle"))
+    lead = "the best plain policy" if served == best_plain else f"not worse than the best plain policy ({best_plain})"
+    return (f"{served} ({D.DESCRIBED[served]}): {lead} by the rule ({rule}); right on "
+            f"{m[served]['grouped_accuracy']:.2f} of holds by workflow [{m[served]['low']:.2f}, {m[served]['high']:.2f}], "
+            f"worst workflow {m[served]['worst_accuracy']:.2f}, cost {m[served]['cost']:.2f} per hold, worst "
+            f"{m[served]['worst_cost']:.2f}, on {where}; others (right by workflow/cost): {others}")
 
 
 def _served_bundle(data: Dataset, feats: Features, cv: CrossValidation, p: dict, served: str, w: float, metrics: dict,
                    best_plain: str, dataset_dir) -> tuple[HoldBundle, list]:
-    """The bundle that serves `served`: refitted on all the data at weight w and calibrated out of fold."""
-    real = data.table[~data.table["generated"]]
-    fitted_outcomes = outcomes.fit(real).as_dict() if len(real) else {}
-    bundle = HoldBundle(params=dict(p), decided_by=served, why=_why(served, best_plain, metrics, data),
-                        scores={n: dict(v) for n, v in metrics.items()}, outcomes=fitted_outcomes,
+    """The bundle that serves `served`: a learned model refitted on all the data at weight w and calibrated out
+    of fold; the adaptive ones' prior fitted on all the (real) holds."""
+    prior = prior_holds(data)
+    bundle = HoldBundle(params=dict(p), decided_by=served, why=_why(served, best_plain, metrics, data, p),
+                        scores={n: dict(v) for n, v in metrics.items()},
+                        outcomes=fitted_prior(data, intervals=True).as_dict() if len(prior) else {},
+                        prior_strength=adaptive.workflow_strength(cv.y, cv.groups),
                         example=example_rows(data.logs[-1].events, data.table.iloc[data.logs[-1].rows]),
                         trained_on=trained_on(dataset_dir, data, served))
     history: list = []
@@ -464,8 +528,9 @@ def write_eval(data: Dataset, rows: np.ndarray, eval_dir: Path) -> Path:
 
 
 def score(bundle: HoldBundle, eval_dir: str | Path) -> tuple[float, int]:
-    """The primary metric (grouped accuracy, jobaware.hold.capability.PRIMARY_METRIC) of any bundle on a stored
-    evaluation folder, and its number of holds."""
+    """The primary metric (`cost`, jobaware.hold.capability.PRIMARY_METRIC: the mean cost per hold with every
+    workflow weighing the same, jobaware.hold.deciders) of any bundle on a stored evaluation folder, and its number
+    of holds."""
     eval_dir = Path(eval_dir)
     events = pd.read_parquet(eval_dir / "events.parquet")
     wanted = pd.read_parquet(eval_dir / "decisions.parquet")
@@ -476,5 +541,7 @@ def score(bundle: HoldBundle, eval_dir: str | Path) -> tuple[float, int]:
         part = part.drop(columns=["log"])
         decided.append(bundle.predict(part.assign(decide=part["seq"].isin(wanted["hold_seq"]))))
     merged = wanted.merge(pd.concat(decided)[["hold_seq", "decision"]], on="hold_seq", how="left")
-    right = (merged["decision"] == merged["label"]).to_numpy(bool)
-    return D.grouped_accuracy(right, merged["workflow"].to_numpy()), len(merged)
+    p = check_params(bundle.params)
+    standing = D.standing((merged["decision"] == "release").to_numpy(), (merged["label"] == "release").to_numpy(),
+                          merged["workflow"].to_numpy(), p["wrong_remove_cost"], p["min_workflow_holds"])
+    return standing.cost, len(merged)

@@ -75,3 +75,49 @@ def test_every_decision_names_what_drove_it(real_trained):
     hours = (later["time"].iloc[-1] - later.loc[later["seq"] == second, "time"].iloc[0]).total_seconds() / 3600
     assert "its cluster's other jobs: 0 held" in line and f"held {hours:.1f} h" in line and hours > 0.5
     assert "real holds of 47/0: 5 in 1 workflow(s), P(release) 0." in line
+
+
+def pool_log(earlier: list[str]) -> str:
+    """A log where one job per entry of `earlier` is held for an input transfer and then released and run to its
+    end (`release`) or removed (`remove`), and then job 900.0 is held for the same cause."""
+    lines, minute = [], 0
+
+    def event(code: str, job: str, text: str, *body: str) -> None:
+        nonlocal minute
+        minute += 1
+        stamp = f"2025-05-01 {9 + minute // 60:02d}:{minute % 60:02d}:00"
+        lines.extend([f"{code} ({job}) {stamp} {text}", *(f"\t{b}" for b in body), "..."])
+
+    for i, outcome in enumerate(earlier):
+        job = f"{100 + i}.000.000"
+        event("000", job, "Job submitted from host: <1.2.3.4:9618>")
+        event("012", job, "Job was held.", "Transfer input files failure", "Code 13 Subcode 2")
+        if outcome == "release":
+            event("013", job, "Job was released.", "via condor_release (by user condor)")
+            event("005", job, "Job terminated.", "(1) Normal termination (return value 0)")
+        else:
+            event("009", job, "Job was aborted.", "via condor_rm (by user x)")
+    event("000", "900.000.000", "Job submitted from host: <1.2.3.4:9618>")
+    event("012", "900.000.000", "Job was held.", "Transfer input files failure", "Code 13 Subcode 2")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_adaptive_bundle_follows_how_the_logs_earlier_holds_ended(real_trained, tmp_path):
+    import copy
+
+    bundle = copy.copy(real_trained[0])
+    bundle.decided_by, bundle.network_state, bundle.tree, bundle.calibrator = "pool", None, None, None
+    decided = {}
+    for name, earlier in (("none", []), ("released", ["release"] * 3), ("removed", ["remove"] * 3)):
+        path = tmp_path / f"{name}.log"
+        path.write_text(pool_log(earlier))
+        events, report = read_events([str(path)])
+        assert report.bad_rows == 0
+        decided[name] = bundle.predict(events).iloc[0]
+    prior = bundle.outcomes_fitted().lookup(13, 2).p_release()
+    assert decided["none"]["p_release"] == pytest.approx(prior) and decided["none"]["decision"] == "remove"
+    assert decided["released"]["decision"] == "release" and decided["removed"]["decision"] == "remove"
+    assert decided["released"]["p_release"] > bundle.threshold > decided["removed"]["p_release"]
+    assert decided["released"]["decided_by"] == "pool"
+    assert "this log's earlier holds of other jobs: 3 ended released, 0 removed (3 and 0 of this code" \
+        in decided["released"]["reasons"]

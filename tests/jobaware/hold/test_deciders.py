@@ -33,17 +33,45 @@ def test_calibration_is_fitted_on_the_other_folds_and_weighs_workflows():
     assert blend.predict(np.column_stack([scores, 1 - scores])[:5]).shape == (5,)
 
 
-def test_the_choice_goes_to_a_learned_model_only_when_it_is_strictly_better():
-    groups = np.array(["a", "a", "b", "c"])
-    right = {"release_all": np.array([0, 0, 1, 0], bool), "remove_all": np.array([1, 1, 0, 1], bool),
-             "site_rule": np.array([1, 0, 0, 1], bool), "gbt": np.array([1, 1, 0, 1], bool)}
-    assert D.choose(right, groups, tuple(right)) == ("remove_all", "remove_all")  # a tie: the policy
-    right["gbt"] = np.array([1, 1, 1, 1], bool)
-    assert D.choose(right, groups, tuple(right)) == ("gbt", "remove_all")
-    folds = np.array([0, 0, 1, 2])
-    served, chosen = D.nested(right, groups, folds, tuple(right))
-    # fold 1 (workflow b) is decided by the choice on a and c, where gbt only ties with remove_all
-    assert chosen == ["gbt", "remove_all", "gbt"] and served.tolist() == [True, True, False, True]
+def test_a_wrong_removal_weighs_wrong_remove_cost_and_moves_the_threshold():
+    assert D.costs([True, False, True, False], [1, 1, 0, 0], 3.0).tolist() == [0, 3, 1, 0]
+    assert D.threshold(3.0) == 0.25 and D.threshold(1.0) == 0.5  # release when 1 - P <= 3 P
+
+
+# workflow a: 10 holds, 8 ended released; b: 10 holds, all removed; c: one removed hold (too few for the worst case)
+GROUPS = np.array(["a"] * 10 + ["b"] * 10 + ["c"])
+Y = np.r_[[1] * 8, [0] * 2, [0] * 10, 0]
+
+
+def decided(a, b, c):
+    return np.r_[a, b, c].astype(bool)
+
+
+def test_the_choice_keeps_to_deciders_never_worse_than_release_all_and_then_takes_the_lowest_cost():
+    release = {"release_all": decided([1] * 10, [1] * 10, 1), "remove_all": decided([0] * 10, [0] * 10, 0),
+               "site_rule": decided([1] * 10, [1] * 5 + [0] * 5, 1),
+               "gbt": decided([1] * 5 + [0] * 5, [0] * 10, 0)}
+    stand = {n: D.standing(r, Y, GROUPS, 3.0, 10) for n, r in release.items()}
+    assert not stand["remove_all"].admissible  # right on 2 of a's 10 where release-all is right on 8
+    assert stand["remove_all"].worst_accuracy == pytest.approx(0.2)
+    assert not stand["gbt"].admissible and stand["gbt"].cost == pytest.approx(0.3)  # a: three wrong removals
+    assert stand["site_rule"].cost == pytest.approx((0.2 + 0.5 + 1.0) / 3) and stand["site_rule"].admissible
+    assert stand["site_rule"].worst_cost == pytest.approx(0.5)  # c, with one hold, is left out of the worst case
+    assert D.choose(release, Y, GROUPS, tuple(release), 3.0, 10) == ("site_rule", "site_rule")
+
+
+def test_ties_go_to_the_pools_evidence_then_the_plain_policy_and_a_learned_model_must_be_strictly_better():
+    site = decided([1] * 10, [0] * 10, 0)
+    release = {"release_all": decided([1] * 10, [1] * 10, 1), "site_rule": site, "gbt": site.copy()}
+    assert D.choose(release, Y, GROUPS, tuple(release), 3.0, 10) == ("site_rule", "site_rule")
+    release["pool"] = site.copy()
+    assert D.choose(release, Y, GROUPS, tuple(release), 3.0, 10) == ("pool", "site_rule")
+    release["lstm"] = decided([1] * 8 + [0] * 2, [0] * 10, 0)  # right on every hold
+    assert D.choose(release, Y, GROUPS, tuple(release), 3.0, 10) == ("lstm", "site_rule")
+    folds = np.r_[[0] * 10, [1] * 10, 2]
+    served, chosen = D.nested(release, Y, GROUPS, folds, tuple(release), 3.0, 10)
+    # without a, nothing tells lstm from the others: the tie goes to pool, which releases a's two removed holds
+    assert chosen == ["pool", "lstm", "lstm"] and served.tolist() == site.tolist()
 
 
 def test_the_bootstrap_draws_workflows_and_pairs_the_decision_makers():

@@ -171,3 +171,7 @@ def test_siblings_are_the_other_jobs_of_the_cluster_before_the_hold(tmp_path):
     table = decisions(events)
     counts = F.count_features(F.build_index(events), table)
     assert counts[list(F.SIBLINGS)].to_numpy().tolist() == [[0, 0, 0, 0], [1, 0, 0, 0], [2, 1, 1, 1]]
+    # how the earlier holds ended, once their end is in the log: 9.0 released and run to its end, 9.1 removed
+    assert counts[list(F.EVIDENCE)].to_numpy().tolist() == [[0] * 6, [0] * 6, [1, 1, 1, 1, 1, 1]]
+    ends = [events.loc[events["event_code"] == code, "seq"].iloc[0] for code in (5, 9)]
+    assert table["resolution_seq"].iloc[:2].tolist() == ends and pd.isna(table["resolution_seq"].iloc[2])

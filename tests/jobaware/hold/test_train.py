@@ -12,6 +12,7 @@ import pytest
 from jobaware.errors import JobawareError
 from jobaware.hold import deciders as D
 from jobaware.hold import outcomes
+from jobaware.hold.adaptive import ADAPTIVE
 from jobaware.hold.capability import MIN_EVAL_ROWS, PRIMARY_METRIC
 from jobaware.hold.params import check_params
 from jobaware.hold.train import fold_of, load_dataset, run_trial, score, training_set
@@ -20,7 +21,7 @@ from tests.jobaware.hold.conftest import SMALL
 REPOSITORIES = {"andyPhysics/CosmicRay", "carlos-a-enriquez/bdp1_condor", "choij1589/GraphNeuralNet",
                 "ilante/BDP-projcect-aws-main", "iross/MLDAG", "jantoniadis/MESAcondor", "jfrimel/stat405project",
                 "silas-gross/HCal_LED_Analysis"}
-DECIDERS = {"model", *D.PLAIN, *D.LEARNED}
+DECIDERS = {"model", *D.PLAIN, *ADAPTIVE, *D.LEARNED}
 
 
 def test_real_ended_holds_are_evaluated_in_folds_that_keep_each_workflow_on_one_side(real_dataset):
@@ -35,6 +36,9 @@ def test_real_ended_holds_are_evaluated_in_folds_that_keep_each_workflow_on_one_
     assert len(np.unique(cv.folds)) == SMALL["folds"]
     assert all(len(set(cv.folds[cv.groups == g])) == 1 for g in np.unique(cv.groups))
     assert cv.weights == check_params({})["synthetic_weights"]
+    alone = fold_of(data, check_params({**SMALL, "folds": 0}))  # the default: each workflow held out on its own
+    assert len(np.unique(alone.folds)) == len(REPOSITORIES)
+    assert all(len(set(alone.groups[alone.folds == k])) == 1 for k in np.unique(alone.folds))
 
 
 def test_generated_holds_learn_only_from_the_outcomes_of_the_training_workflows(real_dataset):
@@ -70,26 +74,40 @@ def test_every_decision_maker_is_measured_on_the_same_real_holds(real_trained, r
     assert m["remove_all"]["grouped_accuracy"] == pytest.approx(D.grouped_accuracy(removed, evaluated["workflow"]))
     assert m["release_all"]["grouped_accuracy"] == pytest.approx(1 - m["remove_all"]["grouped_accuracy"])
     assert all(v["low"] <= v["grouped_accuracy"] <= v["high"] for v in m.values())
-    assert all(0 <= m[name]["roc_auc"] <= 1 for name in D.LEARNED) and "roc_auc" not in m["remove_all"]
+    assert all(v["cost_low"] <= v["cost"] <= v["cost_high"] and v["worst_accuracy"] <= v["grouped_accuracy"]
+               for v in m.values())
+    released = evaluated["label"] == "release"
+    cost = check_params({})["wrong_remove_cost"]
+    assert m["remove_all"]["pooled_cost"] == pytest.approx(cost * released.mean())  # every release a wrong removal
+    assert m["release_all"]["cost"] == pytest.approx(1 - m["release_all"]["grouped_accuracy"])
+    assert m["release_all"]["admissible"] == 1.0
+    assert all(0 <= m[name]["roc_auc"] <= 1 for name in (*ADAPTIVE, *D.LEARNED)) and "roc_auc" not in m["remove_all"]
     assert m["model"]["margin_low"] <= m["model"]["margin"] <= m["model"]["margin_high"]
+    assert m["model"]["cost_margin_low"] <= m["model"]["cost_margin"] <= m["model"]["cost_margin_high"]
     assert json.loads((workdir / "metrics.json").read_text()) == json.loads(json.dumps(m))
     assert {p.name for p in evaluation.plots} >= {"comparison.png", "roc.png", "confusion_matrix.png"}
     selection = evaluation.documents["selection"]
     assert selection["evaluated_on"] == "real" and selection["served"] == bundle.decided_by
     assert len(selection["by_workflow"]) == len(REPOSITORIES)
+    hcal = next(row for row in selection["by_workflow"] if row["workflow"] == "silas-gross/HCal_LED_Analysis")
+    assert (hcal["holds"], hcal["release"], hcal["release_all"], hcal["remove_all"]) == (18, 3, 3, 15)
     assert evaluation.documents["outcomes_by_code"]
 
 
 def test_the_served_decision_is_never_worse_than_the_best_plain_policy_on_real_holds(real_trained):
     bundle, evaluation, _ = real_trained
     m = evaluation.metrics
-    best_plain = max(D.PLAIN, key=lambda n: m[n]["grouped_accuracy"])
-    assert m[bundle.decided_by]["grouped_accuracy"] >= m[best_plain]["grouped_accuracy"]
-    assert m[bundle.decided_by]["grouped_accuracy"] >= m["release_all"]["grouped_accuracy"]
-    if bundle.decided_by in D.PLAIN:  # no learned model beat it: the policy serves, and says so
+    served = m[bundle.decided_by]
+    best_plain = min(D.PLAIN, key=lambda n: (not m[n]["admissible"], m[n]["cost"], m[n]["worst_cost"]))
+    assert served["admissible"] and served["cost"] <= m[best_plain]["cost"]
+    assert served["grouped_accuracy"] >= m["release_all"]["grouped_accuracy"]
+    assert evaluation.documents["selection"]["best_plain"] == best_plain
+    if bundle.decided_by in D.PLAIN:  # nothing beat it: the policy serves, and says so
         assert bundle.decided_by == best_plain and "the best plain policy" in bundle.why
+    if bundle.decided_by not in D.LEARNED:
         assert bundle.network_state is None and bundle.tree is None
     assert bundle.why.startswith(bundle.decided_by) and "real ended holds" in bundle.why
+    assert "a wrong removal = 3 wrong releases" in bundle.why
     assert bundle.trained_on["source"] == "mixed" and bundle.trained_on["evaluated_on"] == "real"
     assert bundle.trained_on["real_holds"] >= m["model"]["holds"]
 
@@ -97,9 +115,10 @@ def test_the_served_decision_is_never_worse_than_the_best_plain_policy_on_real_h
 def test_the_gate_rescores_a_bundle_on_the_stored_evaluation_folder(real_trained):
     bundle, evaluation, _ = real_trained
     value, rows = score(bundle, evaluation.eval_dir)
-    assert rows == evaluation.metrics["model"]["holds"] and PRIMARY_METRIC[0] == "grouped_accuracy"
+    assert rows == evaluation.metrics["model"]["holds"] and PRIMARY_METRIC == ("cost", False)
     if bundle.decided_by in D.PLAIN:  # nothing fitted: the same as out of fold
-        assert value == pytest.approx(evaluation.metrics[bundle.decided_by]["grouped_accuracy"])
+        assert value == pytest.approx(evaluation.metrics[bundle.decided_by]["cost"])
+    assert 0 <= value <= evaluation.metrics["release_all"]["cost"]
 
 
 def test_generated_logs_alone_are_evaluated_on_generated_holds_by_submitter(trained):
@@ -109,9 +128,9 @@ def test_generated_logs_alone_are_evaluated_on_generated_holds_by_submitter(trai
     assert bundle.trained_on["source"] == "synthetic" and bundle.trained_on["evaluated_on"] == "generated"
     assert set(evaluation.metrics) == DECIDERS | {"oracle"}
     m = evaluation.metrics
-    assert m["oracle"]["grouped_accuracy"] >= max(m[n]["grouped_accuracy"] for n in D.PLAIN) - 0.02
+    assert m["oracle"]["cost"] <= min(m[n]["cost"] for n in D.PLAIN) + 0.02  # the truth decides at the threshold
     value, rows = score(bundle, evaluation.eval_dir)
-    assert rows == m["model"]["holds"] and 0 <= value <= 1
+    assert rows == m["model"]["holds"] and 0 <= value <= bundle.params["wrong_remove_cost"]
 
 
 @pytest.mark.parametrize("network", ["gru", "conv"])
@@ -152,8 +171,8 @@ def test_a_learned_decision_maker_is_refitted_on_all_the_data_and_serves_calibra
     from jobaware.hold.reader import read_events
 
     p, data, cv, feats = cross_validated
-    metrics = {name: {"grouped_accuracy": 0.5, "low": 0.4, "high": 0.6, "holds": 10.0, "workflows": 2.0}
-               for name in ("model", served, "site_rule")}
+    metrics = {name: {"grouped_accuracy": 0.5, "low": 0.4, "high": 0.6, "worst_accuracy": 0.3, "cost": 0.5,
+                      "worst_cost": 0.7, "holds": 10.0, "workflows": 2.0} for name in ("model", served, "site_rule")}
     bundle, history = T._served_bundle(data, feats, cv, p, served, 0.0, metrics, "site_rule", dataset)
     assert bundle.decided_by == served and bundle.calibrator is not None
     assert (bundle.network_state is not None) == (served != "gbt") and (bundle.tree is not None) == (served != "lstm")
@@ -163,4 +182,5 @@ def test_a_learned_decision_maker_is_refitted_on_all_the_data_and_serves_calibra
     decided = bundle.predict(cut)
     assert len(decided) >= 1 and decided["decided_by"].eq(served).all() and decided["p_release"].between(0, 1).all()
     value, rows = score(bundle, T.write_eval(data, cv.rows, tmp_path / "eval"))
-    assert rows == len(cv.rows) and 0.5 < value <= 1
+    remove_all = D.grouped_mean(D.costs(np.zeros(len(cv.rows), bool), cv.y, p["wrong_remove_cost"]), cv.groups)
+    assert rows == len(cv.rows) and 0 <= value < remove_all / 2  # most generated holds end released
