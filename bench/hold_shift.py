@@ -3,8 +3,11 @@
     .venv/bin/python bench/hold_shift.py [--jobs 3000] [--cost 3] [--shares 0.1 0.3 0.5 0.7 0.9]
 
 The real holds bundled here (jobaware.hold.synth.real_logs) are mostly removed by hand; a pool with a periodic
-release ends most holds released. Two measurements of what a decision-maker does in such a pool, neither of them
-a pool we have:
+release ends most holds released. First, how the rule that chooses the served decision-maker fares when it is
+itself cross-validated (for each workflow held out, the choice made on the others' out-of-fold decisions), in
+three orders of its terms: the served rule (cost by workflow, then the worst workflow's), the worst workflow
+first, and right by workflow (the rule before costs). Then two measurements of what a decision-maker does in a
+pool that releases more, neither of them a pool we have:
 
 1. Real holds, the share released shifted (label shift). Each decision-maker's out-of-fold decisions on the
    real ended holds (jobaware.hold.train with the default parameters but a small network: its
@@ -17,7 +20,8 @@ a pool we have:
    where almost every earlier hold was removed.
 2. Generated pools (jobaware.hold.synth.FittedSimulator, `--jobs` jobs each, seed 0) whose every hold code
    ends released with share s and removed otherwise (a tenth re-held after a release, 5 % of releases ending
-   abnormally), decided with the prior fitted on the real holds (what the served bundle carries). A check of the
+   abnormally), decided with the prior fitted on the real holds (what the served bundle carries); `with
+   evidence`: the holds with an earlier hold of another job ended or released before them. A check of the
    mechanism, not evidence about real pools.
 """
 
@@ -46,8 +50,9 @@ SMALL = {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "bat
 NAMES = (*D.PLAIN, *adaptive.ADAPTIVE, *D.LEARNED)
 
 
-def out_of_fold(real: list[str], cost: float) -> tuple[dict, np.ndarray, np.ndarray]:
-    """Each decision-maker's out-of-fold release decisions on the real ended holds, their labels and workflows."""
+def out_of_fold(real: list[str], cost: float) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    """Each decision-maker's out-of-fold release decisions on the real ended holds, their labels, workflows and
+    folds."""
     with tempfile.TemporaryDirectory() as tmp:
         ingest(real, tmp)
         p = check_params({**SMALL, "wrong_remove_cost": cost})
@@ -58,7 +63,36 @@ def out_of_fold(real: list[str], cost: float) -> tuple[dict, np.ndarray, np.ndar
         release, _, _ = T.learned_results(cv, cost)
         for name, chance in (T.plain_chances(data, cv.rows, p) | T.adaptive_chances(data, feats, cv, p)).items():
             release[name] = chance >= D.threshold(cost)
-    return release, cv.y, cv.groups
+    return release, cv.y, cv.groups, cv.folds
+
+
+RULES = {"cost, then worst (served)": lambda s, right: (s.cost, s.worst_cost),
+         "worst cost, then cost": lambda s, right: (s.worst_cost, s.cost),
+         "right by workflow": lambda s, right: (-right, s.cost)}
+
+
+def rules(release: dict, y: np.ndarray, groups: np.ndarray, folds: np.ndarray, cost: float) -> pd.DataFrame:
+    """Each order of the choice's terms, the choice itself cross-validated (see the module)."""
+    def choose(mask, order):
+        def key(name):
+            s = D.standing(release[name][mask], y[mask], groups[mask], cost, 10)
+            right = D.grouped_accuracy(release[name][mask] == (y[mask] == 1), groups[mask])
+            return (not s.admissible, *(round(v, 9) for v in order(s, right)), D.PREFERENCE.index(name))
+        return min(NAMES, key=key)
+
+    rows = []
+    for label, order in RULES.items():
+        served, picks = np.zeros(len(y), bool), []
+        for k in np.unique(folds):
+            mine = folds == k
+            picks.append(choose(~mine, order))
+            served[mine] = release[picks[-1]][mine]
+        s = D.standing(served, y, groups, cost, 10)
+        rows.append({"rule": label, "on all folds": choose(np.ones(len(y), bool), order),
+                     "right by workflow": D.grouped_accuracy(served == (y == 1), groups),
+                     "worst workflow": s.worst_accuracy, "cost": s.cost, "worst cost": s.worst_cost,
+                     "chosen per fold": " ".join(picks)})
+    return pd.DataFrame(rows).set_index("rule")
 
 
 def label_shift(release: dict, y: np.ndarray, groups: np.ndarray, shares: list[float], cost: float) -> pd.DataFrame:
@@ -100,8 +134,8 @@ def generated_pools(fitted: Outcomes, strength: float, shares: list[float], jobs
                        "site_rule": rule.predict_proba(F.static_features(table)) >= 0.5}
             for name in adaptive.ADAPTIVE:
                 decided[name] = adaptive.chances(name, counts, fitted, strength, rule) >= D.threshold(cost)
-            seen = (counts["log_ended_release"] + counts["log_ended_remove"]).to_numpy() > 0
-            row = {"share asked": s, "ended holds": len(y), "ended released": y.mean(), "with evidence": seen.mean()}
+            seen = (counts["log_ended_release"] + counts["log_ended_remove"] + counts["log_released_pending"]) > 0
+            row = {"share asked": s, "ended holds": len(y), "ended released": y.mean(), "with evidence": seen.to_numpy().mean()}
             for name, release in decided.items():
                 row[f"{name} right"] = np.mean(release == y)
             for name, release in decided.items():
@@ -119,8 +153,10 @@ def main() -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 40)
     real = synth.real_logs()
-    release, y, groups = out_of_fold(real, args.cost)
-    print(f"1. real ended holds: {len(y)} in {len(np.unique(groups))} workflows, {int(y.sum())} ended released; "
+    release, y, groups, folds = out_of_fold(real, args.cost)
+    print(f"0. the choice, cross-validated (real ended holds, wrong_remove_cost {args.cost:g})")
+    print(rules(release, y, groups, folds, args.cost).round(2).to_string())
+    print(f"\n1. real ended holds: {len(y)} in {len(np.unique(groups))} workflows, {int(y.sum())} ended released; "
           f"out of fold, each workflow held out whole; wrong_remove_cost {args.cost:g}; by workflow")
     print(label_shift(release, y, groups, args.shares, args.cost).round(2).to_string())
     events, _ = read_events(real)

@@ -169,6 +169,7 @@ class Watch:
             "hold_subcode": event.hold_subcode, "hold_reason": event.reason, "num_job_starts": hold.job_starts,
             "num_holds": hold.holds, "where": f"{event.path} line {event.line}",
             "p_release": p_release, "model_decision": (answer or {}).get("decision"),
+            "decided_by": (answer or {}).get("decided_by"),
             "model_version": (answer or {}).get("model_version"), "trained_on": (answer or {}).get("trained_on"),
             "no_decision": error, "request_bytes": sent, "seconds_to_decide": round(time.monotonic() - started, 3),
             "site_rule": rule.action, "site_rule_fired": rule.fired,

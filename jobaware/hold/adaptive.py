@@ -12,11 +12,15 @@ workflows' shares overstates the pools' disagreement, so the prior comes out wea
 that adapts to a pool unlike ours). The prior is updated level by level, broad to narrow, each level's
 posterior mean the next level's prior mean, with the counts of jobaware.hold.features.EVIDENCE (other jobs'
 holds whose end the log wrote before this hold: `release` when the job then ran to a normal end, else
-`remove`; each ended hold counts once):
+`remove`; each ended hold counts once; a hold released whose end is not yet written counts as a release with
+the chance that a released hold ends `release` and as a removal otherwise (releases end later than removals:
+without them the first evidence in a log would lean towards removals); that chance is itself a posterior of the
+same strength, its prior the fitted chance for the decided hold's code, (1 - reheld) x ends_normally, updated
+with how the log's released holds ended):
   - `pool`: the log's ended holds of other codes, then those of the hold's code;
   - `siblings`: the ended holds of the cluster's other jobs;
-  - `pool_site`: as `pool`, but a hold with no ended hold before it in the log is decided by the site's rule
-    (jobaware.hold.baselines.PolicyRule) instead of the fitted prior.
+  - `pool_site`: as `pool`, but a hold with no ended or released hold before it in the log is decided by the
+    site's rule (jobaware.hold.baselines.PolicyRule) instead of the fitted prior.
 Only events before the hold enter (jobaware.hold.features is causal), so the same numbers come from a log cut
 right after the hold.
 """
@@ -51,14 +55,16 @@ def workflow_strength(y_release: np.ndarray, workflows: np.ndarray) -> float:
     return strength(shares.to_numpy())
 
 
-def levels(name: str, counts: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (ended released, ended removed) counts of each level of `name`, broad to narrow (see the module)."""
-    def get(column):
-        return counts[column].to_numpy(float)
+def levels(name: str, counts: pd.DataFrame) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The (ended released, ended removed, released not yet ended) counts of each level of `name`, broad to
+    narrow (see the module)."""
+    def get(*columns):
+        return tuple(counts[c].to_numpy(float) for c in columns)
     if name == "siblings":
-        return [(get("sib_ended_release"), get("sib_ended_remove"))]
-    same = (get("log_ended_release_same_code"), get("log_ended_remove_same_code"))
-    return [(get("log_ended_release") - same[0], get("log_ended_remove") - same[1]), same]
+        return [get("sib_ended_release", "sib_ended_remove", "sib_released_pending")]
+    every = get("log_ended_release", "log_ended_remove", "log_released_pending")
+    same = get("log_ended_release_same_code", "log_ended_remove_same_code", "log_released_pending_same_code")
+    return [tuple(a - b for a, b in zip(every, same)), same]
 
 
 def chances(name: str, counts: pd.DataFrame, fitted: Outcomes, prior_strength: float,
@@ -66,18 +72,25 @@ def chances(name: str, counts: pd.DataFrame, fitted: Outcomes, prior_strength: f
     """P(release) of the holds whose count features (jobaware.hold.features.count_features) are `counts`."""
     if not len(counts):
         return np.zeros(0)
-    p = fitted.p_release(counts["hold_code"].to_numpy(), counts["hold_subcode"].to_numpy())
-    for released, removed in levels(name, counts):
-        p = (prior_strength * p + released) / (prior_strength + released + removed)
+    codes, subcodes = counts["hold_code"].to_numpy(), counts["hold_subcode"].to_numpy()
+    p = fitted.p_release(codes, subcodes)
+    known = [fitted.lookup(c, s) for c, s in zip(codes, subcodes)]
+    ends_well = np.array([(1 - k.reheld) * k.ends_normally for k in known])
+    ended_well, ended_badly = counts["log_ended_release"].to_numpy(float), counts["log_released_ended_remove"].to_numpy(
+        float)
+    ends_well = (prior_strength * ends_well + ended_well) / (prior_strength + ended_well + ended_badly)
+    for released, removed, pending in levels(name, counts):
+        p = (prior_strength * p + released + ends_well * pending) / (prior_strength + released + removed + pending)
     if name == "pool_site":
-        unseen = (counts["log_ended_release"].to_numpy() + counts["log_ended_remove"].to_numpy()) == 0
-        p = np.where(unseen, rule.predict_proba(static_features(counts)), p)
+        seen = counts["log_ended_release"] + counts["log_ended_remove"] + counts["log_released_pending"]
+        p = np.where(seen.to_numpy() == 0, rule.predict_proba(static_features(counts)), p)
     return p
 
 
 def evidence_words(row) -> str:
     """The evidence of one hold (a row of count features), in words."""
     return (f"this log's earlier holds of other jobs: {int(row['log_ended_release'])} ended released, "
-            f"{int(row['log_ended_remove'])} removed ({int(row['log_ended_release_same_code'])} and "
-            f"{int(row['log_ended_remove_same_code'])} of this code; {int(row['sib_ended_release'])} and "
-            f"{int(row['sib_ended_remove'])} of its cluster)")
+            f"{int(row['log_ended_remove'])} removed, {int(row['log_released_pending'])} released not yet ended "
+            f"(of this code {int(row['log_ended_release_same_code'])}, {int(row['log_ended_remove_same_code'])}, "
+            f"{int(row['log_released_pending_same_code'])}; of its cluster {int(row['sib_ended_release'])}, "
+            f"{int(row['sib_ended_remove'])}, {int(row['sib_released_pending'])})")

@@ -26,7 +26,10 @@ releases, remote errors, earlier holds, age, time since its last event, last eve
 last hour (events, holds, holds with the same code, from the same cluster and from other clusters,
 releases, terminations, removals), and how the log's earlier holds ended (`EVIDENCE`): the holds of other
 jobs whose end (jobaware.hold.labels: the job's next terminal event) the log wrote before this hold, counted
-as ended `release` or `remove`, over the whole log, of the same hold code, and of the cluster's other jobs.
+as ended `release` or `remove`, and those released (their next action a 013) whose end is not yet written
+(`released_pending`: a release ends later than a removal, so ended holds alone lean towards removals early in a
+log); over the whole log, of the same hold code, and of the cluster's other jobs; and the log's released holds
+that then ended `remove` (with the ended `release` ones: how released holds end in this log).
 """
 
 from __future__ import annotations
@@ -54,8 +57,11 @@ HISTORY = {"n_execute": (1,), "n_evicted": (4,), "n_image_size": (6,), "n_transf
 SIBLINGS = ("sib_held", "sib_released", "sib_removed", "sib_terminated")
 POOL = ("pool_events", "pool_held", "pool_held_same_code", "pool_held_same_code_cluster",
         "pool_held_same_code_other", "pool_released", "pool_terminated", "pool_aborted")
-EVIDENCE = ("log_ended_release", "log_ended_remove", "log_ended_release_same_code", "log_ended_remove_same_code",
-            "sib_ended_release", "sib_ended_remove")
+EVIDENCE = ("log_ended_release", "log_ended_remove", "log_released_pending", "log_ended_release_same_code",
+            "log_ended_remove_same_code", "log_released_pending_same_code", "sib_ended_release", "sib_ended_remove",
+            "sib_released_pending", "log_released_ended_remove")
+NEXT_ACTION = (5, 9, 13)  # after a hold, the job's next of these says what became of it
+NEVER = np.iinfo(np.int64).max // 4  # the seq of what has not happened
 COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *SIBLINGS, *POOL, *EVIDENCE)
 
 
@@ -76,7 +82,7 @@ class EventIndex:
     job_first: np.ndarray  # per job: first row in by-job order
     job_ids: np.ndarray  # per job: cluster, proc, subproc
     job_hash: np.ndarray  # per job: hash of its id (tie-breaks, independent of indexing)
-    ended: pd.DataFrame  # the holds that ended (jobaware.hold.labels): end_seq, release, code, job, cluster
+    holds: pd.DataFrame  # every hold and what became of it (`_hold_outcomes`), for EVIDENCE
 
     @property
     def state_by_job(self) -> np.ndarray:
@@ -133,22 +139,34 @@ def build_index(events: pd.DataFrame) -> EventIndex:
         code=events["event_code"].to_numpy(np.int64),
         hold_code=events["code"].astype("Int64").fillna(-1).to_numpy(np.int64), by_job=by_job,
         key_time=job[by_job] * SHIFT + running, key_seq=job[by_job] * SHIFT + seq[by_job],
-        job_first=job_first, job_ids=job_ids, job_hash=job_hash, ended=_ended_holds(events, seq, job))
+        job_first=job_first, job_ids=job_ids, job_hash=job_hash, holds=_hold_outcomes(events, seq, job))
 
 
-def _ended_holds(events: pd.DataFrame, seq: np.ndarray, job: np.ndarray) -> pd.DataFrame:
-    """The holds of `events` that ended, by the label rule: the seq of their end, whether it is `release`, the
-    hold code (-1 where none), the job index and the cluster."""
-    columns = {"end_seq": np.int64, "release": bool, "code": np.int64, "job": np.int64, "cluster": np.int64}
+def _hold_outcomes(events: pd.DataFrame, seq: np.ndarray, job: np.ndarray) -> pd.DataFrame:
+    """Every hold of `events` and what became of it: `end_seq`, the seq of its end by the label rule (NEVER when
+    it has none), whether that end is `release`, `released_seq`, the seq of the release (013) that was its next
+    action (NEVER when its next action was none or another), the hold code (-1 where none), the job index and
+    the cluster."""
+    columns = ("end_seq", "release", "released_seq", "code", "job", "cluster")
     if not len(events) or not (events["event_code"] == 12).any():
-        return pd.DataFrame({c: np.zeros(0, t) for c, t in columns.items()})
+        return pd.DataFrame({c: np.zeros(0, bool if c == "release" else np.int64) for c in columns})
     table = decisions(events)
-    table = table[table["label"].notna()]
     position = np.searchsorted(seq, table["hold_seq"].to_numpy(np.int64))
-    return pd.DataFrame({"end_seq": table["resolution_seq"].to_numpy(np.int64),
-                         "release": (table["label"] == "release").to_numpy(bool),
-                         "code": table["hold_code"].fillna(-1).to_numpy(np.int64),
-                         "job": job[position], "cluster": table["cluster"].to_numpy(np.int64)})
+    hold_job = job[position]
+    acts = np.flatnonzero(np.isin(events["event_code"].to_numpy(), NEXT_ACTION))
+    order = np.lexsort((seq[acts], job[acts]))
+    act_key = job[acts][order] * SHIFT + seq[acts][order]
+    after = np.searchsorted(act_key, hold_job * SHIFT + table["hold_seq"].to_numpy(np.int64), side="right")
+    found = after < len(act_key)
+    found[found] &= act_key[after[found]] // SHIFT == hold_job[found]
+    first = acts[order][np.minimum(after, len(acts) - 1)] if len(acts) else np.zeros(len(table), np.int64)
+    released = found & (events["event_code"].to_numpy()[first] == 13)
+    ended = table["label"].notna().to_numpy()
+    return pd.DataFrame({"end_seq": np.where(ended, table["resolution_seq"].fillna(0).to_numpy(np.int64), NEVER),
+                         "release": (table["label"] == "release").fillna(False).to_numpy(bool),
+                         "released_seq": np.where(released, seq[first], NEVER),
+                         "code": table["hold_code"].fillna(-1).to_numpy(np.int64), "job": hold_job,
+                         "cluster": table["cluster"].to_numpy(np.int64)})
 
 
 @dataclass
@@ -330,22 +348,34 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
 
 
 def evidence(index: EventIndex, holds: Holds, code: np.ndarray, cluster: np.ndarray) -> dict[str, np.ndarray]:
-    """EVIDENCE of each hold: the other jobs' holds whose end the log wrote before it, by how they ended."""
-    ended = index.ended
+    """EVIDENCE of each hold: the other jobs' holds whose end, or whose release not yet ended, the log wrote
+    before it."""
+    seen = index.holds
     zero = np.zeros(len(holds.seq), np.int64)
+
+    def count(mask: np.ndarray, at: str) -> dict[str, np.ndarray]:
+        """Holds of other jobs among `mask` whose `at` comes before each hold: in the log, of its code, its
+        cluster's."""
+        part = seen[mask]
+        rows, jobs, codes = part[at].to_numpy(np.int64), part["job"].to_numpy(), part["code"].to_numpy()
+        own = _count_keyed(jobs, rows, holds.job, zero, holds.seq)
+        own_code = _count_keyed(jobs * SHIFT + codes, rows, holds.job * SHIFT + code, zero, holds.seq)
+        return {"log": np.searchsorted(np.sort(rows), holds.seq) - own,
+                "code": _count_keyed(codes, rows, code, zero, holds.seq) - own_code,
+                "sib": _count_keyed(part["cluster"].to_numpy(), rows, cluster, zero, holds.seq) - own}
+
+    ended = seen["end_seq"].to_numpy() != NEVER
+    released = seen["released_seq"].to_numpy() != NEVER
+    release, remove = count(ended & seen["release"].to_numpy(), "end_seq"), count(ended & ~seen["release"].to_numpy(),
+                                                                                 "end_seq")
+    release_seen, release_ended = count(released, "released_seq"), count(released & ended, "end_seq")
     out = {}
-    for outcome, mask in (("release", ended["release"].to_numpy()), ("remove", ~ended["release"].to_numpy())):
-        part = ended[mask]
-        end, own = part["end_seq"].to_numpy(np.int64), _count_keyed(part["job"].to_numpy(), part["end_seq"].to_numpy(),
-                                                                     holds.job, zero, holds.seq)
-        total = np.searchsorted(np.sort(end), holds.seq)
-        same_code = _count_keyed(part["code"].to_numpy(), end, code, zero, holds.seq)
-        own_code = _count_keyed(part["job"].to_numpy() * SHIFT + part["code"].to_numpy(), end,
-                                holds.job * SHIFT + code, zero, holds.seq)
-        sibling = _count_keyed(part["cluster"].to_numpy(), end, cluster, zero, holds.seq)
-        out[f"log_ended_{outcome}"] = total - own
-        out[f"log_ended_{outcome}_same_code"] = same_code - own_code
-        out[f"sib_ended_{outcome}"] = sibling - own
+    for level, prefix in (("log", "log_"), ("code", "log_"), ("sib", "sib_")):
+        suffix = "_same_code" if level == "code" else ""
+        out[f"{prefix}ended_release{suffix}"] = release[level]
+        out[f"{prefix}ended_remove{suffix}"] = remove[level]
+        out[f"{prefix}released_pending{suffix}"] = release_seen[level] - release_ended[level]
+    out["log_released_ended_remove"] = count(released & ended & ~seen["release"].to_numpy(), "end_seq")["log"]
     return {name: out[name] for name in EVIDENCE}
 
 

@@ -39,10 +39,11 @@ class Params(BaseModel):
     policy_max_releases: Annotated[Count, Field(ge=0, le=100)] = 3
     # evaluation: grouped cross-validation over workflows (`folds` 0: each workflow held out whole, on its own),
     # on real ended holds when there are `min_real_holds` of them in at least two workflows; the weights of the
-    # generated holds tried (times the real training holds)
+    # generated holds tried (times the real training holds; each weight is a fit per fold, and 4 was never chosen
+    # on the bundled real holds)
     folds: Annotated[Count, Field(ge=0, le=50)] = 0
     synthetic_weights: list[Annotated[Real, Field(ge=0, le=1000)]] = Field(
-        default_factory=lambda: [0.0, 1.0, 4.0], min_length=1, max_length=10)
+        default_factory=lambda: [0.0, 1.0], min_length=1, max_length=10)
     min_real_holds: Annotated[Count, Field(ge=2, le=1_000_000)] = 30
     bootstrap: Annotated[Count, Field(ge=100, le=100_000)] = 2000
     # the decision and the choice of the decision-maker (jobaware.hold.deciders): a wrong removal weighs this many

@@ -68,7 +68,7 @@ class Answers:
                     return
                 owner.requests.append(body)
                 answer = {"cluster": body["cluster"], "proc": body["proc"], "p_release": owner.p_release.get(body["cluster"], 0.5),
-                          "decision": "release", "model_version": "9",
+                          "decision": "release", "model_version": "9", "decided_by": "pool",
                           "trained_on": {"source": owner.source, "labelled_holds": 1200}}
                 data = json.dumps(answer).encode()
                 self.send_response(200)
@@ -136,6 +136,7 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
         assert holds[6]["not_acted_because"] == "rate limit: 3 acts per minute" and holds[6]["site_rule_fired"] == "max_holds"
         assert holds[3]["fired"] == "manual_codes" and holds[1]["fired"].endswith("code 47 is not in release_codes")
         assert all(h["model_version"] == "9" and h["trained_on"]["source"] == "real" for h in holds)
+        assert all(h["decided_by"] == "pool" for h in holds)  # which decision-maker answered
         assert holds[0]["command"] == "condor_release 101.0"
         assert holds[4]["command"] == 'condor_rm -reason "jobaware: P(release) 0.010 <= remove_below 0.05" 102.0'
         acted = [r for r in read_records(audit) if r["kind"] == "acted"]

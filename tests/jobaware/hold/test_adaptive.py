@@ -53,6 +53,15 @@ def test_without_evidence_the_fitted_prior_decides_and_the_logs_holds_move_it():
     assert adaptive.chances("siblings", sibling, prior, 5.0, RULE) == pytest.approx([1.25 / 7])
 
 
+def test_a_release_not_yet_ended_counts_as_released_holds_of_this_log_end():
+    prior = fitted(0.05)  # released holds always end well here: (1 - reheld) x ends_normally = 1
+    pending = counts(13, log_released_pending=2, log_released_pending_same_code=2)
+    assert adaptive.chances("pool", pending, prior, 5.0, RULE) == pytest.approx([2.25 / 7])
+    # five of the log's released holds were then removed: a pending release counts (5 x 1) / (5 + 5) = half
+    badly = counts(13, log_released_pending=2, log_released_pending_same_code=2, log_released_ended_remove=5)
+    assert adaptive.chances("pool", badly, prior, 5.0, RULE) == pytest.approx([(0.25 + 1) / 7])
+
+
 def test_pool_site_lets_the_sites_rule_decide_until_a_hold_of_the_log_has_ended():
     prior = fitted(0.05)
     assert adaptive.chances("pool_site", counts(13), prior, 5.0, RULE) == pytest.approx([1.0])  # 13: released

@@ -119,5 +119,5 @@ def test_an_adaptive_bundle_follows_how_the_logs_earlier_holds_ended(real_traine
     assert decided["released"]["decision"] == "release" and decided["removed"]["decision"] == "remove"
     assert decided["released"]["p_release"] > bundle.threshold > decided["removed"]["p_release"]
     assert decided["released"]["decided_by"] == "pool"
-    assert "this log's earlier holds of other jobs: 3 ended released, 0 removed (3 and 0 of this code" \
-        in decided["released"]["reasons"]
+    assert "this log's earlier holds of other jobs: 3 ended released, 0 removed, 0 released not yet ended (of this " \
+        "code 3, 0, 0" in decided["released"]["reasons"]

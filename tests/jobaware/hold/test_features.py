@@ -172,6 +172,11 @@ def test_siblings_are_the_other_jobs_of_the_cluster_before_the_hold(tmp_path):
     counts = F.count_features(F.build_index(events), table)
     assert counts[list(F.SIBLINGS)].to_numpy().tolist() == [[0, 0, 0, 0], [1, 0, 0, 0], [2, 1, 1, 1]]
     # how the earlier holds ended, once their end is in the log: 9.0 released and run to its end, 9.1 removed
-    assert counts[list(F.EVIDENCE)].to_numpy().tolist() == [[0] * 6, [0] * 6, [1, 1, 1, 1, 1, 1]]
+    assert counts[list(F.EVIDENCE)].to_numpy().tolist() == [[0] * 10, [0] * 10, [1, 1, 0, 1, 1, 0, 1, 1, 0, 0]]
+    # asked between 9.0's release (09:20) and its end (09:40): a release not yet ended
+    cut = pd.concat([events[events["time"] <= "2025-05-01 09:21:00"], events.tail(1)], ignore_index=True)
+    pending = F.count_features(F.build_index(cut), decisions(cut)).iloc[-1]
+    assert pending[["log_ended_remove", "log_released_pending", "log_released_pending_same_code",
+                    "sib_released_pending"]].tolist() == [1, 1, 1, 1]
     ends = [events.loc[events["event_code"] == code, "seq"].iloc[0] for code in (5, 9)]
     assert table["resolution_seq"].iloc[:2].tolist() == ends and pd.isna(table["resolution_seq"].iloc[2])

@@ -11,7 +11,7 @@ from jobaware.hold.params import Params, check_params
 def test_defaults_are_complete_and_valid():
     p = check_params({})
     assert p == Params().model_dump()
-    assert (p["network"], p["folds"], p["synthetic_weights"]) == ("lstm", 0, [0.0, 1.0, 4.0])
+    assert (p["network"], p["folds"], p["synthetic_weights"]) == ("lstm", 0, [0.0, 1.0])
     assert (p["wrong_remove_cost"], p["min_workflow_holds"]) == (3.0, 10)
 
 

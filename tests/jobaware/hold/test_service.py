@@ -120,7 +120,7 @@ def test_the_answer_says_who_decided_why_and_what_drove_it(real_trained):
     assert answer["decided_by"] == bundle.decided_by and answer["why"] == bundle.why
     assert answer["why"].startswith(f"{bundle.decided_by} (") and "real ended holds" in answer["why"]
     assert answer["reasons"].startswith("hold 47/0 (47 JobExecuteExceeded") and "real holds of 47/0" in answer["reasons"]
-    assert "this log's earlier holds of other jobs: 0 ended released, 0 removed" in answer["reasons"]
+    assert "this log's earlier holds of other jobs: 0 ended released, 0 removed, 0 released not yet" in answer["reasons"]
     assert answer["threshold"] == 0.25  # a wrong removal weighs three wrong releases
     assert answer["trained_on"]["evaluated_on"] == "real" and answer["trained_on"]["source"] == "mixed"
     if bundle.decided_by == "remove_all":
