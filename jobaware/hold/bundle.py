@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold import adaptive
 from jobaware.hold import features as F
-from jobaware.hold.labels import decisions, describe_hold
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
+from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold.deciders import Calibrator, threshold
+from jobaware.hold.labels import decisions, describe_hold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
 from jobaware.hold.outcomes import Outcomes
 from jobaware.model import Bundle

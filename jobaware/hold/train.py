@@ -39,9 +39,9 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GroupKFold
 
 from jobaware.errors import InputError, JobawareError
+from jobaware.hold import adaptive, groups, outcomes
 from jobaware.hold import deciders as D
 from jobaware.hold import features as F
-from jobaware.hold import adaptive, groups, outcomes
 from jobaware.hold.adaptive import ADAPTIVE
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
 from jobaware.hold.bundle import HoldBundle, as_events, example_rows
