@@ -14,7 +14,7 @@ import subprocess
 import htcondor2
 import pytest
 
-from adapters.htcondor.adapter import HoldAdapter
+from adapters.htcondor.adapter import HoldAdapter, trained_on_real
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Actor, Policy
 from jobaware.audit import read_records
@@ -276,8 +276,6 @@ def test_a_service_with_a_smaller_body_limit_is_asked_with_a_smaller_window(tmp_
 
 
 def test_the_licence_to_act_follows_what_the_model_was_trained_and_measured_on():
-    from adapters.htcondor.watch import trained_on_real
-
     assert trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "real", "real_holds": 151}})
     assert trained_on_real({"trained_on": {"source": "real"}})  # a model that says nothing of its evaluation
     assert not trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "generated"}})
