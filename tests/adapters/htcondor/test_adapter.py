@@ -134,6 +134,18 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
     assert len(_holds(audit)) == 8
 
 
+def test_who_decided_each_hold_is_in_the_stores_audit_stream(tmp_path):
+    from jobaware.store import open_store
+
+    log = tmp_path / "EventLog"
+    with Answers({101: 0.95}) as service, open_store(str(tmp_path / "store")) as store:
+        watch = HoldAdapter([log], None, store=store, client=DecisionClient(service.url), policy=Policy())
+        _live(watch, log, renumber(RELEASED_TWICE, 101))
+        watch.close()
+        holds = [e["record"] for e in store.events("htcondor.holds") if e["record"]["kind"] == "hold"]
+    assert [(h["job"], h["decided_by"], h["p_release"]) for h in holds] == [("101.0.0", "pool", 0.95)] * 3
+
+
 def test_a_backlog_read_at_start_acts_on_no_hold_already_resolved_in_it(tmp_path):
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     log.write_bytes(b"".join(renumber(RELEASED_TWICE, 101)))
