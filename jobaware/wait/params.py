@@ -1,0 +1,36 @@
+"""Parameters of a `wait` training run: types, ranges and defaults, checked before anything trains."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from jobaware.capabilities import validate_params
+
+Count = Annotated[int, Field(strict=True)]
+Fraction = Annotated[float, Field(allow_inf_nan=False)]
+
+
+class WaitParams(BaseModel):
+    """Quantile gradient-boosted trees, their conformal calibration, and the time-ordered split."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    learning_rate: Annotated[Fraction, Field(gt=0, le=1)] = 0.1
+    max_iter: Annotated[Count, Field(ge=1, le=5000)] = 100
+    max_leaf_nodes: Annotated[Count, Field(ge=2, le=4096)] = 31
+    min_samples_leaf: Annotated[Count, Field(ge=1, le=1_000_000)] = 40
+    # the calibration period: the last part of the training jobs in time, held out from the trees; the conformal
+    # predictive systems that calibrate the 80 % range and the 95 % bound are fitted on it
+    calibration_fraction: Annotated[Fraction, Field(gt=0, lt=1)] = 0.2
+    test_fraction: Annotated[Fraction, Field(gt=0, lt=1)] = 0.3
+    # the trees are fitted on at most this many of the earliest training jobs' successors: the latest ones before
+    # the calibration period (queue state drifts: recent jobs teach more than old ones)
+    max_train_rows: Annotated[Count, Field(ge=1000, le=100_000_000)] = 200_000
+    seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
+
+
+def check_params(raw: dict[str, Any] | None) -> dict[str, Any]:
+    """Parameters with defaults filled in; unknown keys and bad values refused with what was expected."""
+    return validate_params(WaitParams, raw, "wait")
