@@ -129,3 +129,83 @@ def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
         return pd.read_parquet(path / f"{CONTRACT}.parquet")
     return read_trace(path)[0]
 
+
+
+# ---------------------------------------------------------------- a live queue: squeue --json
+SQUEUE_RUNNING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
+HELD = ("JobHeldUser", "JobHeldAdmin", "BeginTime", "Dependency", "DependencyNeverSatisfied")
+
+
+def _number(value):
+    """A number of squeue --json: plain (Slurm 22.05) or wrapped {"set", "infinite", "number"} (later versions);
+    None when unset, infinite or not a number."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _squeue_job(record: dict, where: str) -> dict:
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected a job record (an object)")
+    job_id = _number(record.get("job_id"))
+    if job_id is None or job_id < 0:
+        raise InputError(f"{where}.job_id: expected a job number, got {record.get('job_id')!r}")
+    limit = _number(record.get("time_limit"))  # minutes
+    cpus = _number(record.get("cpus"))
+    state = record.get("job_state")
+    state = state[0] if isinstance(state, list) and state else state
+    job = {"job_id": int(job_id), "user": record.get("user_name") or None, "group": record.get("account") or None,
+           "queue": record.get("partition") or None, "processors_req": max(int(cpus), 1) if cpus else 1,
+           "wallclock_req": float(limit) * 60 if limit is not None and limit >= 0 else None,
+           "submit_time": _number(record.get("submit_time")), "state": str(state or ""),
+           "reason": str(record.get("state_reason") or ""), "priority": _number(record.get("priority")),
+           "eligible_time": _number(record.get("eligible_time")), "start_time": _number(record.get("start_time"))}
+    for name in ("submit_time", "start_time", "eligible_time"):
+        if job[name] is not None and not 0 < job[name] <= 4_102_444_800:
+            job[name] = None  # squeue's 0: not yet
+    return job
+
+
+def squeue_jobs(payload: dict) -> list[dict]:
+    """The job records of `squeue --json` as plain dicts (request, times in epoch seconds, state, reason, priority,
+    eligible time); a record that cannot be read is a one-line error naming it."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
+        raise InputError("squeue --json: expected an object with a 'jobs' list")
+    return [_squeue_job(record, f"jobs[{k}]") for k, record in enumerate(payload["jobs"])]
+
+
+def squeue_body(payload: dict, job_ids: list[int] | None = None, now: float | None = None,
+                capacity: int | None = None) -> dict:
+    """A `POST /wait` body from a snapshot of `squeue --json`: its running jobs, its pending jobs in the order
+    Slurm serves them (priority, then submit time), held ones left out of the queue (they wait for a person or
+    a date, not for the jobs ahead), and the jobs to estimate (`job_ids`, default every pending job)."""
+    import time
+
+    jobs = squeue_jobs(payload)
+    now = float(now if now is not None else _number((payload.get("meta") or {}).get("time")) or time.time())
+    fields = ("job_id", "user", "group", "queue", "processors_req", "wallclock_req", "submit_time")
+    running = [{**{k: job[k] for k in fields}, "start_time": job["start_time"]} for job in jobs
+               if job["state"] in SQUEUE_RUNNING and job["start_time"] is not None and job["start_time"] <= now]
+    waiting = [job for job in jobs if job["state"] == "PENDING" and job["submit_time"] is not None]
+    served = sorted((job for job in waiting if job["reason"] not in HELD),
+                    key=lambda job: (-(job["priority"] or 0), job["submit_time"], job["job_id"]))
+    asked = set(job_ids) if job_ids is not None else {job["job_id"] for job in waiting}
+    wanted = [job for job in jobs if job["job_id"] in asked]
+    missing = asked - {job["job_id"] for job in wanted}
+    if missing:
+        raise InputError(f"job {sorted(missing)[0]}: not in the queue squeue shows")
+    clusters = {job.get("cluster") for job in payload["jobs"] if isinstance(job, dict) and job.get("cluster")}
+    body = {"time": int(now), "jobs": [{k: job[k] for k in fields if job[k] is not None} for job in wanted],
+            "running": [{k: v for k, v in job.items() if v is not None} for job in running],
+            "pending": [{k: job[k] for k in fields if job[k] is not None} for job in served]}
+    for job in body["jobs"] + body["running"] + body["pending"]:
+        for name in ("submit_time", "start_time"):
+            if name in job:
+                job[name] = int(job[name])
+    if len(clusters) == 1:
+        body["cluster"] = clusters.pop()
+    if capacity:
+        body["capacity"] = int(capacity)
+    return body
