@@ -249,6 +249,8 @@ UNSTATABLE = {
     "similarity": [r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
                    r"needs the reference's .*, which job # lacks$",  # a pool job without that coding
                    r"^coding: b-aggz needs the reference's binary coding$"],  # no algorithm named: the model's own
+    "wait": [r"^running\[#\]\.start_time: (after the snapshot's time|before its submit_time)$",  # times compared
+             r"^(pending|jobs)\[#\]\.submit_time: after the snapshot's time$"],
 }
 
 
@@ -413,6 +415,7 @@ REAL_SAMPLES = {
     "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
     "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
     "resource": ROOT / "data" / "real" / "scripts",
+    "wait": ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
 }
 SENTINEL = b"an existing file that a refused command must leave as it is\n"
 

@@ -38,7 +38,13 @@ MAX_JOBS = int(os.environ.get("JOBAWARE_WAIT_MAX_JOBS", "1000"))
 MAX_QUEUE = int(os.environ.get("JOBAWARE_WAIT_MAX_QUEUE", "50000"))
 SAFE_INTEGER = 2**53 - 1
 EPOCH_MAX = 4_102_444_800  # 2100-01-01
-TIME_PATTERN = r"^(19[7-9][0-9]|20[0-9][0-9])-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[ T]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$"
+# a calendar day from 1970 to 2099 (February 29th in leap years only) and a time of day
+_YEAR = r"(?:19[7-9][0-9]|20[0-9][0-9])"
+_LEAP_YEAR = r"(?:19(?:7[26]|8[048]|9[26])|20(?:[02468][048]|[13579][26]))"
+_MONTH_DAY = (r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+              r"|02-(?:0[1-9]|1[0-9]|2[0-8]))")
+TIME_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
+                r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
 
 Time = worded(Annotated[int, Field(ge=0, le=EPOCH_MAX)] | Annotated[str, Field(pattern=TIME_PATTERN)],
               "expected epoch seconds (0..4,102,444,800) or 'YYYY-MM-DD HH:MM:SS' in UTC")
@@ -113,18 +119,22 @@ def parse_request(payload, bundle) -> tuple[pd.DataFrame, Snapshot]:
     now = epoch(body.time, time.time())
     cluster = body.cluster or next(iter(bundle.clusters), "unnamed")
     known = bundle.clusters.get(cluster, {})
-    running = _frame(body.running, now)
+    running, pending, jobs = _frame(body.running, now), _frame(body.pending, now), _frame(body.jobs, now)
     for k, job in running.iterrows():
         started, submitted = job["start_time"].timestamp(), job["submit_time"]
         if started > now:
             raise InputError(f"running[{k}].start_time: after the snapshot's time")
         if pd.notna(submitted) and started < submitted.timestamp():
             raise InputError(f"running[{k}].start_time: before its submit_time")
+    for name, frame in (("pending", pending), ("jobs", jobs)):
+        late = np.flatnonzero((frame["submit_time"] > pd.Timestamp(now, unit="s", tz="UTC")).to_numpy())
+        if len(late):
+            raise InputError(f"{name}[{late[0]}].submit_time: after the snapshot's time")
     capacity = body.capacity or known.get("capacity") or max(
         float(running["processors_req"].sum()) if len(running) else 1.0, float(max(j.processors_req for j in body.jobs)))
     snapshot = Snapshot(time=now, capacity=float(capacity), timezone=known.get("timezone", "UTC"), cluster=cluster,
-                        running=running, pending=_frame(body.pending, now))
-    return _frame(body.jobs, now), snapshot
+                        running=running, pending=pending)
+    return jobs, snapshot
 
 
 def reason(features: pd.Series, queue: str | None, capacity: float) -> str:

@@ -17,7 +17,7 @@ from jobaware.errors import JobawareError
 from jobaware.model import Evaluation
 from jobaware.wait.bundle import WaitBundle
 from jobaware.wait.evaluate import baselines, metrics
-from jobaware.wait.features import FEATURES, log_wait, order, sweep
+from jobaware.wait.features import FEATURES, order, sweep
 from jobaware.wait.model import WaitModel
 from jobaware.wait.params import check_params
 from jobaware.wait.schema import complete, table_path
@@ -57,8 +57,8 @@ def fit_and_evaluate(jobs: pd.DataFrame, params: dict | None = None,
                             "wait; the model needs at least 100 of each (use a longer trace)")
     if not test.any():
         raise JobawareError("no job with a known wait after the split; use more data or a larger test_fraction")
-    z = log_wait(jobs["wait_s"].to_numpy(float))
-    model = WaitModel(params=p).fit(features[trees], z[trees], features[calibration], z[calibration])
+    waits = jobs["wait_s"].to_numpy(float)
+    model = WaitModel(params=p).fit(features[trees], waits[trees], features[calibration], waits[calibration])
     clusters = {str(name): {"capacity": float(rows["cluster_procs"].max()) if rows["cluster_procs"].notna().any()
                             else float(rows["processors_req"].max()), "timezone": str(rows["timezone"].iloc[0])}
                 for name, rows in jobs.groupby("cluster", sort=False)}

@@ -61,3 +61,11 @@ def test_predict_file_answers_every_job_of_a_trace_in_order(trained, generated, 
     assert summary.predictions == len(rows) == 3000 and summary.bad_records == 0
     assert set(rows[0]) == FIELDS and [r["job_id"] for r in rows[:3]] == [1, 2, 3]
     assert all(r["wait_low_s"] <= r["wait_s"] <= r["wait_high_s"] <= r["wait_bound_s"] for r in rows)
+
+
+def test_a_job_submitted_after_the_snapshot_is_refused(trained):
+    bundle, _ = trained
+    with pytest.raises(InputError, match=r"pending\[0\].submit_time: after the snapshot's time"):
+        wait_request({"time": 100, "jobs": [{"job_id": 1}], "pending": [{"job_id": 2, "submit_time": 200}]}, bundle, "1")
+    with pytest.raises(InputError, match="time: expected epoch seconds"):
+        wait_request({"time": "2023-02-29 00:00:00", "jobs": [{"job_id": 1}]}, bundle, "1")

@@ -53,3 +53,31 @@ def test_the_gate_scores_a_bundle_on_the_stored_evaluation_as_training_did(train
     write_eval(evaluation, tmp_path / "eval")
     within, rows = score(bundle, tmp_path / "eval")
     assert rows == evaluation.metrics["model"]["test_rows"] and within == pytest.approx(evaluation.metrics["model"]["within_x2"])
+
+
+def test_the_distribution_s_percentiles_invert_its_cdf():
+    from jobaware.wait.model import CLASSES, cdf, percentile
+
+    probabilities = np.random.default_rng(1).dirichlet(np.ones(CLASSES), 50)
+    for q in (10, 50, 90, 95):
+        values = percentile(probabilities, q)
+        assert np.allclose(np.diag(cdf(probabilities, values)), q / 100)
+
+
+def test_the_point_is_the_wait_most_likely_within_a_factor_of_two():
+    from jobaware.wait.model import CLASSES, point
+
+    starts_now = np.zeros((1, CLASSES))
+    starts_now[0, [0, 1, 9]] = [0.4, 0.3, 0.3]  # under a minute, 1-2 minutes, 256-512 minutes
+    assert point(starts_now)[0] == 59  # under a minute takes both the first two classes
+    waits_hours = np.zeros((1, CLASSES))
+    waits_hours[0, [0, 9, 10]] = [0.2, 0.4, 0.4]
+    assert 256 * 60 <= point(waits_hours)[0] <= 512 * 60 * 2
+
+
+def test_the_longest_class_has_enough_jobs():
+    from jobaware.wait.model import MIN_CLASS_ROWS, top_class, wait_class
+
+    waits = np.concatenate([np.zeros(1000), np.full(MIN_CLASS_ROWS, 3000.0), np.full(8, 10**7)])
+    top = top_class(waits)
+    assert top == wait_class(np.array([3000.0]))[0] and wait_class(np.array([1e7]), top)[0] == top
