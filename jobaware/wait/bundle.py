@@ -26,7 +26,9 @@ class WaitBundle(Bundle):
     def trace_features(self, jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         """Features of every job of a trace (the queue rebuilt from the trace itself), and the jobs in that order."""
         from jobaware.wait.features import order
+        from jobaware.wait.schema import complete
 
+        jobs = complete(jobs)
         features, _ = sweep(jobs)
         return features, order(jobs)
 

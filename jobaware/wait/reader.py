@@ -122,15 +122,6 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
     return report
 
 
-def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
-    """The `queue_jobs` rows of a dataset folder's table, or of one trace read directly."""
-    path = Path(dataset_or_trace)
-    if path.is_dir():
-        return pd.read_parquet(path / f"{CONTRACT}.parquet")
-    return read_trace(path)[0]
-
-
-
 # ---------------------------------------------------------------- a live queue: squeue --json
 SQUEUE_RUNNING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
 HELD = ("JobHeldUser", "JobHeldAdmin", "BeginTime", "Dependency", "DependencyNeverSatisfied")

@@ -69,3 +69,12 @@ def test_a_job_submitted_after_the_snapshot_is_refused(trained):
         wait_request({"time": 100, "jobs": [{"job_id": 1}], "pending": [{"job_id": 2, "submit_time": 200}]}, bundle, "1")
     with pytest.raises(InputError, match="time: expected epoch seconds"):
         wait_request({"time": "2023-02-29 00:00:00", "jobs": [{"job_id": 1}]}, bundle, "1")
+
+
+def test_the_registered_model_answers_its_input_example(trained):
+    from jobaware.wait.bundle import ANSWER, input_example
+
+    bundle, _ = trained
+    answer = bundle.predict(input_example(bundle))
+    assert list(answer.columns) == ["job_id", *ANSWER] and answer["job_id"].tolist() == [1, 2, 3]
+    assert (answer["wait_s"] >= 0).all()
