@@ -112,6 +112,7 @@ class WaitModel:
         """Trees on (x, waits in seconds); conformal calibration on (x_cal, waits_cal), a later period."""
         from crepes import ConformalPredictiveSystem
         from sklearn.ensemble import HistGradientBoostingClassifier
+        from threadpoolctl import threadpool_limits
 
         p = self.params
         # a feature no training job has (a trace without groups) is left out: the trees cannot bin it
@@ -119,10 +120,12 @@ class WaitModel:
         self.top = top_class(waits)
         if (waits < MINUTE).sum() >= len(SHARES):
             self.under = np.quantile(waits[waits < MINUTE], SHARES)
+        leaf = max(p["min_samples_leaf"], int(p["min_leaf_fraction"] * len(waits)))
         self.trees = HistGradientBoostingClassifier(
             learning_rate=p["learning_rate"], max_iter=p["max_iter"], max_leaf_nodes=p["max_leaf_nodes"],
-            min_samples_leaf=max(p["min_samples_leaf"], int(p["min_leaf_fraction"] * len(waits))), early_stopping=False, random_state=p["seed"],
-        ).fit(x[self.columns], wait_class(waits, self.top))
+            min_samples_leaf=leaf, early_stopping=False, random_state=p["seed"])
+        with threadpool_limits(p["threads"], user_api="openmp"):
+            self.trees.fit(x[self.columns], wait_class(waits, self.top))
         raw = self.raw(self.probabilities(x_cal))
         counts = np.bincount(_bins(x_cal), minlength=2)
         self.mondrian = bool(counts.min() >= MIN_BIN_ROWS)
@@ -134,8 +137,11 @@ class WaitModel:
 
     def probabilities(self, x: pd.DataFrame) -> np.ndarray:
         """Each job's probability of each wait class."""
+        from threadpoolctl import threadpool_limits
+
         out = np.zeros((len(x), CLASSES))
-        out[:, self.trees.classes_] = self.trees.predict_proba(x.reindex(columns=self.columns))
+        with threadpool_limits(self.params.get("threads", 1), user_api="openmp"):
+            out[:, self.trees.classes_] = self.trees.predict_proba(x.reindex(columns=self.columns))
         return out
 
     def raw(self, probabilities: np.ndarray) -> dict[str, np.ndarray]:

@@ -35,6 +35,9 @@ class WaitParams(BaseModel):
     # the trees are fitted on at most this many of the earliest training jobs' successors: the latest ones before
     # the calibration period (queue state drifts: recent jobs teach more than old ones)
     max_train_rows: Annotated[Count, Field(ge=1000, le=100_000_000)] = 200_000
+    # OpenMP threads of the trees: one by default, the least CPU for a fit (on a busy machine, threads that wait for
+    # each other spend CPU: KTH-SP2's fit took 5 s of CPU in one thread and several times that in two)
+    threads: Annotated[Count, Field(ge=1, le=256)] = 1
     seed: Annotated[Count, Field(ge=0, le=2**32 - 1)] = 0
 
 
