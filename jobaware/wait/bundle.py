@@ -10,7 +10,7 @@ import pandas as pd
 
 from jobaware.model import Bundle
 from jobaware.wait.capability import FEATURE_VERSION
-from jobaware.wait.features import History, Snapshot, snapshot_features, sweep
+from jobaware.wait.features import History, Snapshot, job_keys, seconds, snapshot_features, sweep
 from jobaware.wait.model import WaitModel
 
 ANSWER = ("wait_s", "wait_low_s", "wait_high_s", "wait_bound_s")
@@ -32,10 +32,17 @@ class WaitBundle(Bundle):
         features, _ = sweep(jobs)
         return features, order(jobs)
 
+    def trace_answer(self, jobs: pd.DataFrame) -> tuple[dict[str, np.ndarray], pd.DataFrame, pd.DataFrame]:
+        """The four waits of every job of a trace, each as it was at its submit (the queue and the calibration
+        rebuilt from the trace's earlier jobs), their features, and the jobs in that order."""
+        features, ordered = self.trace_features(jobs)
+        answer = self.model.predict_in_time(features, seconds(ordered["submit_time"]), ordered["wait_s"].to_numpy(float),
+                                            seconds(ordered["start_time"]), job_keys(ordered))
+        return answer, features, ordered
+
     def predict(self, jobs: pd.DataFrame) -> pd.DataFrame:
         """Per job of a trace (queue_jobs records; the queue is rebuilt from them): job_id and the four waits."""
-        features, ordered = self.trace_features(jobs)
-        answer = self.model.predict(features)
+        answer, _, ordered = self.trace_answer(jobs)
         return pd.DataFrame({"job_id": ordered["job_id"].astype("int64").to_numpy(), **answer})
 
     def snapshot(self, jobs: pd.DataFrame, snapshot: Snapshot) -> tuple[dict[str, np.ndarray], pd.DataFrame]:

@@ -5,7 +5,7 @@ from jobaware.wait.params import WaitParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
 # scored or served through this code.
-FEATURE_VERSION = "wait-1"
+FEATURE_VERSION = "wait-2"
 
 CAPABILITY = Capability(
     key="wait",

@@ -26,14 +26,17 @@ SHIFT = 60.0
 AHEAD = 256
 UNKNOWN_REQ = 3600.0  # the requested time a simulation takes for a job that states none
 FAST, SLOW = 0.3, 0.05  # weights of the newest wait in the fast and slow means
+MINUTE, HOUR, DAY = 60.0, 3600.0, 86400.0  # the windows of recent starts
 
 REQUEST = ("log2_procs", "log_req", "log_area", "req_known", "procs_share", "hour", "weekday")
 STATE = ("pend_n", "pend_procs", "pend_area", "pend_age_max", "pend_age_mean", "queue_pend_n", "queue_pend_area",
          "user_pend_n", "user_pend_procs", "run_n", "busy", "free", "fits_now", "queue_busy", "user_run_n",
-         "user_run_procs", "run_left_area", "until_fit", "until_fcfs", "head_shadow", "head_extra", "backfills_now")
+         "user_run_procs", "run_left_area", "until_fit", "until_fcfs", "head_shadow", "head_extra", "backfills_now",
+         "until_easy", "run_young", "next_end", "ends_hour", "run_age_min")
 HISTORY = ("user_fast", "user_slow", "user_n", "user_last", "group_fast", "group_n", "queue_fast", "queue_n",
            "bucket_fast", "all_fast", "all_slow")
-NUMERIC = REQUEST + STATE + HISTORY
+RECENT = ("recent_hour", "recent_hour_n", "recent_day", "recent_day_quick")
+NUMERIC = REQUEST + STATE + HISTORY + RECENT
 CATEGORICAL = ("queue",)
 FEATURES = NUMERIC + CATEGORICAL
 ENTITIES = ("user", "group", "queue", "bucket", "all")
@@ -124,6 +127,83 @@ def _fcfs_start(t, capacity, busy, run_end, run_procs, n_run, pend_procs, pend_r
 
 
 @numba.njit(cache=True)
+def _insert_sorted(ends, procs, count, end, need):
+    """Put a running job (its end, its processors) into the first `count` entries of `ends`, kept sorted."""
+    i = count
+    while i > 0 and ends[i - 1] > end:
+        ends[i], procs[i] = ends[i - 1], procs[i - 1]
+        i -= 1
+    ends[i], procs[i] = end, need
+    return count + 1
+
+
+@numba.njit(cache=True)
+def _easy_start(t, capacity, free, sorted_end, sorted_procs, n_run, pend_procs, pend_req, n_ahead, procs, req):
+    """Seconds from `t` until the job starts under EASY backfilling if no other job comes: the pending jobs ahead
+    in order, then the job, every job running for its requested time. At each moment the scheduler starts jobs from
+    the head of the queue while they fit, reserves the first that does not fit at the earliest time enough
+    processors are free (its shadow), and starts any later job that fits now and either ends by the shadow or
+    leaves the head its processors (Lifka 1995; Mu'alem and Feitelson 2001)."""
+    size = n_run + n_ahead + 1
+    ends = np.empty(size)
+    back = np.empty(size)
+    for k in range(n_run):
+        ends[k], back[k] = sorted_end[k], sorted_procs[k]
+    count = n_run
+    first = 0  # running jobs before `first` have ended
+    waiting = np.ones(n_ahead + 1, np.bool_)
+    head = 0
+    now = t
+    while True:
+        # first come, first served while the head fits
+        while head <= n_ahead:
+            need = min(procs if head == n_ahead else pend_procs[head], capacity)
+            if need > free:
+                break
+            if head == n_ahead:
+                return now - t
+            count = _insert_sorted(ends, back, count, now + pend_req[head], need)
+            free -= need
+            waiting[head] = False
+            head += 1
+            while head <= n_ahead and not waiting[head]:
+                head += 1
+        # the head's reservation: when enough processors are free, and what is left over then
+        head_need = min(procs if head == n_ahead else pend_procs[head], capacity)
+        have = free
+        shadow = now
+        k = first
+        while k < count and have < head_need:
+            have += back[k]
+            shadow = ends[k]
+            k += 1
+        while k < count and ends[k] <= shadow:
+            have += back[k]
+            k += 1
+        extra = have - head_need
+        for j in range(head + 1, n_ahead + 1):
+            if not waiting[j]:
+                continue
+            need = min(procs if j == n_ahead else pend_procs[j], capacity)
+            length = req if j == n_ahead else pend_req[j]
+            if need <= free and (now + length <= shadow or need <= extra):
+                if j == n_ahead:
+                    return now - t
+                waiting[j] = False
+                count = _insert_sorted(ends, back, count, now + length, need)
+                free -= need
+                if now + length > shadow:
+                    extra -= need
+        # on to the next end
+        if first >= count:
+            return now - t  # nothing runs and the head does not fit: cannot happen with needs capped at capacity
+        now = max(now, ends[first])
+        while first < count and ends[first] <= now:
+            free += back[first]
+            first += 1
+
+
+@numba.njit(cache=True)
 def _snapshot_row(t, capacity, procs, req, queue, user,
                   run_start, run_req, run_procs, run_queue, run_user, n_run,
                   pend_submit, pend_req, pend_procs, pend_queue, pend_user, n_pend,
@@ -159,11 +239,20 @@ def _snapshot_row(t, capacity, procs, req, queue, user,
     user_run = 0.0
     user_run_procs = 0.0
     left_area = 0.0
+    young = 0.0
+    ends_hour = 0.0
+    age_min = np.inf
     for k in range(n_run):
         busy += run_procs[k]
         # a job past its requested time is taken to end within the next minute
         end = max(run_start[k] + run_req[k], t + 60.0)
         scratch_end[k] = end
+        age = t - run_start[k]
+        age_min = min(age_min, age)
+        if age < 600.0:
+            young += run_procs[k]
+        if end - t <= 3600.0:
+            ends_hour += run_procs[k]
         left_area += run_procs[k] * (end - t)
         if run_queue[k] == queue:
             queue_busy += run_procs[k]
@@ -216,6 +305,12 @@ def _snapshot_row(t, capacity, procs, req, queue, user,
         out[19] = np.log(SHIFT)
         out[20] = free / cap
         out[21] = 1.0 if free >= need else 0.0
+    out[22] = np.log(_easy_start(t, cap, free, sorted_end, scratch_procs, n_run, pend_procs, pend_req, ahead, need,
+                                 req) + SHIFT)
+    out[23] = young / cap
+    out[24] = np.log(sorted_end[0] - t + SHIFT) if n_run > 0 else np.nan
+    out[25] = ends_hour / cap
+    out[26] = np.log(max(age_min, 0.0) + SHIFT) if n_run > 0 else np.nan
 
 
 # ---------------------------------------------------------------- the history of waits
@@ -250,6 +345,29 @@ def _history_row(user, group, queue, bucket_, all_, out):
     out[10] = all_[1] if all_[2] > 0 else nan
 
 
+@numba.njit(cache=True)
+def _recent_row(t, times, z, count, out):
+    """The RECENT features at `t` from the starts before it (`times` sorted, `z` their log waits, the first `count`
+    of them): the mean log wait and the number of jobs started in the last hour; in the last day, the mean log wait
+    and the share that started within a minute."""
+    hour_n, hour_sum, day_n, day_sum, day_quick = 0.0, 0.0, 0.0, 0.0, 0.0
+    quick = np.log(SHIFT + MINUTE)
+    k = count - 1
+    while k >= 0 and times[k] > t - DAY:
+        day_n += 1.0
+        day_sum += z[k]
+        if z[k] < quick:
+            day_quick += 1.0
+        if times[k] > t - HOUR:
+            hour_n += 1.0
+            hour_sum += z[k]
+        k -= 1
+    out[0] = hour_sum / hour_n if hour_n > 0 else np.nan
+    out[1] = np.log1p(hour_n)
+    out[2] = day_sum / day_n if day_n > 0 else np.nan
+    out[3] = day_quick / day_n if day_n > 0 else np.nan
+
+
 # ---------------------------------------------------------------- the sweep over a whole trace
 SUBMIT, END, START = 0, 1, 2  # at the same second a submission sees neither the starts nor the ends of that second
 
@@ -257,7 +375,7 @@ SUBMIT, END, START = 0, 1, 2  # at the same second a submission sees neither the
 @numba.njit(cache=True)
 def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity,
            user_states, group_states, queue_states, bucket_states, all_state,
-           ev_time, ev_kind, ev_job, state_out, history_out):
+           ev_time, ev_kind, ev_job, state_out, history_out, recent_out, started_time, started_z):
     n = len(submit)
     n_state = state_out.shape[1]
     # pending jobs: a doubly linked list in submit order; running jobs: a dense list
@@ -286,6 +404,8 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
     values = np.empty(n + AHEAD + 2, np.float64)
     row = np.empty(n_state, np.float64)
     hist = np.empty(history_out.shape[1], np.float64)
+    recent = np.empty(recent_out.shape[1], np.float64)
+    n_started = 0
     for e in range(len(ev_time)):
         j = ev_job[e]
         kind = ev_kind[e]
@@ -316,6 +436,8 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
             _history_row(user_states[user[j]], group_states[group[j]], queue_states[queue[j]],
                          bucket_states[bucket_[j]], all_state, hist)
             history_out[j, :] = hist
+            _recent_row(t, started_time, started_z, n_started, recent)
+            recent_out[j, :] = recent
             if start[j] >= 0:  # a job that never starts (or whose start is unknown) never waits in the queue
                 pending[j] = True
                 prv[j] = tail
@@ -342,6 +464,9 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
                 run_list[n_run] = j
                 n_run += 1
             z = np.log(max(start[j] - submit[j], 0.0) + SHIFT)
+            started_time[n_started] = t
+            started_z[n_started] = z
+            n_started += 1
             if user[j] > 0:  # code 0: not known, no entity
                 _fold_wait(user_states[user[j]], z)
             if group[j] > 0:
@@ -419,6 +544,12 @@ def entity(jobs: pd.DataFrame, name: str) -> pd.Series:
     return (jobs["cluster"].astype("string") + "/" + values).where(values.notna())
 
 
+def job_keys(jobs: pd.DataFrame) -> np.ndarray:
+    """Each job's key: a 64-bit hash of its `cluster/job_id`."""
+    text = jobs["cluster"].astype(str) + "/" + jobs["job_id"].astype("int64").astype(str)
+    return pd.util.hash_pandas_object(text, index=False).to_numpy(np.uint64)
+
+
 def order(jobs: pd.DataFrame) -> pd.DataFrame:
     """Jobs in the order the sweep sees their submissions: cluster, submit time, then their place in the source."""
     return jobs.sort_values(["cluster", "submit_time", "line"], kind="stable").reset_index(drop=True)
@@ -435,12 +566,15 @@ def capacities(jobs: pd.DataFrame) -> np.ndarray:
 
 @dataclass
 class History:
-    """The entities' wait histories after a sweep: codes and per-code states (fast, slow, count, last), and the
-    last start folded in (epoch seconds)."""
+    """The entities' wait histories after a sweep: codes and per-code states (fast, slow, count, last), the last
+    start folded in (epoch seconds), and the starts of the day before it."""
 
     codes: Codes
     states: dict[str, np.ndarray]
     until: float = float("-inf")
+    # the starts of the last day before `until` (epoch seconds, sorted) and their log waits: the RECENT windows
+    recent_time: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    recent_z: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def state(self, name: str, code: int) -> np.ndarray:
         """A copy of one entity's state (all zeros: no started job known)."""
@@ -460,6 +594,8 @@ def sweep(jobs: pd.DataFrame, codes: Codes | None = None) -> tuple[pd.DataFrame,
     sizes["bucket"] = max(int(encoded["bucket"].max(initial=0)) + 1, 64)
     state = np.full((len(jobs), len(STATE)), np.nan)
     history = np.full((len(jobs), len(HISTORY)), np.nan)
+    recent = np.full((len(jobs), len(RECENT)), np.nan)
+    recent_time, recent_z = np.zeros(0), np.zeros(0)
     states = {name: np.zeros((size, 4)) for name, size in sizes.items()}
     states["all"] = np.zeros((1, 4))
     submit = seconds(jobs["submit_time"])
@@ -481,17 +617,22 @@ def sweep(jobs: pd.DataFrame, codes: Codes | None = None) -> tuple[pd.DataFrame,
         sequence = np.lexsort((ev_job, ev_kind, ev_time))
         out_state = np.empty((len(rows), len(STATE)))
         out_history = np.empty((len(rows), len(HISTORY)))
+        out_recent = np.empty((len(rows), len(RECENT)))
+        started_time, started_z = np.empty(int(known.sum())), np.empty(int(known.sum()))
         _sweep(submit[rows], start, end, procs[rows], req[rows], encoded["queue"][rows], encoded["user"][rows],
                encoded["group"][rows], encoded["bucket"][rows], capacity[rows].astype(np.float64),
                states["user"], states["group"], states["queue"], states["bucket"], states["all"][0],
                ev_time[sequence], ev_kind[sequence].astype(np.int64), ev_job[sequence].astype(np.int64),
-               out_state, out_history)
-        state[rows], history[rows] = out_state, out_history
+               out_state, out_history, out_recent, started_time, started_z)
+        state[rows], history[rows], recent[rows] = out_state, out_history, out_recent
         until = max(until, float(np.max(start[known], initial=until)))
+        last_day = started_time > until - DAY  # the sweep fills them in start order
+        recent_time, recent_z = started_time[last_day], started_z[last_day]
     features = pd.concat([request_features(jobs, capacity),
-                          pd.DataFrame(state, columns=STATE), pd.DataFrame(history, columns=HISTORY)], axis=1)
+                          pd.DataFrame(state, columns=STATE), pd.DataFrame(history, columns=HISTORY),
+                          pd.DataFrame(recent, columns=RECENT)], axis=1)
     features["queue"] = encoded["queue"]
-    return features, History(codes, states, until)
+    return features, History(codes, states, until, recent_time, recent_z)
 
 
 # ---------------------------------------------------------------- a snapshot from a scheduler
@@ -553,6 +694,12 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
                 _fold_wait(current(name, int(code)), z)
         _fold_wait(current("bucket", int(run_bucket[k])), z)
         _fold_wait(current("all", 0), z)
+    fresh_z = np.log(np.maximum(run_start[fresh] - run["submit"][fresh], 0.0) + SHIFT)
+    times = np.concatenate([history.recent_time, run_start[fresh]])
+    by_time = np.argsort(times, kind="stable")
+    times, zs = times[by_time], np.concatenate([history.recent_z, fresh_z])[by_time]
+    recent = np.empty(len(RECENT))
+    _recent_row(snapshot.time, times, zs, int(np.searchsorted(times, snapshot.time, side="left")), recent)
     n_run = len(run_start)
     size = n_run + AHEAD + 2
     scratch = (np.empty(max(n_run, 1)), np.empty(max(n_run, 1)), np.empty(size), np.empty(size))
@@ -572,6 +719,7 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     at = jobs.assign(submit_time=pd.Timestamp(snapshot.time, unit="s", tz="UTC"), timezone=snapshot.timezone)
     capacity = np.full(len(jobs), snapshot.capacity)
     features = pd.concat([request_features(at.reset_index(drop=True), capacity),
-                          pd.DataFrame(state, columns=STATE), pd.DataFrame(hist, columns=HISTORY)], axis=1)
+                          pd.DataFrame(state, columns=STATE), pd.DataFrame(hist, columns=HISTORY),
+                          pd.DataFrame(np.tile(recent, (len(jobs), 1)), columns=RECENT)], axis=1)
     features["queue"] = job["queue"]
     return features

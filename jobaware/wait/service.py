@@ -198,8 +198,7 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
         quarantined += bad
         problems += [str(p) for p in found]
     jobs = pd.concat(frames, ignore_index=True)
-    features, ordered = bundle.trace_features(jobs)
-    answer = bundle.model.predict(features)
+    answer, features, ordered = bundle.trace_answer(jobs)
     rows = answer_rows(answer, features, ordered, capacities(ordered), version)
     with atomic_text(output) as handle:
         for row in rows:

@@ -17,12 +17,13 @@ from jobaware.errors import JobawareError
 from jobaware.model import Evaluation
 from jobaware.wait.bundle import WaitBundle
 from jobaware.wait.evaluate import baselines, metrics
-from jobaware.wait.features import FEATURES, order, sweep
+from jobaware.wait.features import FEATURES, job_keys, order, seconds, sweep
 from jobaware.wait.model import WaitModel
 from jobaware.wait.params import check_params
 from jobaware.wait.schema import complete, table_path
 
 GATE_ROWS = 200_000
+POINT_FIGURES = ("within_x2", "within_10min", "median_abs_error_s", "mean_abs_log10_error")
 
 
 @dataclass(kw_only=True)
@@ -58,21 +59,29 @@ def fit_and_evaluate(jobs: pd.DataFrame, params: dict | None = None,
     if not test.any():
         raise JobawareError("no job with a known wait after the split; use more data or a larger test_fraction")
     waits = jobs["wait_s"].to_numpy(float)
-    model = WaitModel(params=p).fit(features[trees], waits[trees], features[calibration], waits[calibration])
+    started, keys = seconds(jobs["start_time"]), job_keys(jobs)
+    model = WaitModel(params=p).fit(features[trees], waits[trees], keys[trees], features[calibration],
+                                    waits[calibration], started[calibration], keys[calibration])
     clusters = {str(name): {"capacity": float(rows["cluster_procs"].max()) if rows["cluster_procs"].notna().any()
                             else float(rows["processors_req"].max()), "timezone": str(rows["timezone"].iloc[0])}
                 for name, rows in jobs.groupby("cluster", sort=False)}
     bundle = WaitBundle(model=model, history=history, clusters=clusters)
     bundle.trained_on = {"clusters": sorted(clusters), "jobs": len(jobs)}
-    actual = jobs["wait_s"].to_numpy(float)[test]
-    results = {"model": metrics(model.predict(features[test]), actual)}
+    actual = waits[test]
+    answer = model.predict_in_time(features[test], seconds(jobs["submit_time"])[test], actual, started[test],
+                                   keys[test])
+    results = {"model": metrics(answer, actual)}
+    probabilities = model.probabilities(features[test])
+    for kind in ("within_x2", "median"):  # both points, whichever `wait_s` is
+        figures = metrics({"wait_s": model.point(probabilities, kind)}, actual)
+        results["model"].update({f"{kind}_point_{name}": figures[name] for name in POINT_FIGURES})
     training_waits = jobs["wait_s"].to_numpy(float)[trees | calibration]
     for name, answer in baselines(jobs, np.flatnonzero(test), training_waits).items():
         results[name] = metrics(answer, actual)
     results["model"].update(train_rows=float(trees.sum()), calibration_rows=float(calibration.sum()),
-                            test_rows=float(test.sum()), mondrian=float(model.mondrian))
+                            test_rows=float(test.sum()), mondrian=float(model.calibration.mondrian))
     sample = np.sort(np.random.default_rng(p["seed"]).permutation(int(test.sum()))[:GATE_ROWS])
-    made = plots(model.predict(features[test]), actual, plot_dir) if plot_dir else []
+    made = plots(answer, actual, plot_dir) if plot_dir else []
     evaluation = WaitEvaluation(metrics=results, plots=made,
                                 test_features=features[test].iloc[sample][list(FEATURES)].reset_index(drop=True),
                                 test_waits=actual[sample],

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobaware.wait.features import HISTORY, STATE, Snapshot, order, snapshot_features, sweep
+from jobaware.wait.features import HISTORY, RECENT, STATE, Snapshot, order, snapshot_features, sweep
 
 
 def _features(jobs):
@@ -78,7 +78,8 @@ def test_a_snapshot_of_the_queue_gives_the_features_the_sweep_gives(kth_head, po
     served = snapshot_features(job, snapshot, history)
     swept = _features(kth_head).loc[job["job_id"]]
     assert len(snapshot.running) > 0 and len(snapshot.pending) > 0
-    np.testing.assert_allclose(served[list(STATE) + list(HISTORY)].to_numpy(), swept[list(STATE) + list(HISTORY)].to_numpy())
+    queue = list(STATE) + list(HISTORY) + list(RECENT)
+    np.testing.assert_allclose(served[queue].to_numpy(), swept[queue].to_numpy())
     np.testing.assert_allclose(served[["hour", "log2_procs", "log_req"]].to_numpy(),
                                swept[["hour", "log2_procs", "log_req"]].to_numpy())
 
@@ -100,3 +101,58 @@ def test_a_cluster_without_a_stated_size_takes_the_most_asked_so_far(kth_head):
     jobs["cluster_procs"] = jobs["cluster_procs"].astype("float64")
     seen = capacities(jobs)
     assert (np.diff(seen) >= 0).all() and seen[-1] == jobs["processors_req"].max()
+
+
+def _trace(work: dict, start: np.ndarray, capacity: int) -> pd.DataFrame:
+    """queue_jobs rows of a simulated workload."""
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    n = len(start)
+    return pd.DataFrame({
+        "cluster": "c", "cluster_procs": capacity, "timezone": "UTC", "job_id": np.arange(n),
+        "user": [f"u{u}" for u in work["user"]], "group": None, "queue": "q", "partition": None,
+        "processors_req": work["procs"].astype(float), "wallclock_req": work["req"], "mem_req": None,
+        "submit_time": t0 + pd.to_timedelta(work["submit"], unit="s"),
+        "start_time": t0 + pd.to_timedelta(start, unit="s"),
+        "end_time": t0 + pd.to_timedelta(start + work["run"], unit="s"), "wait_s": start - work["submit"],
+        "run_s": work["run"], "status": "COMPLETED", "line": np.arange(1, n + 1)})
+
+
+def test_the_easy_estimate_is_the_start_easy_backfilling_gives_when_no_later_job_comes():
+    """Every job running exactly its requested time, and the job the last one submitted: the estimate at its submit
+    is the start that an EASY scheduler (the generator's, written independently) gives it."""
+    from jobaware.wait.synth import _workload, simulate
+
+    work = _workload(1200, np.random.default_rng(5))
+    work["run"] = work["req"].copy()
+    checked = 0
+    for last in (150, 400, 700, 1000, 1199):
+        prefix = {name: values[: last + 1] for name, values in work.items()}
+        start = simulate(prefix)
+        features, _ = sweep(_trace(prefix, start, 128))
+        row = features.iloc[np.flatnonzero(order(_trace(prefix, start, 128))["job_id"] == last)[0]]
+        if row["pend_n"] == 0 or row["pend_n"] >= 256:
+            continue  # nothing to simulate, or more jobs ahead than the estimate plays
+        assert np.exp(row["until_easy"]) - 60 == pytest.approx(start[last] - prefix["submit"][last], abs=1e-6)
+        checked += 1
+    assert checked >= 3
+
+
+def test_recent_waits_are_those_of_jobs_started_in_the_hour_and_the_day_before_the_submit():
+    t0 = pd.Timestamp("2024-01-01", tz="UTC")
+    second = lambda s: t0 + pd.Timedelta(s, "s")  # noqa: E731
+    # asked about: job 5, submitted at 90,000 s. Job 1 started more than a day before, job 2 within the day
+    # (at once), job 3 within the hour (after 600 s); job 4 starts in the same second as job 5 is submitted: unseen
+    submit = [0, 50_000, 87_000, 89_000, 90_000]
+    start = [10, 50_000, 87_600, 90_000, 90_100]
+    jobs = pd.DataFrame({
+        "cluster": "c", "cluster_procs": 8, "timezone": "UTC", "job_id": [1, 2, 3, 4, 5], "user": "a",
+        "group": None, "queue": "q", "partition": None, "processors_req": 1.0, "wallclock_req": 60.0,
+        "mem_req": None, "submit_time": [second(s) for s in submit], "start_time": [second(s) for s in start],
+        "end_time": [second(s + 30) for s in start], "wait_s": np.subtract(start, submit).astype(float),
+        "run_s": 30.0, "status": "COMPLETED", "line": [1, 2, 3, 4, 5]})
+    features = _features(jobs)
+    assert features.loc[5, "recent_hour"] == pytest.approx(np.log(600 + 60.0))
+    assert features.loc[5, "recent_hour_n"] == pytest.approx(np.log(2))
+    assert features.loc[5, "recent_day"] == pytest.approx((np.log(60.0) + np.log(600 + 60.0)) / 2)
+    assert features.loc[5, "recent_day_quick"] == pytest.approx(0.5)
+    assert np.isnan(features.loc[1, "recent_day"]) and features.loc[1, "recent_hour_n"] == 0

@@ -81,3 +81,53 @@ def test_the_longest_class_has_enough_jobs():
     waits = np.concatenate([np.zeros(1000), np.full(MIN_CLASS_ROWS, 3000.0), np.full(8, 10**7)])
     top = top_class(waits)
     assert top == wait_class(np.array([3000.0]))[0] and wait_class(np.array([1e7]), top)[0] == top
+
+
+def _later_starts_changed(jobs, t, seed):
+    """The jobs with every start after `t` moved later still (their waits with them)."""
+    import pandas as pd
+
+    changed = jobs.copy()
+    later = (changed["start_time"] > t).to_numpy()
+    shift = pd.to_timedelta(np.random.default_rng(seed).integers(60, 50_000, later.sum()), unit="s")
+    changed.loc[later, "start_time"] += shift
+    changed.loc[later, "end_time"] += shift
+    changed["wait_s"] = (changed["start_time"] - changed["submit_time"]).dt.total_seconds()
+    return changed
+
+
+def test_over_a_trace_each_range_is_calibrated_only_by_waits_known_before_its_submit(trained, generated):
+    """The rolling calibration: moving every start after a moment changes no answer of a job submitted before it,
+    and does change later ones (the window has moved on to the trace's own jobs)."""
+    from jobaware.wait.reader import read_trace
+
+    bundle, _ = trained
+    jobs = order(read_trace(generated)[0])
+    t = jobs["submit_time"].iloc[2700]
+    before, _, ordered = bundle.trace_answer(jobs)
+    after, _, _ = bundle.trace_answer(_later_starts_changed(jobs, t, 1))
+    early = (ordered["submit_time"] <= t).to_numpy()
+    for name in before:
+        np.testing.assert_array_equal(before[name][early], after[name][early])
+    assert any((before[name][~early] != after[name][~early]).any() for name in ("wait_low_s", "wait_bound_s"))
+
+
+def test_jobs_the_model_learnt_from_never_calibrate_it(trained, generated):
+    from jobaware.wait.features import job_keys, seconds, sweep
+    from jobaware.wait.reader import read_trace
+
+    bundle, _ = trained
+    model = bundle.model
+    jobs = order(read_trace(generated)[0])
+    features, _ = sweep(jobs)
+    keys = job_keys(jobs)
+    learnt = np.isin(keys, model.trained_keys)
+    assert learnt.sum() == 2100  # the trees' and the calibration periods of 3,000 jobs
+
+    def answer(waits):
+        return model.predict_in_time(features, seconds(jobs["submit_time"]), waits, seconds(jobs["start_time"]), keys)
+
+    waits = jobs["wait_s"].to_numpy(float)
+    other = np.where(learnt, waits * 7 + 600, waits)  # only the learnt jobs' waits differ
+    for name, values in answer(waits).items():
+        np.testing.assert_array_equal(values, answer(other)[name])
