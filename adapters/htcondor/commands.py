@@ -1,9 +1,10 @@
 """The HTCondor adapter's commands (registered by `register(app)` from jobaware/cli.py):
 
-  jobaware hold follow LOG... --audit FILE [--service URL] [--act] [--policy FILE] [--state FILE] [--once|--seconds N]
+  jobaware hold follow LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE] [--state FILE]
+                             [--once|--seconds N]
   jobaware hold decide LOG --cluster C --proc P [--service URL]
   jobaware hold policy --print [--policy FILE]
-  jobaware report holds --audit FILE
+  jobaware report holds (--store URI | --audit FILE)
 """
 
 from __future__ import annotations
@@ -24,6 +25,17 @@ Service = Annotated[str, typer.Option(help="URL of the hold service (env JOBAWAR
 PolicyFile = Annotated[Path | None, typer.Option("--policy", help="the site's policy file (YAML or TOML)")]
 Year = Annotated[int | None, typer.Option(help="year of the first event of year-less (MM/DD) logs")]
 Timeout = Annotated[float, typer.Option(help="seconds to wait for one answer of the service")]
+Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                    "JOBAWARE_STORE): the audit and the read position kept there, beside what the "
+                                    "other daemons keep")]
+AuditFile = Annotated[Path | None, typer.Option("--audit", help="a JSON Lines audit instead of the store")]
+
+
+def _audit_place(store: str, audit: Path | None) -> str | Path:
+    """The audit's place: a JSON Lines file when given, else the site's store; one line when neither is."""
+    if audit is None and not store:
+        raise InputError("give the site's job store (--store or JOBAWARE_STORE) or an --audit file")
+    return audit if audit is not None else store
 
 
 def _log_to(path: Path) -> None:
@@ -44,11 +56,13 @@ def _log_to(path: Path) -> None:
 
 def follow_command(
     logs: Annotated[list[Path], typer.Argument(help="event logs to follow (the schedd's EVENT_LOG, user logs)")],
-    audit: Annotated[Path, typer.Option(help="the audit (JSON Lines), appended")],
+    store: Store = "",
+    audit: AuditFile = None,
     service: Service = DEFAULT_SERVICE,
     act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
     policy: PolicyFile = None,
-    state: Annotated[Path | None, typer.Option(help="position file (default: AUDIT.state.json)")] = None,
+    state: Annotated[Path | None, typer.Option(help="position file of an --audit file (default: AUDIT.state.json)")]
+    = None,
     once: Annotated[bool, typer.Option("--once", help="read what is there now, then stop")] = False,
     seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")]
     = None,
@@ -56,31 +70,39 @@ def follow_command(
     timeout: Timeout = 5.0,
 ):
     """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows."""
+    from adapters.htcondor.adapter import HoldAdapter, refuse_synthetic
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.policy import load_policy
-    from adapters.htcondor.watch import Watch, refuse_synthetic
+    from jobaware import config
+    from jobaware.store import open_store
 
     if seconds is not None and seconds <= 0:
         raise InputError(f"--seconds: expected a positive number, got {seconds}")
+    place = _audit_place(store, audit)
     rules = load_policy(policy)
-    _log_to(Path(str(audit) + ".log"))
+    _log_to(Path(str(audit) + ".log") if audit is not None else config.logs_dir() / "hold-follow.log")
     client = DecisionClient(service, timeout=timeout) if service else None
     acting = act or rules.mode == "act"
     if acting and client is None:
         raise InputError("--act: give --service (acting needs the model's decision)")
     if acting:
         refuse_synthetic(client)
-    watch = Watch(logs, audit, state, client=client, policy=rules, act=act, year=year,
-                  on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
-    err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {audit}",
-              highlight=False)
+    opened = open_store(place) if audit is None else None
     try:
-        total = watch.run(seconds=seconds, once=once)
+        adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
+                              on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
+        err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {place}",
+                  highlight=False, soft_wrap=True)
+        try:
+            total = adapter.run(seconds=seconds, once=once)
+        finally:
+            adapter.close()
     finally:
-        watch.close()
+        if opened is not None:
+            opened.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{watch.follower.bad_records}", highlight=False)
+              f"{adapter.follower.bad_records}", highlight=False)
 
 
 def decide_command(
@@ -114,11 +136,12 @@ def decide_command(
         raise InputError(f"{log}: job {cluster}.{proc}.{subproc} has no hold (012 event) in this log")
     client = DecisionClient(service, timeout=timeout)
     try:
-        answer, error = client.decide(cluster, proc, subproc, request)
+        reply = client.decide(cluster, proc, subproc, request)
     finally:
         client.close()
-    if answer is None:
-        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {error}")
+    if reply.status != "ok":
+        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {reply.status}: {reply.reason}")
+    answer = reply.answer
     trained = answer.get("trained_on") or {}
     row = {"job": f"{cluster}.{proc}.{subproc}", "hold_time": answer.get("hold_time"),
            "hold_reason": answer.get("hold_reason"), "p_release": answer.get("p_release"),
@@ -143,14 +166,21 @@ def policy_command(
 
 
 def report_holds_command(
-    audit: Annotated[Path, typer.Option(help="the follower's audit (JSON Lines)")],
+    store: Store = "",
+    audit: AuditFile = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
     """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds."""
     from adapters.htcondor.report import summarize
+    from jobaware.store import open_store
 
-    rows = summarize(audit)
-    show(rows, as_json, rows=rows, title=f"holds in {audit}")
+    place = _audit_place(store, audit)
+    if audit is not None:
+        rows = summarize(audit)
+    else:
+        with open_store(store) as opened:
+            rows = summarize(opened, where=store)
+    show(rows, as_json, rows=rows, title=f"holds in {place}")
 
 
 def _group(app: typer.Typer, name: str) -> typer.Typer:
