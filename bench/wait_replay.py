@@ -30,10 +30,12 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
-from jobaware.wait.service import parse_request  # noqa: E402
-from jobaware.wait.train import fit_and_evaluate  # noqa: E402
 from tests.slurm.cluster import SlurmCluster  # noqa: E402
+
+from jobaware.bodies import parse_body  # noqa: E402
+from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
+from jobaware.wait.service import WaitRequest, parse_request  # noqa: E402
+from jobaware.wait.train import fit_and_evaluate  # noqa: E402
 
 TRACE = Path(__file__).resolve().parents[1] / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf"
 
@@ -119,7 +121,7 @@ def estimate(bundle, payload: dict, ids: list[int], now: float, begin: float) ->
                 job[name] = clock(job[name])
         if "wallclock_req" in job:
             job["wallclock_req"] *= UNIT
-    jobs, snapshot = parse_request(body, bundle)
+    jobs, snapshot = parse_request(parse_body(WaitRequest, body), bundle)
     answer, _ = bundle.snapshot(jobs, snapshot)
     return dict(zip(jobs["job_id"].astype(int), answer["wait_s"] / UNIT, strict=True))
 

@@ -9,7 +9,7 @@ FEATURE_VERSION = "wait-2"
 
 CAPABILITY = Capability(
     key="wait",
-    question="when will this job start? (a median, an 80 % range and a 95 % bound, calibrated)",
+    question="when will this job start? (a point, an 80 % range and a 95 % bound, calibrated)",
     params=WaitParams,
     primary_metric="within_x2",
     higher_is_better=True,
@@ -33,6 +33,7 @@ CAPABILITY = Capability(
         "pending": [{"job_id": 2, "user": "bob", "queue": "batch", "processors_req": 32, "wallclock_req": 3600,
                      "submit_time": "2024-01-01 09:05:00"}]}),
     smoke=(4000, {"max_iter": 30}),
+    service_memory=("1Gi", "3Gi"),
     metrics_table=("within_x2", "within_10min", "median_abs_error_s", "coverage_80", "coverage_95",
                    "bound_tightness"),
 )

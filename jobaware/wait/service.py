@@ -1,12 +1,13 @@
-"""`wait`'s answers: the `POST /wait` body and its answer, and `predict_file` over traces.
+"""`wait`'s answers: `POST /wait` (`Limits`, the body `WaitRequest`, the answer `wait`) and `predict_file` over
+traces.
 
 `POST /wait` takes a queue snapshot: the moment (`time`, default now), the jobs to estimate (`jobs`), the running
 jobs (`running`, with their start times) and the pending ones in the order the scheduler serves them (`pending`);
 optionally the `cluster` (default: the one the model was trained on) and its `capacity` in processors. A job that is
 in the pending list is estimated from where it stands (its remaining wait from `time`); any other job as a new
-submission behind every pending one. Each answer: `wait_s` (the median), `wait_low_s`..`wait_high_s` (the 80 %
-range), `wait_bound_s` (the 95 % bound), the model version and a short reason. `WaitBody` declares the body, bounds
-and all; the limits come from `JOBAWARE_WAIT_MAX_JOBS` (jobs asked about, default 1,000) and
+submission behind every pending one. Each answer: `wait_s` (the point), `wait_low_s`..`wait_high_s` (the 80 %
+range), `wait_bound_s` (the 95 % bound), the model version and a short reason. `request_model(limits)` declares the
+body, bounds and all; the limits are read from `JOBAWARE_WAIT_MAX_JOBS` (jobs asked about, default 1,000) and
 `JOBAWARE_WAIT_MAX_QUEUE` (running plus pending jobs, default 50,000): the cost of a request is at most jobs x
 queue steps of one compiled loop.
 """
@@ -14,19 +15,22 @@ queue steps of one compiled loop.
 from __future__ import annotations
 
 import json
-import os
 import time
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
 import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, parse_body, worded
+from jobaware.bodies import Body, worded
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
 from jobaware.jsonable import jsonable
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
@@ -34,8 +38,6 @@ from jobaware.wait.features import Snapshot, capacities
 from jobaware.wait.reader import read_trace, trace_files
 from jobaware.wait.schema import CENTURY, CONTRACT, MAX_PROCS
 
-MAX_JOBS = int(os.environ.get("JOBAWARE_WAIT_MAX_JOBS", "1000"))
-MAX_QUEUE = int(os.environ.get("JOBAWARE_WAIT_MAX_QUEUE", "50000"))
 SAFE_INTEGER = 2**53 - 1
 EPOCH_MAX = 4_102_444_800  # 2100-01-01
 # a calendar day from 1970 to 2099 (February 29th in leap years only) and a time of day
@@ -49,6 +51,15 @@ TIME_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
 Time = worded(Annotated[int, Field(ge=0, le=EPOCH_MAX)] | Annotated[str, Field(pattern=TIME_PATTERN)],
               "expected epoch seconds (0..4,102,444,800) or 'YYYY-MM-DD HH:MM:SS' in UTC")
 Name = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class Limits(BaseLimits):
+    """What the service accepts (JOBAWARE_WAIT_MAX_JOBS, JOBAWARE_WAIT_MAX_QUEUE): the jobs asked about and the
+    running plus pending jobs of the snapshot."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_WAIT_")
+    max_jobs: int = Field(1000, ge=1, le=100_000)
+    max_queue: int = Field(50_000, ge=1, le=1_000_000)
 
 
 class Job(Body):
@@ -68,27 +79,41 @@ def _queue_job(required: tuple[str, ...]):
     return Annotated[Job, Field(json_schema_extra={"required": ["job_id", *required]})]
 
 
-class WaitBody(Body):
-    """The body of `POST /wait`. Beyond it: running and pending jobs together at most JOBAWARE_WAIT_MAX_QUEUE, a
-    running job started at or before `time` and not before its submission."""
+@cache
+def request_model(limits: Limits) -> type[Body]:
+    """The body of `POST /wait` under `limits`. Beyond it: running and pending jobs together at most
+    `max_queue`, a running job started at or before `time` and not before its submission."""
 
-    time: Time | None = Field(None, description="the moment of the snapshot (default: now)")
-    cluster: Name | None = Field(None, description="the cluster (default: the one the model was trained on)")
-    capacity: Annotated[int, Field(ge=1, le=MAX_PROCS)] | None = Field(None, description="its processors")
-    jobs: Annotated[list[Job], Field(min_length=1, max_length=MAX_JOBS)]
-    running: Annotated[list[_queue_job(("start_time",))], Field(max_length=MAX_QUEUE)] = Field(default_factory=list)
-    pending: Annotated[list[_queue_job(("submit_time",))], Field(max_length=MAX_QUEUE)] = Field(
-        default_factory=list, description="in the order the scheduler serves them")
+    class WaitRequest(Body):
+        time: Time | None = Field(None, description="the moment of the snapshot (default: now)")
+        cluster: Name | None = Field(None, description="the cluster (default: the one the model was trained on)")
+        capacity: Annotated[int, Field(ge=1, le=MAX_PROCS)] | None = Field(None, description="its processors")
+        jobs: Annotated[list[Job], Field(min_length=1, max_length=limits.max_jobs)]
+        running: Annotated[list[_queue_job(("start_time",))], Field(max_length=limits.max_queue)] = Field(
+            default_factory=list)
+        pending: Annotated[list[_queue_job(("submit_time",))], Field(max_length=limits.max_queue)] = Field(
+            default_factory=list, description="in the order the scheduler serves them")
 
-    @model_validator(mode="after")
-    def _queue_known(self) -> WaitBody:
-        for k, job in enumerate(self.running):
-            if job.start_time is None:
-                raise ValueError(f"running[{k}].start_time: a running job needs its start time")
-        for k, job in enumerate(self.pending):
-            if job.submit_time is None:
-                raise ValueError(f"pending[{k}].submit_time: a pending job needs its submit time")
-        return self
+        @model_validator(mode="after")
+        def _queue_known(self) -> WaitRequest:
+            for k, job in enumerate(self.running):
+                if job.start_time is None:
+                    raise ValueError(f"running[{k}].start_time: a running job needs its start time")
+            for k, job in enumerate(self.pending):
+                if job.submit_time is None:
+                    raise ValueError(f"pending[{k}].submit_time: a pending job needs its submit time")
+            return self
+
+    return WaitRequest
+
+
+LIMITS = Limits.load()
+WaitRequest = request_model(LIMITS)
+
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state. Times are compared with each other and with the snapshot's.
+UNSTATABLE = (r"^running\[#\]\.start_time: (after the snapshot's time|before its submit_time)$",
+              r"^(pending|jobs)\[#\]\.submit_time: after the snapshot's time$")
 
 
 def epoch(value: int | str | None, default: float) -> float:
@@ -110,12 +135,11 @@ def _frame(jobs: list[Job], now: float) -> pd.DataFrame:
     return frame
 
 
-def parse_request(payload, bundle) -> tuple[pd.DataFrame, Snapshot]:
-    """A `POST /wait` body as the jobs to estimate and the snapshot they are estimated in."""
-    body = parse_body(WaitBody, payload)
-    if len(body.running) + len(body.pending) > MAX_QUEUE:
+def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, Snapshot]:
+    """A checked `POST /wait` body as the jobs to estimate and the snapshot they are estimated in."""
+    if len(body.running) + len(body.pending) > limits.max_queue:
         raise TooLargeError(f"running, pending: {len(body.running) + len(body.pending):,} queued jobs; the limit "
-                            f"is {MAX_QUEUE:,} (JOBAWARE_WAIT_MAX_QUEUE)")
+                            f"is {limits.max_queue:,} (JOBAWARE_WAIT_MAX_QUEUE)")
     now = epoch(body.time, time.time())
     cluster = body.cluster or next(iter(bundle.clusters), "unnamed")
     known = bundle.clusters.get(cluster, {})
@@ -160,12 +184,14 @@ def answer_rows(answer: dict[str, np.ndarray], features: pd.DataFrame, jobs: pd.
     return rows
 
 
-def wait_request(payload, bundle, version: str, trained: dict | None = None) -> dict:
-    """`POST /wait`: the answer envelope (model_version, predictions, fit)."""
-    jobs, snapshot = parse_request(payload, bundle)
+def wait(body, model: Served, limits: Limits = LIMITS) -> dict:
+    """Per job: `wait_s` (the point), `wait_low_s`..`wait_high_s` (the 80 % range), `wait_bound_s` (the 95 %
+    bound), the model version and why; `fit` says where the model knows nothing of this queue."""
+    bundle, version = model.bundle, model.version
+    jobs, snapshot = parse_request(body, bundle, limits)
     answer, features = bundle.snapshot(jobs, snapshot)
     capacity = np.full(len(jobs), snapshot.capacity)
-    notes = fit.answer_flags(trained, version)
+    notes = model.fit()
     if snapshot.cluster not in bundle.clusters:
         notes.append(f"model version {version} was trained on {', '.join(sorted(bundle.clusters))}; this queue is "
                      f"{snapshot.cluster}: no wait history of its users is known")

@@ -4,10 +4,10 @@ import json
 import pandas as pd
 import pytest
 
+from jobaware.bodies import parse_body
 from jobaware.errors import InputError
 from jobaware.wait.reader import ingest, read_trace, squeue_body, squeue_jobs
-from jobaware.wait.service import WaitBody
-from jobaware.bodies import parse_body
+from jobaware.wait.service import WaitRequest
 from tests.conftest import KTH, REAL, SQUEUE
 
 HEADER = "; UnixStartTime: 1000000000\n; TimeZoneString: Europe/Stockholm\n; MaxProcs: 64\n; Queue: 1 short\n"
@@ -77,7 +77,7 @@ def test_a_live_squeue_snapshot_becomes_a_wait_request():
     body = squeue_body(payload, now=1795371700)
     assert [j["job_id"] for j in body["jobs"]] == [3, 4] and [j["job_id"] for j in body["pending"]] == [3]
     assert body["jobs"][0]["wallclock_req"] == 60.0 and body["cluster"] == "jobaware-test"
-    parse_body(WaitBody, body)
+    parse_body(WaitRequest, body)
     with pytest.raises(InputError, match="job 99: not in the queue squeue shows"):
         squeue_body(payload, [99], now=1795371700)
 

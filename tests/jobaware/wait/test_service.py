@@ -2,12 +2,19 @@ import json
 
 import pytest
 
+from jobaware.bodies import parse_body
 from jobaware.errors import InputError, TooLargeError
-from jobaware.wait import service
+from jobaware.model import Served
 from jobaware.wait.capability import CAPABILITY
-from jobaware.wait.service import predict_file, wait_request
+from jobaware.wait.service import Limits, predict_file, request_model, wait
 
 FIELDS = {"job_id", "wait_s", "wait_low_s", "wait_high_s", "wait_bound_s", "model_version", "reason"}
+
+
+def wait_request(payload, bundle, version, limits=None):
+    """The route function over a JSON payload, as the service calls it."""
+    limits = limits or Limits()
+    return wait(parse_body(request_model(limits), payload), Served(bundle, version), limits)
 
 
 def test_the_registered_example_is_answered_with_a_reason(trained):
@@ -47,10 +54,14 @@ def test_a_bad_body_is_one_line_naming_the_field(trained, body, message):
 
 def test_a_queue_over_the_limit_is_refused_before_any_work(trained, monkeypatch):
     bundle, _ = trained
-    monkeypatch.setattr(service, "MAX_QUEUE", 3)
-    queued = [{"job_id": k, "submit_time": 1} for k in range(4)]
+    monkeypatch.setenv("JOBAWARE_WAIT_MAX_QUEUE", "3")
+    limits = Limits.load()
+    queued = [{"job_id": k, "submit_time": 1} for k in range(2)]
+    running = [{"job_id": 10 + k, "submit_time": 1, "start_time": 2} for k in range(2)]
     with pytest.raises(TooLargeError, match="4 queued jobs; the limit is 3"):
-        wait_request({"time": 10, "jobs": [{"job_id": 99}], "pending": queued}, bundle, "1")
+        wait_request({"time": 10, "jobs": [{"job_id": 99}], "pending": queued, "running": running}, bundle, "1", limits)
+    with pytest.raises(InputError, match=r"pending: list should have at most 3 items"):
+        wait_request({"time": 10, "jobs": [{"job_id": 99}], "pending": queued * 2}, bundle, "1", limits)
 
 
 def test_predict_file_answers_every_job_of_a_trace_in_order(trained, generated, tmp_path):
