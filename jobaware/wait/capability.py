@@ -1,6 +1,6 @@
 """Registration of `wait`: when will this job start?"""
 
-from jobaware.capabilities import Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.wait.params import WaitParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
@@ -36,4 +36,6 @@ CAPABILITY = Capability(
     service_memory=("1Gi", "3Gi"),
     metrics_table=("within_x2", "within_10min", "median_abs_error_s", "coverage_80", "coverage_95",
                    "bound_tightness"),
+    card=CardPart(answer=Ref("jobaware.wait.card:answer"), shown=Ref("jobaware.wait.card:shown"),
+                  words=Ref("jobaware.wait.card:words")),
 )

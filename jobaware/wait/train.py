@@ -76,8 +76,8 @@ def fit_and_evaluate(jobs: pd.DataFrame, params: dict | None = None,
         figures = metrics({"wait_s": model.point(probabilities, kind)}, actual)
         results["model"].update({f"{kind}_point_{name}": figures[name] for name in POINT_FIGURES})
     training_waits = jobs["wait_s"].to_numpy(float)[trees | calibration]
-    for name, answer in baselines(jobs, np.flatnonzero(test), training_waits).items():
-        results[name] = metrics(answer, actual)
+    for name, baseline in baselines(jobs, np.flatnonzero(test), training_waits).items():
+        results[name] = metrics(baseline, actual)
     results["model"].update(train_rows=float(trees.sum()), calibration_rows=float(calibration.sum()),
                             test_rows=float(test.sum()), mondrian=float(model.calibration.mondrian))
     sample = np.sort(np.random.default_rng(p["seed"]).permutation(int(test.sum()))[:GATE_ROWS])

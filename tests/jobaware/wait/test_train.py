@@ -131,3 +131,10 @@ def test_jobs_the_model_learnt_from_never_calibrate_it(trained, generated):
     other = np.where(learnt, waits * 7 + 600, waits)  # only the learnt jobs' waits differ
     for name, values in answer(waits).items():
         np.testing.assert_array_equal(values, answer(other)[name])
+
+
+def test_training_plots_the_model_s_own_ranges(kth_head, tmp_path):
+    from jobaware.wait.train import fit_and_evaluate
+
+    _, evaluation = fit_and_evaluate(kth_head, {"max_iter": 20}, tmp_path)
+    assert [p.name for p in evaluation.plots] == ["predicted_vs_actual.png"] and evaluation.plots[0].stat().st_size
