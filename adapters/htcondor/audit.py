@@ -7,7 +7,9 @@ Records (field `kind`):
            fired, the mode, the action taken or why not, and the equivalent command line;
   acted    the schedd's answer to an act (or its error), after the act;
   outcome  a later event of a job with an audited hold: released (013), terminated (005, normally or not),
-           removed (009) (a re-hold is a new `hold` record).
+           removed (009) (a re-hold is a new `hold` record);
+  usage    a terminated job's use (`adapters.htcondor.usage`: CPU time, the slot's CPUs, memory and disk used,
+           asked and allocated, the run's wall time), in the store's stream `htcondor.usage` (in the file, here).
 Each record has an `id` (the event's job, time and byte offset in its file; `outcome:` and `acted:` in front
 for those), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
 
@@ -28,6 +30,7 @@ from jobaware.store import JobStore
 
 
 STREAM = "htcondor.holds"  # the store's event stream of the follower's audit
+USAGE_STREAM = "htcondor.usage"  # the store's event stream of terminated jobs' use (record kind `usage`)
 
 
 def read_records(path: str | Path | JobStore) -> Iterator[dict]:
@@ -106,18 +109,20 @@ class _Subjects:
 
 class StoreAudit:
     """The audit as a job store's event stream: each record once under its id (committed and synced by the store
-    before the follower acts), a hold record findable by its job. Asks the store, so it holds nothing in memory."""
+    before the follower acts), a hold (or usage) record findable by its job. Asks the store, so it holds nothing in
+    memory."""
 
-    def __init__(self, store: JobStore):
-        self.store = store
+    def __init__(self, store: JobStore, stream: str = STREAM):
+        self.store, self.stream = store, stream
         self.jobs = _Subjects(store)
 
     def __contains__(self, record_id: str) -> bool:
-        return self.store.has_event(STREAM, record_id)
+        return self.store.has_event(self.stream, record_id)
 
     def write(self, record: dict) -> None:
         record = json.loads(json.dumps(record, default=str, allow_nan=False))
-        self.store.put_event(STREAM, record["id"], record, subject=record["job"] if record["kind"] == "hold" else None)
+        self.store.put_event(self.stream, record["id"], record,
+                             subject=record["job"] if record["kind"] in ("hold", "usage") else None)
 
     def close(self) -> None:
         """The store is the caller's to close."""
