@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import email
+import email.policy
 import time
 from collections.abc import Iterator
 from email.message import Message
@@ -29,7 +30,7 @@ class Inbox:
 
     async def handle_DATA(self, server, session, envelope):
         self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-        self.mails.append(email.message_from_bytes(envelope.content))
+        self.mails.append(email.message_from_bytes(envelope.content, policy=email.policy.default))
         return "250 Message accepted for delivery"
 
     def wait(self, count: int, seconds: float = 60.0) -> list[Message]:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.console import err, out, show
+from jobaware.console import out, show
 from jobaware.errors import JobawareError
 
 mail_app = typer.Typer(no_args_is_help=True, help="The mail spool: end-of-job mails and digests, sent over SMTP with "
@@ -16,11 +16,14 @@ mail_app = typer.Typer(no_args_is_help=True, help="The mail spool: end-of-job ma
 
 
 def _settings():
-    from adapters.slurm.mailprog import environment
-    from jobaware.usage.spool import Settings
+    """The settings (the environment file under the environment, as jobaware-mail reads them); the mail log."""
+    from adapters.slurm.mailprog import environment, log_folder
+    from jobaware.usage.spool import Settings, log_to
 
     env = environment()
-    return env, Settings.from_env(env)
+    settings = Settings.from_env(env)
+    log_to(log_folder(env, settings.spool))
+    return env, settings
 
 
 @mail_app.command("status")
@@ -46,20 +49,15 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] =
 
 
 @mail_app.command("flush")
-def flush(wait: Annotated[bool, typer.Option("--wait", help="keep trying (about an hour) until every mail is sent "
-                                             "or given up on")] = False):
-    """Send the spooled mails that are due now (the end-of-job mails' text written first); exit 1 while any
-    mail is waiting for a retry or was given up on."""
-    from adapters.slurm.mailprog import LIFE, compose
-    from jobaware.usage.spool import Spool, deliver
+def flush():
+    """Try every spooled mail now, due or not (the end-of-job mails' text written first); exit 1 while any mail
+    is waiting for a retry or was given up on. Runs beside a delivery that is waiting for its next try."""
+    from adapters.slurm.mailprog import compose
+    from jobaware.usage.spool import Spool, send_due
 
     env, settings = _settings()
     spool = Spool(settings.spool)
-    done = deliver(spool, settings, lambda entry: compose(entry, env), once=not wait,
-                   until=time.time() + LIFE if wait else None)
-    if done is None:
-        err.print(f"another delivery holds {spool.folder}; it sends these mails", highlight=False, soft_wrap=True)
-        return
+    done = send_due(spool, settings, lambda entry: compose(entry, env), every=True)
     waiting, failed = len(spool.entries()), len(spool.entries(spool.failed))
     out.print(f"sent {done.sent}; {waiting} waiting for a retry, {failed} given up on (through {settings.server})",
               highlight=False)

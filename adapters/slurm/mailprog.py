@@ -166,23 +166,17 @@ def compose(entry: dict, env: dict[str, str] | None = None, now: float | None = 
 
 
 # ---------------------------------------------------------------- the program
-def _log_to(env: dict[str, str], spool: Path) -> None:
-    """The delivery's log: `$JOBAWARE_HOME/logs/mail.log`, or `mail.log` in the spool without a home."""
-    import logging
-
-    folder = Path(env["JOBAWARE_HOME"]) / "logs" if env.get("JOBAWARE_HOME") else spool
-    folder.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(folder / "mail.log")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+def log_folder(env: dict[str, str], spool: Path) -> Path:
+    """Where the mail log goes: `$JOBAWARE_HOME/logs`, or the spool without a home."""
+    return Path(env["JOBAWARE_HOME"]) / "logs" if env.get("JOBAWARE_HOME") else spool
 
 
 def deliver(env: dict[str, str]) -> int:
     """The delivery: every due mail of the spool, with retries, for at most LIFE seconds."""
-    from jobaware.usage.spool import Settings, Spool, deliver as deliver_spool
+    from jobaware.usage.spool import Settings, Spool, deliver as deliver_spool, log_to
 
     settings = Settings.from_env(env)
-    _log_to(env, settings.spool)
+    log_to(log_folder(env, settings.spool))
     deliver_spool(Spool(settings.spool), settings, lambda entry: compose(entry, env), until=time.time() + LIFE)
     return 0
 

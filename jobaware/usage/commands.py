@@ -226,13 +226,15 @@ def report_digest(
 
 
 def _mail_settings():
-    from jobaware.usage.spool import Settings
+    from jobaware import config
+    from jobaware.usage.spool import Settings, log_to
 
+    log_to(config.logs_dir())
     return Settings.from_env(os.environ)
 
 
 def _mail_digests(digests: dict, groups: dict, by: str, to: str, settings, dry_run: bool, when: str) -> None:
-    from jobaware.usage.spool import Spool, deliver, message
+    from jobaware.usage.spool import Spool, message, send_due
 
     subject = f"jobaware: your jobs {when}" if by == "user" else f"jobaware: the jobs of account {{name}} {when}"
     spool, sent_to, skipped = Spool(settings.spool), [], []
@@ -251,11 +253,7 @@ def _mail_digests(digests: dict, groups: dict, by: str, to: str, settings, dry_r
         err.print(f"{by} {name}: no job finished in the period; no digest mailed", highlight=False)
     if dry_run or not sent_to:
         return
-    done = deliver(spool, settings, once=True)
-    if done is None:
-        err.print(f"{len(sent_to)} digest(s) spooled in {spool.queue}; a delivery already running sends them",
-                  highlight=False, soft_wrap=True)
-        return
+    done = send_due(spool, settings)
     if done.deferred or done.failed:
         raise InputError(f"{done.sent} of {len(sent_to)} digest(s) sent through {settings.server}: "
                          f"{done.errors[-1] if done.errors else 'not sent'}; the rest stay in {spool.folder} "

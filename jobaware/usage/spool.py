@@ -1,9 +1,9 @@
 """A mail spool delivered over SMTP with retries: no mail is lost silently.
 
 Each mail is one JSON file in `<spool>/queue/`, written whole (a temporary file, synced, renamed) before anything
-tries to send it. A delivery (`deliver`) holds the spool's lock, sends every mail that is due, and on a failure
-keeps the mail with its error and the time of its next try (30 s, then doubling: `TRIES` tries over about an hour).
-A mail refused for good (a 5xx answer) or out of tries moves to `<spool>/failed/`, with every error, and an error
+tries to send it. A delivery (`deliver`, one at a time) sends every mail that is due, and on a failure keeps the
+mail with its error and the time of its next try (30 s, then doubling: `TRIES` tries over about an hour), waiting
+for it; `send_due` is one pass over the queue (`jobaware mail flush`), which may run beside a delivery. A mail refused for good (a 5xx answer) or out of tries moves to `<spool>/failed/`, with every error, and an error
 line goes to the log; `jobaware mail status` lists them and `jobaware mail retry` queues them again. A mail may be
 spooled before its text is known (`body` None: the end-of-job mail, whose efficiency lines wait for accounting):
 the delivery's `compose` writes it, or says when to ask again (`NotYet`).
@@ -15,6 +15,7 @@ An entry: `id`, `created`, `to` (addresses or user names, completed with `JOBAWA
 from __future__ import annotations
 
 import contextlib
+import email.policy
 import fcntl
 import json
 import logging
@@ -33,7 +34,8 @@ log = logging.getLogger("jobaware.mail")
 
 TRIES = 8  # tries per mail: at 0, 30 s, 1.5 min, 3.5 min, ... about 64 minutes after the first
 FIRST_DELAY = 30.0  # seconds before the second try; each later wait twice the one before
-QUEUE, FAILED, LOCK = "queue", "failed", ".lock"
+QUEUE, FAILED = "queue", "failed"
+PASS, WORKER = ".pass.lock", ".worker.lock"  # held during one pass over the queue; for a delivery's whole life
 
 
 class NotYet(Exception):
@@ -89,6 +91,19 @@ class Settings:
     @property
     def server(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def log_to(folder: Path) -> Path:
+    """The mail log (`folder/mail.log`): every mail sent, every failed try, every mail given up on."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "mail.log"
+    if not any(getattr(h, "baseFilename", None) == str(path.resolve()) for h in log.handlers):
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+    return path
 
 
 def address(user: str, domain: str | None) -> str:
@@ -163,12 +178,13 @@ class Spool:
         return moved
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[bool]:
-        """The spool's lock, without waiting: True when held (one delivery at a time)."""
+    def locked(self, name: str, wait: bool = False) -> Iterator[bool]:
+        """The spool's lock `name` (PASS or WORKER): True when held; without `wait`, False at once when another
+        process holds it."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / LOCK, "a") as handle:
+        with open(self.folder / name, "a") as handle:
             try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
                 yield False
                 return
@@ -180,7 +196,9 @@ class Spool:
 
 # ---------------------------------------------------------------- sending
 def message(entry: dict, settings: Settings) -> EmailMessage:
-    mail = EmailMessage()
+    """The mail of a spooled entry. Lines up to RFC 5322's 998 characters are not folded: Slurm's subjects stay
+    on one line, and the text goes as it is (7bit) rather than quoted-printable."""
+    mail = EmailMessage(policy=email.policy.default.clone(max_line_length=998))
     mail["From"] = settings.sender
     mail["To"] = ", ".join(address(user, settings.domain) for user in entry["to"])
     mail["Subject"] = entry["subject"]
@@ -255,27 +273,40 @@ def _attempt(spool: Spool, path: Path, entry: dict, settings: Settings, compose,
     log.info("mail %s sent to %s: %s", entry["id"], ", ".join(entry["to"]), entry["subject"])
 
 
-def deliver(spool: Spool, settings: Settings, compose: Callable[[dict], str] | None = None, *, once: bool = False,
+def send_due(spool: Spool, settings: Settings, compose: Callable[[dict], str] | None = None, *, every: bool = False,
+             clock: Callable[[], float] = time.time) -> Delivered:
+    """One pass over the queue, holding the pass lock (waiting for another pass to end): every mail that is due
+    (`every`: every mail, due or not) is tried once."""
+    result = Delivered()
+    with spool.locked(PASS, wait=True):
+        for path, entry in spool.entries():
+            if every or entry["next_try"] <= clock():
+                _attempt(spool, path, entry, settings, compose, clock(), result)
+    return result
+
+
+def deliver(spool: Spool, settings: Settings, compose: Callable[[dict], str] | None = None, *,
             until: float | None = None, clock: Callable[[], float] = time.time,
             sleep: Callable[[float], None] = time.sleep) -> Delivered | None:
-    """Send what is due, holding the spool's lock (None when another delivery holds it: that one sends these
-    too). With `once`, one pass; else until the queue is empty or its next try is after `until` (epoch seconds),
-    waiting between tries. After letting the lock go, looks once more: a mail spooled while the lock was being let
-    go is not left behind."""
+    """A delivery: passes over the queue, waiting between them for the next try, until the queue is empty or its
+    next try is after `until` (epoch seconds). One delivery at a time (the worker lock; None when another holds
+    it: that one sends these mails too); it sleeps without the pass lock, so `send_due` (`jobaware mail flush`)
+    can run meanwhile. After letting the worker lock go it looks once more, so that a mail spooled while it was
+    ending is not left behind."""
     result = Delivered()
     while True:
-        with spool.locked() as held:
-            if not held:
+        with spool.locked(WORKER) as alive:
+            if not alive:
                 return None if not result.sent + result.deferred + result.failed else result
             while True:
-                queued = spool.entries()
-                for path, entry in queued:
-                    if entry["next_try"] <= clock():
-                        _attempt(spool, path, entry, settings, compose, clock(), result)
+                done = send_due(spool, settings, compose, clock=clock)
+                result.sent, result.deferred, result.failed = (result.sent + done.sent, result.deferred + done.deferred,
+                                                               result.failed + done.failed)
+                result.errors += done.errors
                 waiting = [entry["next_try"] for _, entry in spool.entries()]
-                if once or not waiting or (until is not None and min(waiting) > until):
+                if not waiting or (until is not None and min(waiting) > until):
                     break
                 sleep(max(0.0, min(min(waiting) - clock(), 60.0)))
         later = [entry["next_try"] for _, entry in spool.entries()]
-        if once or not later or (until is not None and min(later) > until):
+        if not later or (until is not None and min(later) > until):
             return result

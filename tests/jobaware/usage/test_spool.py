@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from jobaware.usage.spool import TRIES, NotYet, Settings, Spool, delay, deliver
+from jobaware.usage.spool import TRIES, WORKER, NotYet, Settings, Spool, delay, deliver, send_due
 from tests.conftest import free_port
 from tests.smtp import smtp_server
 
@@ -44,7 +44,7 @@ def test_a_spooled_mail_is_sent_and_leaves_the_spool(tmp_path):
         spool = Spool(chosen.spool)
         path = spool.put(["alice", "bob@other.org"], "Slurm Job_id=7 Name=x Ended", "Job 7: COMPLETED\n")
         assert json.loads(path.read_text())["body"] == "Job 7: COMPLETED\n"  # on disk before any try
-        done = deliver(spool, chosen, once=True)
+        done = send_due(spool, chosen)
         assert (done.sent, done.deferred, done.failed) == (1, 0, 0) and spool.entries() == []
         [mail] = inbox.mails
     assert inbox.envelopes == [("slurm@cluster.example", ["alice@example.org", "bob@other.org"])]
@@ -64,7 +64,7 @@ def test_a_server_that_is_down_is_retried_then_the_mail_is_kept_in_failed(tmp_pa
     # the server comes back: queued again, it is sent
     assert spool.retry_failed() == 1
     with smtp_server(chosen.port) as (inbox, _):
-        assert deliver(spool, chosen, once=True).sent == 1
+        assert send_due(spool, chosen).sent == 1
     assert len(inbox.mails) == 1 and spool.entries(spool.failed) == []
 
 
@@ -73,7 +73,7 @@ def test_a_mail_refused_for_good_is_not_tried_again(tmp_path):
         chosen = settings(tmp_path, port)
         spool = Spool(chosen.spool)
         spool.put(["nobody"], "subject", "body")
-        done = deliver(spool, chosen, once=True)
+        done = send_due(spool, chosen)
     assert done.failed == 1 and "550" in done.errors[0] and inbox.mails == []
     assert [e["tries"] for _, e in spool.entries(spool.failed)] == [1]
 
@@ -91,8 +91,8 @@ def test_a_mail_whose_text_is_not_ready_waits_and_one_delivery_runs_at_a_time(tm
                 raise NotYet(5.0)
             return "composed"
 
-        with spool.locked() as held:
-            assert held and deliver(spool, chosen, compose, once=True) is None  # another delivery holds the spool
+        with spool.locked(WORKER) as held:
+            assert held and deliver(spool, chosen, compose) is None  # another delivery runs: it sends this mail
         done = deliver(spool, chosen, compose, clock=clock, sleep=clock.sleep)
         assert done.sent == 1 and asked == [1000.0, 1005.0, 1010.0]
         assert inbox.mails[0].get_payload().strip() == "composed"
@@ -104,5 +104,17 @@ def test_an_unreadable_spool_file_is_moved_aside_not_lost(tmp_path):
         spool = Spool(chosen.spool)
         spool.put(["alice"], "good", "body")
         (spool.queue / "0-broken.json").write_text("{not json")
-        assert deliver(spool, chosen, once=True).sent == 1
+        assert send_due(spool, chosen).sent == 1
     assert (spool.failed / "0-broken.json").read_text() == "{not json"
+
+
+def test_a_flush_tries_every_mail_now_while_a_delivery_waits_for_its_retry(tmp_path):
+    port = free_port()
+    chosen = settings(tmp_path, port)
+    spool, clock = Spool(chosen.spool), Clock()
+    spool.put(["alice"], "subject", "body", now=clock())
+    assert send_due(spool, chosen, clock=clock).deferred == 1  # the server is down: the next try in 30 s
+    with smtp_server(port) as (inbox, _), spool.locked(WORKER):  # a delivery is waiting for that try
+        assert send_due(spool, chosen, clock=clock).sent == 0  # not due yet
+        assert send_due(spool, chosen, every=True, clock=clock).sent == 1  # `jobaware mail flush`
+    assert len(inbox.mails) == 1 and spool.entries() == []
