@@ -58,7 +58,7 @@ def _read(store, filters, work, label: str):
 
 def _cell(row: dict) -> dict:
     from jobaware.usage.jobs import said_text
-    from jobaware.usage.measures import clock, percent, size
+    from jobaware.usage.measures import clock, hours, percent, size
 
     spread = row.get("distribution")
     if spread:
@@ -73,7 +73,7 @@ def _cell(row: dict) -> dict:
         memory = f"{size(row.get('mem_used_mib'))} / {size(row.get('mem_req_mib'))}"
     return {"job": row["job"], "user": row.get("user") or "", "partition": row.get("partition") or "",
             "end": row["state"], "ran": ran, "time eff": time_eff, "CPU eff": cpu_eff, "memory used / asked": memory,
-            "mem eff": mem_eff, "node-h": f"{row['node_hours']:.2f}" if row.get("node_hours") is not None else "-",
+            "mem eff": mem_eff, "node-h": hours(row.get("node_hours")),
             "said before it ran": said_text(row.get("said") or [])}
 
 
@@ -124,9 +124,11 @@ def report_jobs(
         return
     show(None, False, [_cell(row) for row in found.rows], title="finished jobs (arrays: median [10th-90th "
                                                                  "percentile] of their tasks)")
+    from jobaware.usage.measures import hours
+
     states = ", ".join(f"{n:,} {s}" for s, n in found.states.most_common())
-    out.print(f"{found.jobs:,} jobs ({states}); {found.node_hours:.1f} node-hours, {found.failed_node_hours:.1f} "
-              f"failed, {found.timeout_node_hours:.1f} timed out; {found.unaccounted:,} without accounting data; "
+    out.print(f"{found.jobs:,} jobs ({states}); {hours(found.node_hours)} node-hours, {hours(found.failed_node_hours)} "
+              f"failed, {hours(found.timeout_node_hours)} timed out; {found.unaccounted:,} without accounting data; "
               f"{found.not_finished:,} not finished; {found.not_listed:,} not listed", highlight=False, soft_wrap=True)
 
 

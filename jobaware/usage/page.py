@@ -15,7 +15,7 @@ from pathlib import Path
 
 from jobaware.outputs import atomic_text
 from jobaware.usage.jobs import Report, said_text
-from jobaware.usage.measures import clock, percent, size
+from jobaware.usage.measures import clock, hours, percent, size
 
 DPI = 90
 TITLES = {"time_eff": "time used of the limit asked", "cpu_eff": "CPU time used of the CPUs x time allocated",
@@ -82,7 +82,7 @@ def _cells(row: dict) -> list[str]:
     return [row["job"], row.get("user") or "", row.get("account") or "", row.get("partition") or "", row["state"],
             ran, percent(row.get("time_eff")), percent(row.get("cpu_eff")),
             f"{size(row.get('mem_used_mib')) if 'distribution' not in row else '-'} / {size(row.get('mem_req_mib'))}",
-            percent(row.get("mem_eff")), f"{row['node_hours']:.2f}" if row.get("node_hours") is not None else "-",
+            percent(row.get("mem_eff")), hours(row.get("node_hours")),
             said_text(row.get("said") or [])]
 
 
@@ -96,8 +96,8 @@ def write(found: Report, path: str | Path, title: str) -> Path:
     figures = [("efficiency histograms", _histograms(found)), ("requested against used", _requested_used(found))]
     states = ", ".join(f"{n:,} {s}" for s, n in found.states.most_common()) or "none"
     parts = [f"<h1>{esc(title)}</h1>",
-             f"<p>{found.jobs:,} finished jobs ({esc(states)}); {found.node_hours:.1f} node-hours, of which "
-             f"{found.failed_node_hours:.1f} in failed and {found.timeout_node_hours:.1f} in timed-out jobs. "
+             f"<p>{found.jobs:,} finished jobs ({esc(states)}); {hours(found.node_hours)} node-hours, of which "
+             f"{hours(found.failed_node_hours)} in failed and {hours(found.timeout_node_hours)} in timed-out jobs. "
              f"{found.unaccounted:,} without accounting data; {found.not_finished:,} not finished yet.</p>"]
     for caption, data in figures:
         parts.append(f"<figure><img class='figure' alt='{esc(caption)}' src='data:image/png;base64,{data}'>"
