@@ -143,21 +143,30 @@ def latest_card(predictions: dict[str, dict]) -> dict | None:
     return max(cards, key=lambda card: card.get("created") or 0, default=None)
 
 
-def _after(key: str):
-    """The `after` a capability's card part declares, or None."""
-    from jobaware import capabilities
+class Afters:
+    """The `after` each capability's card part declares (None where it declares none), looked up once per key:
+    the registry is read once per report, not once per job."""
 
-    card = getattr(capabilities.registry().get(key), "card", None)
-    return getattr(card, "after", None)
+    def __init__(self):
+        self.found: dict = {}
+
+    def __call__(self, key: str):
+        if key not in self.found:
+            from jobaware import capabilities
+
+            card = getattr(capabilities.registry().get(key), "card", None)
+            self.found[key] = getattr(card, "after", None)
+        return self.found[key]
 
 
 def _shown(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def said(predictions: dict[str, dict], happened: dict) -> list[dict]:
+def said(predictions: dict[str, dict], happened: dict, afters: Afters | None = None) -> list[dict]:
     """What each answered part of the job's latest card said before the run, beside what happened where the part
     can tell (`right`: whether it came true; None: not a yes-or-no); `[]` without a card."""
+    afters = afters or Afters()
     card = latest_card(predictions)
     if card is None:
         return []
@@ -165,7 +174,7 @@ def said(predictions: dict[str, dict], happened: dict) -> list[dict]:
     for key, part in (card.get("parts") or {}).items():
         if not isinstance(part, dict) or part.get("status") != "ok":
             continue
-        after = _after(key)
+        after = afters(key)
         judged = after(part, happened) if after is not None else None
         if judged is None:
             fields = {k: v for k, v in part.items() if k not in SKIPPED_FIELDS and isinstance(v, str | int | float | bool)}
@@ -312,7 +321,7 @@ def summarize(found: Iterable[tuple[dict | None, dict]], limit: int = 200,
               advance=lambda n: None) -> Report:
     """The rows and totals of (what happened, the job's predictions) pairs (None for a job not finished): at most
     `limit` rows, an array's tasks (where `grouped`) as one row."""
-    result, arrays, order = Report(), {}, []
+    result, arrays, order, afters = Report(), {}, [], Afters()
     for happened, predictions in found:
         advance(1)
         if happened is None:
@@ -320,7 +329,7 @@ def summarize(found: Iterable[tuple[dict | None, dict]], limit: int = 200,
             continue
         measured = efficiencies(happened)
         result.add_points(happened, measured)
-        beside = said(predictions, happened) if predictions else []
+        beside = said(predictions, happened, afters) if predictions else []
         array = happened.get("array_job_id")
         if grouped(happened):
             if array not in arrays:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jobaware.store import JobStore
-from jobaware.usage.jobs import Filters, finished, said
+from jobaware.usage.jobs import Afters, Filters, finished, said
 from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies, next_request
 
 GROUPS = ("user", "account", "partition")
@@ -78,12 +78,12 @@ class Group:
 def waste(store: JobStore, filters: Filters, by: str = "user", advance=lambda n: None) -> tuple[list[dict], dict]:
     """(one row per group, largest `wasted` first; the totals as one row) over the jobs `filters` keep."""
     groups: dict[str, Group] = {}
-    total = Group("all")
+    total, afters = Group("all"), Afters()
     for happened, predictions in finished(store, filters):
         advance(1)
         if happened is None:
             continue
-        beside = said(predictions, happened) if predictions else []
+        beside = said(predictions, happened, afters) if predictions else []
         name = happened.get(by) or "(none)"
         groups.setdefault(name, Group(name)).add(happened, beside)
         total.add(happened, beside)

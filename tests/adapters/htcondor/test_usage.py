@@ -3,10 +3,15 @@ disk used, asked and allocated, and the run's wall time from the job's last exec
 
 from __future__ import annotations
 
+import datetime as dt
+
 from adapters.htcondor.audit import USAGE_STREAM, read_records
 from adapters.htcondor.usage import terminate_usage
 from adapters.htcondor.watch import Watch
+import pytest
+
 from jobaware.store import open_store
+from jobaware.usage.jobs import Filters, report
 from tests.adapters.htcondor.conftest import CONDOR, REAL_LOGS
 
 TERMINATED = """005 (12634379.000.000) 2025-04-18 01:02:24 Job terminated.
@@ -68,6 +73,15 @@ def test_the_follower_keeps_every_real_termination_once(tmp_path):
     assert all(u["mem_req_mib"] for u in ended if u["cpu_time_s"] is not None)
     # what `report holds` reads is unchanged: the holds stream has no usage record
     assert not any(r["kind"] == "usage" for r in read_records(store))
+    # `report jobs --htcondor`: the same efficiencies as Slurm's jobs
+    found = report(store, Filters(), limit=1000, source="htcondor")
+    assert found.jobs == 100 and len(found.rows) == 100
+    row = next(r for r in found.rows if r["job"] == "12634379.0")
+    assert row["cpu_eff"] == pytest.approx(77195 / (2 * 60131)) and row["mem_eff"] == pytest.approx(39663 / 65536)
+    assert row["node_hours"] is None and row["state"] == "COMPLETED"
+    ended = report(store, Filters(since=dt.datetime(2025, 4, 18).timestamp(), until=dt.datetime(2025, 4, 19).timestamp()),
+                   source="htcondor")
+    assert "12634379.0" in {r["job"] for r in ended.rows} and ended.jobs < 100  # by end time
     store.close()
 
 

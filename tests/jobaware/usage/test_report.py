@@ -3,6 +3,7 @@ the filters, what was said before the run beside what happened, and the totals o
 
 from __future__ import annotations
 
+import datetime as dt
 from types import SimpleNamespace
 
 import pytest
@@ -40,7 +41,7 @@ def test_efficiencies_and_the_values_to_ask_for_next_time():
 def test_a_moment_and_job_ids_are_read_or_refused_in_one_line():
     assert moment("7d", NOW, "--since") == NOW - 7 * 86_400 and moment("90m", NOW, "--since") == NOW - 5400
     assert moment("all", NOW, "--since") is None and moment("now", NOW, "--until") == NOW
-    assert moment("2026-01-31", NOW, "--since") == pytest.approx(__import__("datetime").datetime(2026, 1, 31).timestamp())
+    assert moment("2026-01-31", NOW, "--since") == pytest.approx(dt.datetime(2026, 1, 31).timestamp())
     with pytest.raises(InputError, match=r"--since 'yesterday': expected a time ago"):
         moment("yesterday", NOW, "--since")
     assert job_ids(["12,13_4", "7"]) == [(12, None), (13, 4), (7, None)]
@@ -132,3 +133,20 @@ def test_waste_per_user_and_the_totals(store_uri):
     assert alice["released_by_use"] == pytest.approx((3600 - 900 + 0) / 3600)  # 104 asked 60 s: nothing to release
     assert total["jobs"] == 15 and total["wasted"] == pytest.approx(sum(g["wasted"] for g in groups))
     assert {g["partition"] for g in by_partition} == {"debug", "long"}
+
+
+def test_an_array_of_ten_thousand_tasks_is_one_row(tmp_path):
+    from tests.jobaware.usage.conftest import record, usage
+
+    with open_store(str(tmp_path / "store")) as store, store.batch():
+        for task in range(10_000):
+            store.put_record(record(500_000 + task, NOW - 3600, "erin", "COMPLETED",
+                                    usage(60 + task % 100, 3600, 1, (60 + task % 100) * (task % 10) / 10, 1000.0,
+                                          100.0 + task % 50, array_job_id=500_000, array_task_id=task)))
+    with open_store(str(tmp_path / "store")) as store:
+        found = report(store, Filters(), limit=5)
+    [row] = found.rows
+    assert row["job"] == "500000_[0-9999]" and row["tasks"] == 10_000 and found.not_listed == 0
+    cpu = row["distribution"]["cpu_eff"]
+    assert (cpu["n"], cpu["min"], cpu["median"], cpu["max"]) == (10_000, 0.0, pytest.approx(0.45), pytest.approx(0.9))
+    assert row["distribution"]["mem_used_mib"]["max"] == 149.0 and len(found.points["cpu_eff"]) == 10_000
