@@ -192,6 +192,7 @@ def start_delivery(settings: dict[str, str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     subject, recipients, flags = parse(argv)
+    os.umask(0o007)  # as the jobaware units: the spool and the log stay writable by the group jobaware
     try:
         env = environment()
         if "--deliver" in flags:

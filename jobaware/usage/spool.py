@@ -182,7 +182,9 @@ class Spool:
         """The spool's lock `name` (PASS or WORKER): True when held; without `wait`, False at once when another
         process holds it."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / name, "a") as handle:
+        # read-only: a lock file another user (slurmctld's MailProg, a digest) created is locked all the same
+        handle = os.open(self.folder / name, os.O_RDONLY | os.O_CREAT, 0o660)
+        try:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError:
@@ -192,6 +194,8 @@ class Spool:
                 yield True
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
+        finally:
+            os.close(handle)
 
 
 # ---------------------------------------------------------------- sending
