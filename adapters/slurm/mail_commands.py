@@ -15,14 +15,16 @@ mail_app = typer.Typer(no_args_is_help=True, help="The mail spool: end-of-job ma
                                                   "retries.")
 
 
-def _settings():
-    """The settings (the environment file under the environment, as jobaware-mail reads them); the mail log."""
+def _settings(logged: bool = True):
+    """The settings (the environment file under the environment, as jobaware-mail reads them); with `logged`, the
+    mail log set up (a command that sends)."""
     from adapters.slurm.mailprog import environment, log_folder
     from jobaware.usage.spool import Settings, log_to
 
     env = environment()
     settings = Settings.from_env(env)
-    log_to(log_folder(env, settings.spool))
+    if logged:
+        log_to(log_folder(env, settings.spool))
     return env, settings
 
 
@@ -31,7 +33,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] =
     """The mails waiting in the spool and those given up on, with their tries and last error."""
     from jobaware.usage.spool import Spool
 
-    _, settings = _settings()
+    _, settings = _settings(logged=False)
     spool = Spool(settings.spool)
     rows = [{"where": where, "id": entry["id"], "to": ", ".join(entry["to"]), "subject": entry["subject"][:80],
              "tries": entry["tries"],
