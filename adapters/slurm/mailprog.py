@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         env = environment()
         if "--deliver" in flags:
             return deliver(env)
-        from jobaware.usage.spool import Settings, Spool, message
+        from jobaware.usage.spool import WORKER, Settings, Spool, message
 
         if env.get("JOBAWARE_HOME"):  # the spool and the log where a delivery started in / finds them
             env["JOBAWARE_HOME"] = str(Path(env["JOBAWARE_HOME"]).resolve())
@@ -211,10 +211,13 @@ def main(argv: list[str] | None = None) -> int:
             entry["body"] = compose(entry, env)
             print(message(entry, settings).as_string())
             return 0
-        spool = settings.spool.resolve()
-        Spool(spool).put(recipients, subject, None, kind="slurm", request=request)
-        start_delivery({"JOBAWARE_MAIL_SPOOL": str(spool),
-                        **({"JOBAWARE_HOME": env["JOBAWARE_HOME"]} if env.get("JOBAWARE_HOME") else {})})
+        spool = Spool(settings.spool.resolve())
+        spool.put(recipients, subject, None, kind="slurm", request=request)
+        with spool.locked(WORKER) as free:
+            running = not free  # a delivery is running: it sends this mail too (it looks again before it ends)
+        if not running:
+            start_delivery({"JOBAWARE_MAIL_SPOOL": str(spool.folder),
+                            **({"JOBAWARE_HOME": env["JOBAWARE_HOME"]} if env.get("JOBAWARE_HOME") else {})})
         return 0
     except Exception as exc:  # noqa: BLE001 - slurmctld logs this line; nothing else may escape
         print(f"jobaware-mail: the mail to {', '.join(recipients) or '?'} ({subject!r}) was not spooled: "

@@ -172,3 +172,22 @@ def test_a_mail_that_cannot_be_spooled_is_said_to_slurmctld(site):
         done.stderr.count("\n") == 1, done.stderr
     dry, _ = _mailprog(site, "--dry-run", "-s", SUBJECT, "alice")
     assert dry.returncode == 0 and "Subject: " + SUBJECT in dry.stdout and "CPU: 2 CPUs" in dry.stdout
+
+
+def test_many_mails_at_once_are_all_sent_by_one_delivery(site):
+    """An array's tasks each mailed (`--mail-type=ARRAY_TASKS`): many MailProgs at once; one delivery runs, the
+    others see it and leave the mail to it; every mail arrives, and no delivery outlives an empty queue."""
+    with smtp_server(site["port"]) as (inbox, _):
+        started = [subprocess.Popen([sys.executable, "-m", "adapters.slurm.mailprog", "-s", f"{SUBJECT} #{i}", "alice"],
+                                    env={**site["env"], **ENDED}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                   for i in range(12)]
+        assert [p.wait(60) for p in started] == [0] * 12
+        for process in started:
+            process.stdout.close()
+            process.stderr.close()
+        mails = inbox.wait(12, seconds=90)
+    assert sorted(int(m["Subject"].rsplit("#", 1)[1]) for m in mails) == list(range(12))
+    deadline = time.monotonic() + 30
+    while _deliveries(site["spool"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _deliveries(site["spool"]) and not list((site["spool"] / "queue").glob("*.json"))
