@@ -6,7 +6,8 @@ filters (job and array ids, user, account, partition) are applied to what that r
 run is read from the cards an adapter kept among the job's predictions (`said`): every answered part of the
 latest card, put beside what happened by the part's own `after` where its capability's card part declares one
 (`after(part, facts) -> {"said", "happened", "right", "released_node_hours"} | None`), else shown as the part's
-fields. HTCondor jobs (`source="htcondor"`) come from the follower's `htcondor.usage` stream, by end time.
+fields. HTCondor jobs (`source="htcondor"`) come from the follower's `htcondor.usage` stream, by end time (the
+stream is read whole: it has no time index).
 """
 
 from __future__ import annotations
