@@ -90,11 +90,10 @@ def timed(function, repeats: int) -> tuple[float, object]:
 
 def query(uri: str, repeats: int) -> dict:
     """Each query's median time, what it found, and the peak memory of this process (run in a fresh one)."""
-    from adapters.slurm.adapter import Policy, cached_verdicts
-
     import jobaware.store.local  # noqa: F401 - imports are not the store's cost
     import jobaware.store.redis  # noqa: F401
     import jobaware.store.sqlite  # noqa: F401
+    from adapters.slurm.adapter import Policy, cached_verdicts
 
     since = NOW - 30 * DAY
     before = resident_mib()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -361,9 +362,12 @@ def service_command(key: str, port: int, host: str) -> list[str]:
     return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
 
 
-def service_env() -> dict:
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
-            "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
+def service_env(key: str, port: int) -> dict:
+    """The environment of a service: BentoML's home is the service's own (`JOBAWARE_HOME/bentoml/<key>-<port>`), so
+    that each keeps its own Prometheus folder (BentoML empties that folder when a service starts)."""
+    home = config.home(create=False)
+    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False), "JOBAWARE_HOME": str(home),
+            "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
 @app.command("serve")
@@ -375,8 +379,8 @@ def serve(
     """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server."""
     from jobaware import supervise
 
-    code = supervise.serve(service_command(key, port, host), service_env(), host, port,
-                           say=lambda line: err.print(line, highlight=False, soft_wrap=True))
+    code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
+                           say=_say_to_a_person)
     if code:
         raise typer.Exit(code)
 
@@ -395,7 +399,7 @@ def demo(first_port: Annotated[int, typer.Option(help="port of the first service
         for offset, key in enumerate(keys):
             port = first_port + offset
             log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-            started.append(supervise.Guarded(service_command(key, port, "127.0.0.1"), service_env(), stdout=log,
+            started.append(supervise.Guarded(service_command(key, port, "127.0.0.1"), service_env(key, port), stdout=log,
                                              stderr=subprocess.STDOUT))
             examples[key] = port
         _print_examples(examples)
@@ -429,6 +433,14 @@ def stop_services(processes: list, grace: float = 20.0) -> None:
         signal.signal(signal.SIGINT, previous)
 
 
+def _say_to_a_person(line: str) -> None:
+    """A notice while waiting: on a terminal it is shown; in a script it goes to the log only, so that a
+    refusal stays one line."""
+    logging.getLogger("jobaware").info(line)
+    if sys.stderr.isatty():
+        err.print(line, highlight=False, soft_wrap=True)
+
+
 def _print_examples(ports: dict[str, int]) -> None:
     for key, port in ports.items():
         path, body = capabilities.get(key).example
@@ -439,12 +451,12 @@ def _print_examples(ports: dict[str, int]) -> None:
 
 
 cli_registry.register(app, models_app)
+_register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
         app.add_typer(_group, name=_capability.key)
         _capability.commands(_group, app)
-_register_slurm(app, report_app)
 _register_htcondor(app)
 _register_store(app)
 _register_usage(app, report_app)

@@ -251,9 +251,12 @@ def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tm
     env.pop("MLFLOW_TRACKING_URI", None)
     classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
+    live = run("report", "live", "--store", tmp_path / "store")
+    assert live.returncode == 0 and "now `jobaware failure accuracy`" in live.stderr, live.stderr
+    assert "no finished job with a verdict yet" in live.stdout
     listed = run("--help").stdout
     assert all(f"│ {old} " not in listed for old in ("classify", "similar", "events"))
-    assert all(f"│ {key} " in listed for key in ("hold", "resource", "similarity"))
+    assert all(f"│ {key} " in listed for key in ("failure", "hold", "resource", "similarity"))
 
 
 def test_stopping_the_demo_services_survives_a_second_ctrl_c(monkeypatch):

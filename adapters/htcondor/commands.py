@@ -70,10 +70,9 @@ def follow_command(
     timeout: Timeout = 5.0,
 ):
     """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows."""
+    from adapters.htcondor.adapter import HoldAdapter, refuse_synthetic
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.policy import load_policy
-    from adapters.htcondor.watch import Watch, refuse_synthetic
-
     from jobaware import config
     from jobaware.store import open_store
 
@@ -90,20 +89,20 @@ def follow_command(
         refuse_synthetic(client)
     opened = open_store(place) if audit is None else None
     try:
-        watch = Watch(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
-                      on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
+        adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
+                              on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
         err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {place}",
                   highlight=False, soft_wrap=True)
         try:
-            total = watch.run(seconds=seconds, once=once)
+            total = adapter.run(seconds=seconds, once=once)
         finally:
-            watch.close()
+            adapter.close()
     finally:
         if opened is not None:
             opened.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{watch.follower.bad_records}", highlight=False)
+              f"{adapter.follower.bad_records}", highlight=False)
 
 
 def decide_command(
@@ -137,11 +136,12 @@ def decide_command(
         raise InputError(f"{log}: job {cluster}.{proc}.{subproc} has no hold (012 event) in this log")
     client = DecisionClient(service, timeout=timeout)
     try:
-        answer, error = client.decide(cluster, proc, subproc, request)
+        reply = client.decide(cluster, proc, subproc, request)
     finally:
         client.close()
-    if answer is None:
-        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {error}")
+    if reply.status != "ok":
+        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {reply.status}: {reply.reason}")
+    answer = reply.answer
     trained = answer.get("trained_on") or {}
     row = {"job": f"{cluster}.{proc}.{subproc}", "hold_time": answer.get("hold_time"),
            "hold_reason": answer.get("hold_reason"), "p_release": answer.get("p_release"),

@@ -17,7 +17,7 @@ import datetime as dt
 from collections import defaultdict
 from pathlib import Path
 
-from adapters.htcondor.audit import read_records
+from adapters.htcondor.audit import hold_records
 from jobaware.errors import InputError
 from jobaware.store import JobStore
 
@@ -39,7 +39,7 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
     """Each hold record with `ended` (release / remove / None), `released_at` and `reheld_at` from what followed."""
     by_job: dict[str, list[dict]] = defaultdict(list)
     for record in records:
-        if record["kind"] in ("hold", "outcome"):
+        if record.get("kind") in ("hold", "outcome"):
             by_job[record["job"]].append(record)
     holds = []
     for events in by_job.values():
@@ -63,7 +63,7 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
 
 def summarize(audit: str | Path | JobStore, where: str | None = None) -> list[dict]:
     """One row per week of hold times, and a last row `all` (from an audit file, or a job store's audit)."""
-    records = list(read_records(audit))
+    records = list(hold_records(audit))
     if not any(r["kind"] == "hold" for r in records):
         raise InputError(f"{where or audit}: no hold recorded in this audit")
     acted = {r["hold_id"] for r in records if r["kind"] == "acted" and r.get("ok")}

@@ -19,8 +19,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from adapters.slurm.usage import USAGE_FIELDS, sacct_usage
-from jobaware.failure.reader.slurm import (SACCT_ENDS, FieldError, SacctEnd, end_state, exit_status, from_squeue,
-                                          memory_killed, sacct_as_squeue, sacct_ends)
+from jobaware.failure.reader.slurm import (
+    SACCT_ENDS,
+    FieldError,
+    SacctEnd,
+    end_state,
+    exit_status,
+    from_squeue,
+    memory_killed,
+    sacct_as_squeue,
+    sacct_ends,
+)
 from jobaware.failure.schema import normalize_state
 from jobaware.store import JobKey, JobStore
 
@@ -70,6 +79,12 @@ class Slurm:
             log.warning("%s: output is not Slurm --json output", " ".join(command[:2]))
             return None
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
+
+
+def state_of(record: dict) -> str | None:
+    """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
+    state = record.get("job_state")
+    return state[0] if isinstance(state, list) and state else state
 
 
 def said_memory(path) -> bool:

@@ -1,5 +1,5 @@
-"""`jobaware slurm collect|export|adapt|plugins`, `jobaware card`, `jobaware report live`, and the old `jobaware
-collect slurm` as a hidden alias."""
+"""`jobaware slurm collect|adapt|plugins`, `jobaware card`, and the old `jobaware collect slurm` as a hidden alias.
+(`jobaware failure export|accuracy` are the failure slice's own commands.)"""
 
 from __future__ import annotations
 
@@ -85,55 +85,45 @@ def collect(
     out.print(f"{done} poll(s) into {store}", highlight=False)
 
 
-@slurm_app.command("export")
-def export(
-    store: StoreOption,
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV to write (replaced)")],
-):
-    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take)."""
-    from jobaware.failure.from_store import export as export_jobs
-    from jobaware.store import open_store
+def _urls(given: list[str]) -> dict[str, str]:
+    """The services of the capabilities with a card part: `--service KEY=URL`, else JOBAWARE_<KEY>_URL, else the
+    port `jobaware demo` gives each."""
+    from jobaware import card
 
-    with open_store(store) as opened:
-        count = export_jobs(opened, out_path)
-    out.print(f"wrote {count} finished job(s) to {out_path}", highlight=False)
-
-
-def _urls(failure: str, resource: str, similarity: str) -> dict[str, str]:
-    from jobaware import capabilities, config
-
-    keys = capabilities.keys()
-    given = {"failure": failure, "resource": resource, "similarity": similarity}
-    return {key: url or config.service_url(key, keys) for key, url in given.items()}
+    urls = {}
+    for item in given:
+        key, sep, url = item.partition("=")
+        if not sep or not url or key not in card.declared():
+            raise JobawareError(f"--service {item!r}: expected KEY=URL with KEY one of {', '.join(card.declared())}")
+        urls[key] = url
+    return card.service_urls(urls)
 
 
-FailureURL = Annotated[str, typer.Option("--failure", help="failure service (default: $JOBAWARE_FAILURE_URL or the demo's port)")]
-ResourceURL = Annotated[str, typer.Option("--resource", help="resource service (default: $JOBAWARE_RESOURCE_URL or the demo's port)")]
-SimilarityURL = Annotated[str, typer.Option("--similarity", help="similarity service (default: $JOBAWARE_SIMILARITY_URL or the demo's port)")]
+ServiceURLs = Annotated[list[str], typer.Option("--service", help="KEY=URL of a capability's service (repeatable; "
+                                                "default: $JOBAWARE_<KEY>_URL, else the demo's port)")]
 
 
 @slurm_app.command("adapt")
 def adapt(
     store: StoreOption,
-    policy: Annotated[Path | None, typer.Option(help="policy YAML (comment, hold, pairing, rate limit, timeouts)")] = None,
+    policy: Annotated[Path | None, typer.Option(help="policy YAML or TOML (comment, hold, capabilities, rate limit, timeouts)")] = None,
     act: Annotated[bool, typer.Option("--act", help="act on Slurm (scontrol update/hold); without it, a dry run")] = False,
-    audit: Annotated[Path | None, typer.Option(help="audit log (JSON Lines; default JOBAWARE_HOME/audit/slurm-adapt.jsonl)")] = None,
+    audit: Annotated[Path | None, typer.Option(help="a JSON Lines audit instead of the store's stream slurm.adapt")] = None,
     cache: Annotated[Path | None, typer.Option(help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
     interval: Annotated[float, typer.Option(help="seconds between passes")] = 30.0,
     passes: Annotated[int, typer.Option(help="how many passes (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="pass until stopped (SIGTERM / Ctrl-C)")] = False,
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
-    failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
+    service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     timeout: Annotated[float, typer.Option(help="seconds each Slurm command may take")] = 30.0,
 ):
-    """For each pending job: its verdict (failure risk, binding resource) kept in the store and audited, and by
-    the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down."""
+    """For each pending job: its card (every capability with a card part) kept in the store as a verdict and audited,
+    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down."""
     import signal
     import threading
 
-    from adapters.slurm.adapter import Adapter, read_policy
+    from adapters.slurm.adapter import PendingJobAdapter, read_policy
     from adapters.slurm.collector import Slurm, cluster_name
-    from jobaware import config
     from jobaware.store import open_store
 
     if interval <= 0 or passes < 1 or timeout <= 0:
@@ -144,96 +134,72 @@ def adapt(
     cluster = cluster or cluster_name(slurm)
     if not cluster:
         raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
-    audit = audit or config.audit_dir() / "slurm-adapt.jsonl"
+    audited = audit or f"{store} (stream slurm.adapt)"
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
-    err.print(f"adapter on {cluster}, {mode}; audit in {audit}", highlight=False, soft_wrap=True)
+    err.print(f"adapter on {cluster}, {mode}; audit in {audited}", highlight=False, soft_wrap=True)
     done = 0
-    with open_store(store) as opened:
-        adapter = Adapter(opened, cluster, _urls(failure, resource, similarity), chosen, act=act, audit=audit,
-                          cache=cache, slurm=slurm)
+    urls = _urls(service)
+    with open_store(store) as opened, PendingJobAdapter(opened, cluster, urls, chosen, act=act, audit=audit,
+                                                        cache=cache, slurm=slurm) as adapter:
         while not stop.is_set() and (forever or done < passes):
             started = time.monotonic()
             result = adapter.run_pass()
             done += 1
             status = "ok" if not result.missing else "waiting for: " + ", ".join(result.missing)
+            cached = "" if cache is None else "; cache not rewritten" if result.cached is None else \
+                f"; {result.cached} cached"
             err.print(f"pass {done}: {result.pending} pending, {result.judged} new verdicts, {result.acted} acts, "
-                      f"{result.deferred} deferred, {status} ({time.monotonic() - started:.1f} s)", highlight=False)
+                      f"{result.deferred} deferred, {status}{cached} ({time.monotonic() - started:.1f} s)",
+                      highlight=False)
             if forever or done < passes:
                 stop.wait(max(0.0, interval - (time.monotonic() - started)))
-    out.print(f"{done} pass(es); audit in {audit}", highlight=False, soft_wrap=True)
+    out.print(f"{done} pass(es); audit in {audited}", highlight=False, soft_wrap=True)
 
 
 def card(
     job_id: Annotated[int, typer.Argument(help="a pending or running Slurm job")],
     similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", help="the job's id in the similarity pool, where its I/O codings are")] = None,
     gateway: Annotated[str, typer.Option(help="ask the card gateway at this URL instead of the services")] = "",
-    failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
+    service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
-    """One answer for one job: failure risk and its likely kind, the script's binding resource, similar past jobs;
-    each part with its model version, or the reason it is missing."""
+    """One answer for one job, a part per capability with a card part (failure risk, the script's binding
+    resource, similar past jobs, ...): each with its model version, or the reason it is missing."""
     import httpx
 
-    from adapters.slurm.collector import Slurm
+    from adapters.slurm.collector import Slurm, state_of
     from jobaware import card as cards
     from jobaware import config
     from jobaware.console import show
 
     slurm = Slurm(timeout=30)
-    listed = slurm.jobs("squeue", "--json", "--states=all", f"--jobs={job_id}")
-    record = next((job for job in listed or [] if job.get("job_id") == job_id), None)
+    listed = slurm.jobs("squeue", "--json", "--states=all") or []
+    record = next((job for job in listed if job.get("job_id") == job_id), None)
     if record is None:
         raise JobawareError(f"job {job_id}: not known to squeue (pending or running jobs have cards)")
-    script = slurm.run("scontrol", "write", "batch_script", str(job_id), "-")
+    queue = [job for job in listed if state_of(job) in ("PENDING", "RUNNING")]
+    context = {"job_id": job_id, "job": record, "script": slurm.run("scontrol", "write", "batch_script",
+                                                                     str(job_id), "-"),
+               "similarity_jobid": similarity_jobid, "queue": queue}
     if gateway:
         try:
-            response = httpx.post(f"{gateway.rstrip('/')}/card", json={
-                "job_id": job_id, "job": record, "script": script, "similarity_jobid": similarity_jobid}, timeout=60)
+            response = httpx.post(f"{gateway.rstrip('/')}/card", json=context, timeout=60)
         except httpx.HTTPError as exc:
             raise JobawareError(f"card gateway {gateway}: {type(exc).__name__}") from None
         if response.status_code != 200:
             raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
         answer = response.json()
     else:
-        answer = cards.make_card(job_id, record, script, _urls(failure, resource, similarity),
-                                 similarity_jobid=similarity_jobid)
-        cards.audit({"action": "card", "job_id": job_id, "short": answer["short"], "missing": answer["missing"],
-                     "versions": cards.versions(answer)}, config.audit_dir() / "card.jsonl")
+        with cards.Services(_urls(service)) as services:
+            answer = cards.make_card(context, services)
+        cards.audit(answer, config.audit_dir() / "card.jsonl")
     if as_json:
         show(answer, True)
         return
-    rows = [{"part": name, "status": part["status"], "answer": _answer_text(name, part),
-             "model version": part.get("model_version") or ""} for name, part in answer["parts"].items()]
-    show(answer, False, rows, title=f"job {job_id}: {answer['short']}")
-
-
-def _answer_text(name: str, part: dict) -> str:
-    if part["status"] != "ok":
-        return part["reason"] or ""
-    if name == "failure":
-        threshold = f" (threshold {part['threshold']:.2f})" if part.get("threshold") is not None else ""
-        return f"p(fail) {part['p_fail']:.2f}, most likely {part['likely']}{threshold}"
-    if name == "resource":
-        pairs = f"; pair with {', '.join(part['pair_with'])}" if part.get("pair_with") else ""
-        return f"{part['binding']} ({part['probabilities'].get(part['binding'], 0):.2f}){pairs}"
-    return ", ".join(f"{s['jobid']} ({s['similarity']:.2f})" for s in part["similar"])
-
-
-def live(store: StoreOption, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False):
-    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version."""
-    from jobaware.console import show
-    from jobaware.failure.live import live_report
-    from jobaware.store import open_store
-
-    with open_store(store) as opened:
-        rows = live_report(opened)
-    if not rows and not as_json:
-        out.print("no finished job with a verdict yet: run `jobaware slurm adapt` beside `jobaware slurm collect`")
-        return
-    show(rows, as_json, rows, title="failure on live jobs")
+    show(answer, False, cards.table(answer), title=f"job {job_id}: {answer['short']}")
 
 
 @slurm_app.command("plugins")
@@ -242,14 +208,16 @@ def plugins(
     cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] = DEFAULT_CACHE,
     field: Annotated[str, typer.Option(help="where the verdict goes: comment or admin_comment")] = "comment",
     stale_after: Annotated[int, typer.Option(help="seconds after which the plugins ignore the cache")] = 3600,
-    advise_above: Annotated[float, typer.Option(help="failure risk from which cli_filter advises")] = 0.5,
+    advise_above: Annotated[float | None, typer.Option(hidden=True, help="ignored: the adapter decides")] = None,
     force: Annotated[bool, typer.Option(help="replace existing files")] = False,
 ):
     """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README)."""
     from adapters.slurm.plugins import write_plugins
 
-    for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after,
-                              advise_above=advise_above):
+    if advise_above is not None:
+        err.print("notice: --advise-above is ignored: cli_filter advises where the models flag a job (the "
+                  "adapter writes the advice into the cache); the option goes in the next release", style="yellow")
+    for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after):
         err.print(f"wrote {path}", highlight=False)
 
 
@@ -259,18 +227,23 @@ def collect_alias(
     polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
     interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
 ):
-    """Deprecated: `jobaware slurm collect` into a local store beside --out, then `jobaware slurm export`."""
+    """Deprecated: `jobaware slurm collect` into a local store beside --out, then `jobaware failure export`."""
+    import tempfile
+
+    from jobaware import capabilities
+
     if source != "slurm":
         raise JobawareError(f"unknown source '{source}'; available: slurm")
     store = str(out_path.with_name(out_path.name + ".store"))
     err.print(f"`jobaware collect slurm` is deprecated: use `jobaware slurm collect --store {store}` and "
-              f"`jobaware slurm export`", highlight=False)
+              f"`jobaware failure export`", highlight=False)
     run_collector(store, interval, polls, None, None, 20, 30.0)
-    export(store, out_path)
+    with tempfile.TemporaryDirectory(dir=out_path.parent) as scratch:
+        Path(capabilities.get("failure").from_store(store, Path(scratch))).replace(out_path)
+    out.print(f"wrote the finished jobs to {out_path}", highlight=False)
 
 
-def register(app: typer.Typer, report_app: typer.Typer) -> None:
+def register(app: typer.Typer) -> None:
     app.add_typer(slurm_app, name="slurm")
     app.command("collect", hidden=True)(collect_alias)
     app.command("card")(card)
-    report_app.command("live")(live)

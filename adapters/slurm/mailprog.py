@@ -173,7 +173,8 @@ def log_folder(env: dict[str, str], spool: Path) -> Path:
 
 def deliver(env: dict[str, str]) -> int:
     """The delivery: every due mail of the spool, with retries, for at most LIFE seconds."""
-    from jobaware.usage.spool import Settings, Spool, deliver as deliver_spool, log_to
+    from jobaware.usage.spool import Settings, Spool, log_to
+    from jobaware.usage.spool import deliver as deliver_spool
 
     settings = Settings.from_env(env)
     log_to(log_folder(env, settings.spool))

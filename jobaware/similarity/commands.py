@@ -21,8 +21,7 @@ def rank(
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
     """Rank every job of the pool by I/O similarity to JOBID, most similar first."""
-    from jobaware.similarity.service import open_index
-    from jobaware.similarity.service import similar
+    from jobaware.similarity.service import open_index, similar
 
     if data or index:
         pool = open_index(data or None, index)

@@ -104,9 +104,8 @@ def report_jobs(
         found = _read(opened, filters, lambda advance: report(opened, filters, limit, "htcondor" if htcondor
                                                               else "slurm", advance), "reading jobs")
     if html is not None:
-        from jobaware.usage.page import write
-
         from jobaware.usage.mail import period
+        from jobaware.usage.page import write
 
         write(found, html, f"Finished jobs submitted {period(filters.since, filters.until)}"
               + (f" on {cluster}" if cluster else ""))

@@ -18,9 +18,19 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.common import NAT, JobColumns
+from jobaware.failure.schema import (
+    COLUMNS,
+    EPOCH_RANGE,
+    INTEGER,
+    LIMITS,
+    NUMERIC,
+    STATES,
+    TIME_COLUMNS,
+    max_text,
+    normalize_state,
+    number_problem,
+)
 from jobaware.reading import abbreviated
-from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_state, number_problem, request_record_schema)
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")
@@ -96,10 +106,10 @@ def _state(value) -> str | None:
 
 
 # the squeue fields `from_squeue` reads as numbers: (the canonical column whose bounds hold, JSON type, scale)
-_SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
+SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
                    "memory_per_node": ("mem_req", "number", 1), "memory_per_cpu": ("mem_req", "number", 1),
                    "time_limit": ("wallclock_req", "integer", 60)}  # minutes
-_SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
+SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
                  "current_working_directory": "work_dir", "command": "submit_line"}
 
 
@@ -132,12 +142,12 @@ def from_squeue(record: dict) -> dict:
         "run_time": float(end - start) if ended and start is not None and end is not None else None,
         "state": state,
     }
-    return row | {column: _text(record, field, column) for field, column in _SQUEUE_TEXTS.items()}
+    return row | {column: _text(record, field, column) for field, column in SQUEUE_TEXTS.items()}
 
 
 def _squeue_number(record: dict, field: str):
     """An squeue number field, checked against the bounds of the canonical column it becomes."""
-    return _checked(field, record.get(field), _SQUEUE_NUMBERS[field][0])
+    return _checked(field, record.get(field), SQUEUE_NUMBERS[field][0])
 
 
 def read_squeue_json(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[str]]:
@@ -234,42 +244,6 @@ def _canonical_value(where: str, field: str, value):
 
 
 _FIELDS = frozenset(COLUMNS)
-
-
-def request_schema(max_jobs: int) -> dict:
-    """The JSON schema of a prediction request's job list, as `parse_request` reads it: canonical records exactly
-    (`request_record_schema`), `squeue --json` records by the fields `from_squeue` reads (`squeue_record_schema`)."""
-    return {"type": "array", "minItems": 1, "maxItems": max_jobs,
-            "items": {"oneOf": [request_record_schema(), squeue_record_schema()]}}
-
-
-def squeue_record_schema() -> dict:
-    """The JSON schema of one `squeue --json` job record as `from_squeue` reads it: each field it reads with the
-    bounds it checks (a number plain or in Slurm 23's {"set", "infinite", "number"} wrapper), any other field
-    ignored. Two rules no JSON Schema states: memory_per_cpu times cpus within mem_req's bound, and the GPUs
-    named in the tres strings within gpus_req's."""
-
-    def number(kind: str, low, high) -> dict:
-        plain = {"type": kind, "minimum": low, "maximum": high}
-        wrapped = {"type": "object", "additionalProperties": False,
-                   "properties": {"set": {"type": "boolean"}, "infinite": {"type": "boolean"}, "number": plain}}
-        return {"oneOf": [plain, wrapped, {"type": "null"}]}
-
-    state = {"type": "string", "maxLength": 64, "description": "a Slurm job state such as PENDING"}
-    properties = {
-        "job_id": {"type": "integer", "minimum": 0, "maximum": LIMITS["job_id"][1]},
-        "job_state": {"oneOf": [state, {"type": "array", "items": state, "minItems": 1}]},
-        **{field: number(kind, LIMITS[column][0], LIMITS[column][1] // scale)
-           for field, (column, kind, scale) in _SQUEUE_NUMBERS.items()},
-        **{field: number("integer", *EPOCH_RANGE) for field in ("submit_time", "start_time", "end_time")},
-        **{field: {"oneOf": [{"type": "string", "maxLength": max_text(column)}, {"type": "null"}]}
-           for field, column in _SQUEUE_TEXTS.items()},
-        **{field: {"oneOf": [{"type": "string", "description": "Slurm's TRES text; GPUs are read from `gres/gpu=N`"},
-                             {"type": "null"}]} for field in ("tres_per_node", "tres_per_job", "tres_req_str")},
-    }
-    return {"type": "object", "required": ["job_id", "job_state"], "additionalProperties": True,
-            "properties": properties,
-            "description": "an `squeue --json` job record (Slurm's field names, read as `jobaware predict` reads them)"}
 
 
 def parse_request(jobs, max_jobs: int | None = None) -> JobColumns:
@@ -369,11 +343,6 @@ def _valid_column(field: str, values: list):
     elif max(map(len, filter(None, texts)), default=0) > _LONGEST[field]:
         return None
     return np.array(texts, dtype=object)
-
-
-def parse_request_jobs(jobs) -> pd.DataFrame:
-    """Request records as a canonical table (`parse_request`'s columns in the canonical pandas dtypes)."""
-    return parse_request(jobs).frame()
 
 
 # ---------------------------------------------------------------- accounting (`sacct`) records

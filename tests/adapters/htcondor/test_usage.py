@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+from adapters.htcondor.watch import Watch
+
 from adapters.htcondor.audit import USAGE_STREAM, read_records
 from adapters.htcondor.usage import terminate_usage
-from adapters.htcondor.watch import Watch
-import pytest
-
 from jobaware.store import open_store
 from jobaware.usage.jobs import Filters, report
 from tests.adapters.htcondor.conftest import CONDOR, REAL_LOGS

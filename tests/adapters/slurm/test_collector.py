@@ -7,7 +7,7 @@ import pytest
 from adapters.slurm.collector import Collector, Slurm
 from adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
-from jobaware.failure.from_store import export
+from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
 from jobaware.failure.reader.slurm import SacctEnd, end_state, from_squeue, sacct_as_squeue, sacct_ends
 from jobaware.store import JobKey, open_store

@@ -1,7 +1,7 @@
 """One store for every daemon of a node: the Slurm collector, the Slurm adapter and the HTCondor follower, each a
 real process, write the default store (SQLite) at once; the collector and the follower are SIGKILLed mid-run and
-started again; every job is stored once with its end from accounting, every pending job judged once, every hold
-audited once."""
+started again; every job is stored once with its end from accounting, every pending job judged once (its act
+audited once in the store), every hold audited once."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from jobaware.store import open_store
-from tests.adapters.htcondor.conftest import ADAPTER as HTCONDOR, real_events
-from tests.adapters.htcondor.test_watch import renumber
+from tests.adapters.htcondor.conftest import ADAPTER as HTCONDOR
+from tests.adapters.htcondor.conftest import real_events
+from tests.adapters.htcondor.test_adapter import renumber
 from tests.conftest import ROOT, free_port
 
 pytestmark = pytest.mark.slow
@@ -98,6 +99,9 @@ def test_collector_adapter_and_follower_share_the_default_store(accounted, failu
     assert all(len(got[i]["predictions"]) == 1 for i in held)  # judged once: one verdict per job and versions
     holds = [e for e in store.events("htcondor.holds") if e["record"]["kind"] == "hold"]
     assert len(holds) == written == 18 and len({e["id"] for e in holds}) == 18
+    acts = [e["record"] for e in store.events("slurm.adapt")]  # the adapter's audit, in the same store
+    assert all(a["dry_run"] and a["action"] == "update" for a in acts)
+    assert all([a["job_id"] for a in acts].count(i) == 1 for i in held)  # one comment act per verdict, audited once
     assert store.checkpoint("jobaware-test")["sacct_until"] > 0
     assert store.checkpoints().keys() >= {"jobaware-test", f"htcondor.follow:{log}"}
     store.close()

@@ -4,7 +4,7 @@ import pytest
 
 from jobaware.failure.features import FEATURES, build_features, job_class_keys
 from jobaware.failure.reader import read_jobs
-from jobaware.failure.reader.slurm import parse_request_jobs
+from jobaware.failure.reader.slurm import parse_request
 from tests.conftest import KTH
 
 
@@ -87,11 +87,11 @@ def test_squeue_record_and_canonical_record_give_the_same_features():
     squeue = {"job_id": 7, "user_name": "alice", "account": "acct", "partition": "debug", "qos": "normal",
               "job_state": "PENDING", "time_limit": 30, "cpus": 4, "node_count": 1, "memory_per_node": 2000,
               "submit_time": 1700000000, "start_time": 0, "end_time": 0, "name": "sim", "tres_req_str": "cpu=4"}
-    live = parse_request_jobs([squeue])
-    canonical = parse_request_jobs([{"job_id": 7, "user": "alice", "account": "acct", "partition": "debug",
+    live = parse_request([squeue]).frame()
+    canonical = parse_request([{"job_id": 7, "user": "alice", "account": "acct", "partition": "debug",
                                      "qos": "normal", "wallclock_req": 1800.0, "processors_req": 4, "nodes_req": 1,
                                      "mem_req": 2000.0, "gpus_req": 0, "name": "sim",
-                                     "submit_time": str(live["submit_time"].iloc[0]), "state": "PENDING"}])
+                                     "submit_time": str(live["submit_time"].iloc[0]), "state": "PENDING"}]).frame()
     assert_same(build_features(live), build_features(canonical))
 
 
