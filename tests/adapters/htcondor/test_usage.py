@@ -6,9 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from adapters.htcondor.watch import Watch
 
-from adapters.htcondor.audit import USAGE_STREAM, read_records
+from adapters.htcondor.adapter import HoldAdapter
+from adapters.htcondor.audit import USAGE_STREAM, hold_records
 from adapters.htcondor.usage import terminate_usage
 from jobaware.store import open_store
 from jobaware.usage.jobs import Filters, report
@@ -56,9 +56,9 @@ def test_a_terminate_events_usage_lines_as_the_usage_dict():
 def test_the_follower_keeps_every_real_termination_once(tmp_path):
     store = open_store(str(tmp_path / "store"))
     for _ in range(2):  # a restart reads the logs again: each termination is kept once
-        watch = Watch(REAL_LOGS, None, store=store)
-        watch.run(once=True)
-        watch.close()
+        adapter = HoldAdapter(REAL_LOGS, None, store=store)
+        adapter.run(once=True)
+        adapter.close()
     kept = [event["record"] for event in store.events(USAGE_STREAM)]
     assert len(kept) == _terminations(REAL_LOGS) == 100
     assert len({record["id"] for record in kept}) == 100
@@ -72,7 +72,7 @@ def test_the_follower_keeps_every_real_termination_once(tmp_path):
     assert sum(u["state"] == "COMPLETED" for u in ended) + sum(u["state"] == "FAILED" for u in ended) == 100
     assert all(u["mem_req_mib"] for u in ended if u["cpu_time_s"] is not None)
     # what `report holds` reads is unchanged: the holds stream has no usage record
-    assert not any(r["kind"] == "usage" for r in read_records(store))
+    assert not any(r["kind"] == "usage" for r in hold_records(store))
     # `report jobs --htcondor`: the same efficiencies as Slurm's jobs
     found = report(store, Filters(), limit=1000, source="htcondor")
     assert found.jobs == 100 and len(found.rows) == 100
@@ -87,8 +87,8 @@ def test_the_follower_keeps_every_real_termination_once(tmp_path):
 
 def test_a_follower_without_a_store_writes_the_usage_into_its_audit_file(tmp_path):
     log = CONDOR / "mldag_standalone" / "metl_12634379.log"
-    watch = Watch([log], tmp_path / "audit.jsonl")
-    watch.run(once=True)
-    watch.close()
-    [usage] = [r for r in read_records(tmp_path / "audit.jsonl") if r["kind"] == "usage"]
+    adapter = HoldAdapter([log], tmp_path / "audit.jsonl")
+    adapter.run(once=True)
+    adapter.close()
+    [usage] = [r for r in hold_records(tmp_path / "audit.jsonl") if r["kind"] == "usage"]
     assert usage["job"] == "12634379.0.0" and usage["usage"]["mem_used_mib"] == 39663.0
