@@ -17,7 +17,7 @@ from adapters.slurm.collector import Collector, Slurm
 from jobaware.store import JobKey, open_store
 from tests.adapters.slurm.test_collector_live import collect_until
 from tests.conftest import ROOT
-from tests.slurm.cluster import SlurmCluster, require_slurm
+from harness.slurm_cluster import SlurmCluster, require_slurm
 from tests.smtp import smtp_server
 
 pytestmark = pytest.mark.slow
