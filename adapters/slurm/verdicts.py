@@ -29,7 +29,8 @@ tell a complete file from a truncated one.
 
 Beside the file, one file per user, so that a plugin reads only the submitting user's verdicts (`cli_filter.lua`
 runs in every sbatch): `PATH.users` is a symbolic link to a folder `.NAME.users.GENERATION` that holds `USER.tsv`
-for each user with verdicts, in the same format (the same header, with that user's COUNT, and that user's lines).
+for each user with verdicts, in the same format (the same header, with that user's COUNT, and that user's lines),
+and `#UID.tsv`, a link to it, for each user this host knows (cli_filter.lua finds the user so when $USER is unset).
 The folder is complete before the link is switched to it (atomically) and before the file itself is replaced, so
 a reader that finds the file finds the users of the same or a newer generation; the folder before is kept (a
 reader may have it open) and older ones are removed. The user files are not synced one by one (hundreds per pass):
@@ -42,6 +43,7 @@ MODEL_VERSION in place of the texts) is refused by the plugins of this version: 
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import tempfile
@@ -212,6 +214,10 @@ def _write_users(path: Path, generation: int, header: list[str], verdicts: list[
     for user, theirs in by_user.items():
         (folder / f"{user}.tsv").write_text(_text(header, theirs), encoding="utf-8")
         os.chmod(folder / f"{user}.tsv", mode)
+        try:  # "#" is in no user name: the link by user id cannot meet a user's file
+            (folder / f"#{pwd.getpwnam(user).pw_uid}.tsv").symlink_to(f"{user}.tsv")
+        except (KeyError, FileExistsError):
+            pass  # not a user on this host (cli_filter.lua then needs $USER), or a uid that two names share
     os.chmod(folder, mode | (mode & 0o444) >> 2)  # searchable by whoever may read the files
     link = users_folder(path)
     before = os.readlink(link) if link.is_symlink() else None

@@ -106,14 +106,14 @@ local function say(why, now)
     end
 end
 
--- The lines of the user's own file (PATH.users/USER.tsv, see verdicts.py), indexed: exact[key],
--- groups[account\tpartition], wider[partition]; kept until the cache file's header changes. nil and why when the
--- user's file is damaged or the folder of user files is missing.
+-- The lines of the user's own file (PATH.users/USER.tsv, see verdicts.py; `user` may also be "#UID", the link to
+-- it by user id), indexed: exact[key], groups[account\tpartition], wider[partition]; kept until the cache file's
+-- header changes. nil and why when the user's file is damaged or the folder of user files is missing.
 local function user_index(cache, user)
     local index = cache.users[user]
     if index then return index end
     index = {exact = {}, groups = {}, wider = {}}
-    if not string.find(user, "^[%w._@+-]+$") then return index end  -- no file can be named so: no verdicts
+    if not string.find(user, "^[%w._@+-]+$") and not string.find(user, "^#%d+$") then return index end
     local folder = JOBAWARE_CACHE_PATH .. ".users/"
     local f, header = open(folder .. user .. ".tsv")
     if f == nil and header == "missing" then
@@ -128,12 +128,9 @@ local function user_index(cache, user)
     f:close()
     if not ok then return nil, "user file " .. user .. ".tsv corrupt (" .. tostring(parsed) .. ")" end
     if parsed.error then return nil, "user file " .. user .. ".tsv corrupt (" .. parsed.error .. ")" end
-    local body, needle, at, bad = parsed.body, "\n" .. user .. "\t", 1, 0
-    while true do
-        local start = string.find(body, needle, at, true)
-        if start == nil then break end
-        local stop = string.find(body, "\n", start + 1, true)
-        local r = parse_record(split(string.sub(body, start + 1, stop - 1)))
+    local bad = 0
+    for line in string.gmatch(parsed.body, "[^\n]+") do
+        local r = parse_record(split(line))
         if r == nil then
             bad = bad + 1
         else
@@ -145,7 +142,6 @@ local function user_index(cache, user)
             index.wider[r.partition] = index.wider[r.partition] or {}
             table.insert(index.wider[r.partition], r)
         end
-        at = stop
     end
     if bad > 0 then
         (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines of user %s",

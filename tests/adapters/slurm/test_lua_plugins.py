@@ -1,6 +1,7 @@
 """The rendered plugins under plain lua5.1 (no Slurm): the same lookup as Python, fail-open, comments, advice."""
 
 import os
+import pwd
 import random
 import shutil
 import subprocess
@@ -221,6 +222,18 @@ def test_cli_filter_advises_in_a_plain_sentence(plugins):
         assert (answers, stderr) == (["rc=0"], "")
     assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"], SLURM_JOB_ID="12")[1] == ""
     assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: failure risk 70%")
+
+
+def test_cli_filter_finds_the_user_by_uid_without_user_or_logname(plugins):
+    folder, cache = plugins
+    me = pwd.getpwuid(os.getuid()).pw_name
+    write_cache(cache, [verdict(me, account="", time=60)], default_partition="debug")
+    assert os.readlink(cache.with_name("verdicts.tsv.users") / f"#{os.getuid()}.tsv") == f"{me}.tsv"
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "LOGNAME")}
+    done = subprocess.run([LUA or "lua5.1", str(DRIVER), str(folder / "cli_filter.lua"), "/dev/stdin"],
+                          input="advise\ttype=sbatch\ttime=60\n", capture_output=True, text=True, timeout=60,
+                          env={**env, "XDG_RUNTIME_DIR": str(folder)})
+    assert done.stdout == "rc=0\n" and done.stderr.startswith("jobaware: failure risk 70%, TIMEOUT likely")
 
 
 def test_gpus_from_tres_strings(plugins):
