@@ -1,4 +1,4 @@
-"""`jobaware slurm collect|adapt|plugins`, `jobaware card`, and the old `jobaware collect slurm` as a hidden alias.
+"""`jobaware slurm collect|adapt|plugins|doctor`, `jobaware card`, and the old `jobaware collect slurm` as a hidden alias.
 (`jobaware failure export|accuracy` are the failure slice's own commands.)"""
 
 from __future__ import annotations
@@ -219,6 +219,28 @@ def plugins(
                   "adapter writes the advice into the cache); the option goes in the next release", style="yellow")
     for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after):
         err.print(f"wrote {path}", highlight=False)
+
+
+@slurm_app.command("doctor")
+def doctor(
+    store: StoreOption,
+    conf: Annotated[Path, typer.Option(envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path("/etc/slurm/slurm.conf"),
+    cache: Annotated[Path, typer.Option(help="the verdict cache the adapter writes")] = Path(DEFAULT_CACHE),
+    service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+):
+    """Check the deployment end to end: the plugins in slurm.conf and beside it, the verdict cache (fresh, readable
+    by SlurmUser and sbatch's users), the services' /readyz, the store, accounting and out-of-memory kills. One line
+    per check with what to fix; exits 1 when any fails."""
+    from adapters.slurm.doctor import doctor as run_checks
+    from jobaware.console import show
+
+    checks = run_checks(conf, cache, store, _urls(service))
+    rows = [{"check": c.name, "status": "ok" if c.ok else "FIX", "found / fix": c.detail} for c in checks]
+    failed = sum(not c.ok for c in checks)
+    show(rows, as_json, rows, title=f"jobaware slurm doctor: {len(checks) - failed} ok, {failed} to fix")
+    if failed:
+        raise typer.Exit(1)
 
 
 def collect_alias(

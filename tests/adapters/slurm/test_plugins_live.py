@@ -119,3 +119,15 @@ def test_a_broken_cache_fails_open(cluster, cache, how, why, tmp_path):
         assert f"jobaware: verdict cache {cache} missing; no verdicts" in (cluster.root / "log" / "slurmctld.log").read_text()
     log = (cluster.root / "log" / "slurmctld.log").read_text().replace(str(cluster.root), "")
     assert "error" not in "\n".join(line for line in log.splitlines() if "lua" in line).lower()
+
+
+def test_doctor_on_the_live_cluster(cluster, cache, tmp_path):
+    """`jobaware slurm doctor` over the test cluster's own slurm.conf: the plugins and the cache pass; this cluster
+    has no accounting, and says so."""
+    from adapters.slurm.doctor import doctor
+
+    checks = {c.name: c for c in doctor(cluster.conf, cache, str(tmp_path / "absent"), {})}
+    for name in ("JobSubmitPlugins=lua", "CliFilterPlugins=lua", "job_submit.lua", "cli_filter.lua",
+                 "verdict cache fresh", "readable by SlurmUser root"):
+        assert checks[name].ok, (name, checks[name].detail)
+    assert not checks["AccountingStorageType"].ok and not checks["OOM visible"].ok
