@@ -64,7 +64,8 @@ class SlurmCluster:
 
     @property
     def env(self) -> dict:
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        """For Slurm's commands; cli_filter.lua keeps its once-a-minute note in the cluster's folder, not in $HOME."""
+        return {**os.environ, "SLURM_CONF": str(self.conf), "XDG_RUNTIME_DIR": str(self.root)}
 
     def start(self, timeout: float = 60) -> SlurmCluster:
         try:
