@@ -15,6 +15,7 @@ import pytest
 from adapters.slurm.doctor import doctor
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import write_cache
+from jobaware import capabilities
 from jobaware.store import open_store
 from tests.adapters.slurm.test_verdicts import verdict
 from tests.test_cli import run
@@ -68,15 +69,19 @@ def site(tmp_path):
     shutil.rmtree(spool)
 
 
+def services(url: str) -> list[str]:
+    """`--service KEY=URL` for every capability with a part on the card."""
+    keys = [key for key, capability in capabilities.registry().items() if capability.card is not None]
+    return [arg for key in keys for arg in ("--service", f"{key}={url}")]
+
+
 def failed(checks) -> dict[str, str]:
     return {c.name: c.detail for c in checks if not c.ok}
 
 
 def test_a_good_deployment_passes_every_check_through_the_cli(site, service):
     conf, cache, store = site
-    done = run("slurm", "doctor", "--conf", conf, "--cache", cache, "--store", store, "--service",
-               f"failure={service}", "--service", f"resource={service}", "--service", f"similarity={service}",
-               "--json")
+    done = run("slurm", "doctor", "--conf", conf, "--cache", cache, "--store", store, *services(service), "--json")
     checks = json.loads(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [c["status"] for c in checks] == ["ok"] * len(checks)
@@ -134,9 +139,8 @@ def test_missing_cache_user_files_and_a_folder_store(site, tmp_path):
 def test_the_cli_exits_1_with_a_table_when_a_check_fails(site):
     conf, cache, store = site
     conf.write_text(GOOD.replace("JobSubmitPlugins=lua\n", ""))
-    done = run("slurm", "doctor", "--conf", conf, "--cache", cache, "--store", store, "--service",
-               "failure=http://127.0.0.1:9", "--service", "resource=http://127.0.0.1:9", "--service",
-               "similarity=http://127.0.0.1:9")
+    done = run("slurm", "doctor", "--conf", conf, "--cache", cache, "--store", store,
+               *services("http://127.0.0.1:9"))
     assert done.returncode == 1, done.stderr
     assert "to fix" in done.stdout and "JobSubmitPlugins=lua" in done.stdout and "FIX" in done.stdout
     assert "Traceback" not in done.stderr
