@@ -89,6 +89,16 @@ class Window:
     def history(self, job: Job) -> list[tuple]:
         return list(self.jobs.get(job, ()))
 
+    def run_times(self, job: Job) -> tuple[float | None, float | None, float | None]:
+        """(its last execute, its submit, its first execute) as the window keeps the job's events, in seconds;
+        None where the window holds no such event (the first execute also where older events were let go)."""
+        history = self.history(job)
+        executes = [item[1] for item in history if item[3][:4] == b"001 "]
+        first = self.first.get(job)
+        submitted = first[1] if first is not None and first[3][:4] == b"000 " else None
+        whole = bool(history) and first is not None and history[0][0] == first[0]
+        return (executes[-1] if executes else None), submitted, (executes[0] if executes and whole else None)
+
     def starts_and_holds(self, job: Job) -> tuple[int, int]:
         """The job's NumJobStarts and NumHolds as far as the followed logs show them (this hold included)."""
         starts, holds = self.tally.get(job, (0, 0))
