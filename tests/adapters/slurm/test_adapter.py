@@ -49,7 +49,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
         read_policy(path)
     path.write_text("comment: false\nmax_acts_per_minute: 5\ncapabilities: {resource: off}\n")
     assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5, capabilities={"resource": False})
-    assert read_policy(path).keys() == [key for key in declared() if key != "resource"] and "failure" in declared()
+    assert read_policy(path).keys() == [key for key in declared() if key != "resource"]
     path.write_text("holdd: true\n")
     with pytest.raises(JobawareError, match="holdd: unknown field"):
         read_policy(path)
@@ -132,8 +132,9 @@ def services(champion, resource_champion, tmp_path_factory):
 
 def adapt(cluster, store: Path, services: dict, *args: str) -> str:
     args = (*args, "--cache", str(cluster.root / "verdicts.tsv"))
-    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
-           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    down = f"http://127.0.0.1:{free_port()}"  # every other card part's service: not deployed here
+    env = {**cluster.env, **{f"JOBAWARE_{key.upper()}_URL": down for key in declared()},
+           "JOBAWARE_FAILURE_URL": services["failure"].url, "JOBAWARE_RESOURCE_URL": services["resource"].url}
     done = subprocess.run([JOBAWARE, "slurm", "adapt", "--store", str(store), "--interval", "0.2", *args], env=env,
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
@@ -223,15 +224,14 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
 @pytest.mark.timeout(600)
 def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     job = cluster.sbatch(CPU_SCRIPT, "--hold", "--time=1", "--job-name=carded")
-    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
-           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    down = f"http://127.0.0.1:{free_port()}"  # every other card part's service: not deployed here
+    env = {**cluster.env, **{f"JOBAWARE_{key.upper()}_URL": down for key in declared()},
+           "JOBAWARE_FAILURE_URL": services["failure"].url, "JOBAWARE_RESOURCE_URL": services["resource"].url}
     shown = subprocess.run([JOBAWARE, "card", str(job), "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     card = json.loads(shown.stdout)
     assert card["parts"]["failure"]["status"] == "ok" and card["parts"]["resource"]["status"] == "ok"
-    assert card["parts"]["similarity"]["status"] == "not_applicable"
-    no_service = [key for key in declared() if key not in ("failure", "resource", "similarity")]  # none started here
-    assert card["missing"] == no_service
+    assert card["parts"]["similarity"]["status"] == "not_applicable" and card["missing"] == []
     assert card["short"].startswith("jobaware: failure risk ")
     # the gateway: one HTTP answer; a service that is down is named, not fatal
     gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
@@ -243,7 +243,7 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
         record = json.loads(cluster.run("squeue", "--json", f"--jobs={job}"))["jobs"][0]
         answer = httpx.post(f"{gateway.url}/card", json={"job_id": job, "job": record, "script": CPU_SCRIPT},
                             timeout=60).json()
-        assert answer["parts"]["failure"]["status"] == "ok" and sorted(answer["missing"]) == sorted(["resource", *no_service])
+        assert answer["parts"]["failure"]["status"] == "ok" and answer["missing"] == ["resource"]
         assert answer["parts"]["resource"]["status"] == "unavailable"
         bad = httpx.post(f"{gateway.url}/card", json={"job_id": -1, "job": {}}, timeout=60)
         assert bad.status_code == 400
