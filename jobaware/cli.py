@@ -22,10 +22,12 @@ import typer
 
 from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
+from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
 from jobaware.console import err, out, progress, show
 from jobaware.errors import JobawareError
 from jobaware.store.commands import register as _register_store
+from jobaware.usage.commands import register as _register_usage
 
 app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
@@ -457,6 +459,8 @@ for _capability in capabilities.registry().values():
         _capability.commands(_group, app)
 _register_htcondor(app)
 _register_store(app)
+_register_usage(app, report_app)
+_register_mail(app)
 
 
 def _error(message: str) -> None:

@@ -424,11 +424,16 @@ REAL_SAMPLES = {
     "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
     "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
     "resource": ROOT / "data" / "real" / "scripts",
+    "wait": ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
 }
 SENTINEL = b"an existing file that a refused command must leave as it is\n"
 
 
 def _real_sample(key: str, tmp: Path) -> Path:
+    """The capability's real sample: listed above, else the data its registration trains on by default (`make run`'s,
+    a real file where the slice defaults to one)."""
+    if key not in REAL_SAMPLES:
+        return Path(capabilities.get(key).default_data(tmp, None))
     sample = REAL_SAMPLES[key]
     if key == "similarity":  # 70,000 real jobs: the first 150 answer as well
         small = tmp / "mistral" / sample.name
