@@ -82,6 +82,11 @@ class SwfTrace:
         return self.jobs[column].where(self.jobs[column] >= 0)
 
 
+def is_swf(path: str | Path) -> bool:
+    """Whether a path names a trace in the Standard Workload Format (SUFFIXES: `.swf` or `.swf.gz`)."""
+    return str(path).lower().endswith(SUFFIXES)
+
+
 def open_text(path: str | Path) -> TextIO:
     """A trace as text, gzip or plain (told by its first bytes); undecodable bytes are replaced, never fatal."""
     with open(path, "rb") as probe:
