@@ -15,17 +15,18 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
 from jobaware import capabilities, cli_registry, config
-from jobaware.console import err, out, progress, show
-from jobaware.errors import JobawareError
+from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
+from jobaware.console import err, out, progress, show, warning
+from jobaware.errors import InputError, JobawareError, UsageError
 
-app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, show, promote, roll back.", no_args_is_help=True)
@@ -35,9 +36,31 @@ app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
 app.add_typer(report_app, name="report")
 
-Key = Annotated[str, typer.Argument(help=f"capability: {', '.join(capabilities.keys())}")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+KeyName = Literal[tuple(capabilities.keys())]
+Key = Annotated[KeyName, argument(metavar="KEY", help="the capability")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables (errors too)")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace an existing output file (a folder never)")]
+Inputs = Annotated[list[str] | None, option("--input", "-i", role=SOURCE,
+                                            help="file, folder or glob to read (repeatable)")]
+OldInputs = Annotated[list[str] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
 FIRST_PORT = 3000
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version
+
+        out.print(f"jobaware {version('jobaware')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               help="print jobaware's version and exit")] = False):
+    """Job awareness for HPC schedulers.
+
+    Example: jobaware pipeline run all
+    """
 
 
 def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:
@@ -46,61 +69,86 @@ def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise JobawareError(f"--param {item!r}: expected key=value")
+            raise UsageError(f"--param {item!r}: expected key=value")
         try:
             raw[key] = json.loads(value)
         except json.JSONDecodeError:
             raw[key] = value
-    return capability.check_params(raw)
+    try:
+        return capability.check_params(raw)
+    except JobawareError as exc:
+        raise UsageError(f"--param: {exc}") from None
 
 
 # ---------------------------------------------------------------- data
 @data_app.command("validate")
 def data_validate(
     key: Key,
-    paths: Annotated[list[str], typer.Argument(help="source file(s), folder or object-store URI")],
+    inputs: Inputs = None,
+    paths: OldInputs = None,
     as_json: JsonFlag = False,
-    strict: Annotated[bool, typer.Option(help="stop at the first bad record")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="stop at the first bad record")] = False,
 ):
     """Check source data against its contracts: exit 0 when every record is good and every expectation met,
-    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
+    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise.
+
+    Example: jobaware data validate failure --input jobs.csv
+    """
     from jobaware import sources, steps
     from jobaware.reading import QUARANTINE
 
-    capabilities.get(key)
-    paths = [path for source in paths for path in sources.expand(source)]
+    paths = [path for source in given(inputs, paths) for path in sources.expand(source)]
     with tempfile.TemporaryDirectory() as tmp:
         with progress("reading") as bar:
             task = bar.add_task("records", total=None)
-            steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
+            read = steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
+        nothing_read(read, paths)
         with err.status("checking the data contracts"):
             report = steps.validate(Path(tmp), budget=0.0)
         text = steps.format_validation(report).replace(str(Path(tmp) / QUARANTINE), "the quarantine")
     if as_json:
         show(report, True)
     else:
-        (out if report["success"] else err).print(text, highlight=False, soft_wrap=True)
+        (out if report["success"] else err).print(text, soft_wrap=True)
     raise typer.Exit(0 if report["success"] else 1)
+
+
+def nothing_read(report, paths: list[str]) -> None:
+    """Reading nothing usable is never success: an InputError naming the sources and the first problem."""
+    if report.rows:
+        return
+    first = f"; first: {report.problems[0]}" if report.problems else ""
+    bad = f"{report.bad_rows:,} bad record(s)" if report.bad_rows else "no record at all"
+    raise InputError(f"{', '.join(map(str, paths))}: nothing usable read ({bad}){first}")
 
 
 @data_app.command("synth")
 def data_synth(
     key: Key,
-    jobs: Annotated[int, typer.Option(help="how many jobs (or records) to generate")],
-    out_path: Annotated[Path, typer.Option("--out", help="output file or folder")],
+    jobs: Annotated[int, typer.Option(min=1, help="how many jobs (or records) to generate")],
+    output: Annotated[Path, option("--output", "-o", role=OUTPUT, help="file or folder to write (with the "
+                                   "ground truth beside it)")],
     fmt: Annotated[str, typer.Option("--format", help="output format where the capability has several")] = "",
-    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="random seed")] = 0,
+    overwrite: Overwrite = False,
 ):
     """Generate data in the capability's real format, with its ground truth beside it (both written whole or
-    not at all: an existing file is replaced only once the new one is complete)."""
+    not at all).
+
+    Example: jobaware data synth failure --jobs 1000 --output jobs.csv
+    """
     from jobaware.outputs import staged
 
     capability = capabilities.get(key)
-    with progress("generating") as bar, staged(out_path) as staging:
+    with progress("generating") as bar, staged(output, overwrite=overwrite) as staging:
         task = bar.add_task("records", total=jobs)
-        truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
-    truth = out_path.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
-    out.print(f"wrote {jobs:,} to {out_path}; ground truth in {truth}", highlight=False)
+        try:
+            truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None,
+                                     progress=lambda n: bar.advance(task, n))
+        except InputError as exc:  # a generator refuses only its arguments (--jobs, --format): a usage error
+            raise UsageError(str(exc)) from None
+    truth = output.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
+    out.print(f"wrote {jobs:,} to {output}; ground truth in {truth}")
 
 
 # ---------------------------------------------------------------- pipelines
@@ -117,13 +165,20 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
 
     keys = capabilities.keys() if name == "all" else [name]
     if name == "all" and (data or params):
-        raise JobawareError("pipeline all runs every capability on its default data; run one capability for --data or --param")
+        raise UsageError("pipeline all runs every capability on its default data; run one capability for --input "
+                         "or --param")
     tracking = "" if remote else config.tracking_uri()
     if name != "all":
         capability = capabilities.get(name)
         checked = json.dumps(_parse_params(capability, params))  # before the default data is prepared
-        local = (lambda s: [s]) if remote else sources.expand  # a KFP host resolves its own paths
-        chosen = sources.encode([path for source in data for path in local(source)]) if data else _default_data(name)
+        if remote:  # a KFP host resolves its own paths
+            chosen = sources.encode(data)
+        elif data:
+            paths = [path for source in data for path in sources.expand(source)]
+            _check_data(name, paths, budget)
+            chosen = sources.encode(paths)
+        else:
+            chosen = _default_data(name)
         return {"data": chosen, "params": checked, "tracking_uri": tracking, "bad_record_budget": budget}
     arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
     for key in keys:
@@ -131,29 +186,46 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     return arguments
 
 
+def _check_data(key: str, paths: list[str], budget: float) -> None:
+    """Read a person's data once before the pipeline starts (its ingest reads it again): a file with nothing usable,
+    or more bad records than the budget, is refused here in one line, not at the pipeline's first steps."""
+    from jobaware import sources, steps
+
+    local = [path for path in paths if not sources.is_remote(path) and not path.startswith(sources.STORE_SCHEMES)]
+    if not local:
+        return
+    with tempfile.TemporaryDirectory() as tmp, progress(f"reading the data of {key}") as bar:
+        task = bar.add_task("records", total=None)
+        report = steps.ingest(key, local, Path(tmp), progress=lambda n: bar.advance(task, n))
+    nothing_read(report, local)
+    share = report.bad_rows / (report.rows + report.bad_rows)
+    if share > budget:
+        raise InputError(f"{', '.join(local)}: {report.bad_rows:,} bad record(s) of {report.rows + report.bad_rows:,} "
+                         f"({share:.2%}, over --budget {budget:.2%}); first: {report.problems[0]}")
+
+
 @pipeline_app.command("run")
 def pipeline_run(
-    name: Annotated[str, typer.Argument(help="a capability, or all")],
-    data: Annotated[list[str], typer.Option(help="source file, folder, glob or object-store URI (repeatable)")] = [],  # noqa: B006
+    name: Annotated[Literal[(*capabilities.keys(), "all")], argument(metavar="NAME", help="a capability, or all")],
+    inputs: Inputs = None,
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
-    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
-    host: Annotated[str, typer.Option(envvar="KFP_HOST", help="submit to this Kubeflow Pipelines host")] = "",
-    verbose: Annotated[bool, typer.Option(help="show the steps' own logs live")] = False,
-    runner_name: Annotated[str, typer.Option("--runner", help="kfp.local runner: subprocess (fast), or docker: "
-                                             "every step in the project image through podman")] = "subprocess",
+    budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
+    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="submit to this Kubeflow Pipelines host")] = "",
+    verbose: Annotated[bool, typer.Option("--verbose", help="show the steps' own logs live")] = False,
+    runner_name: Annotated[Literal["subprocess", "docker"], typer.Option(
+        "--runner", help="kfp.local runner: subprocess (fast), or docker: every step in the project image "
+                         "through podman")] = "subprocess",
     as_json: JsonFlag = False,
 ):
-    """Run a pipeline with kfp.local (default) or submit it to a KFP host."""
-    from pipelines import runner
+    """Run a pipeline with kfp.local (default) or submit it to a KFP host. Data given with --input is read once
+    before the pipeline starts: nothing usable, or more bad records than --budget, is refused right away.
 
-    if name not in runner.names():
-        raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
-    if runner_name not in runner.RUNNERS:
-        raise JobawareError(f"--runner {runner_name}: expected one of {', '.join(runner.RUNNERS)}")
-    if not 0 <= budget <= 1:  # every option is checked before any work starts
-        raise JobawareError(f"--budget: expected a share of bad records in [0, 1], got {budget:g}")
-    arguments = _arguments(name, data, param, budget, remote=bool(host))
+    Example: jobaware pipeline run failure --input jobs.csv --param max_iter=100
+    """
+    arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
     if host:
+        from pipelines import runner
+
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
         show({"submitted": name, "host": host, "run_id": run_id}, as_json)
         return
@@ -165,24 +237,26 @@ def pipeline_run(
 
 @pipeline_app.command("submit")
 def pipeline_submit(
-    name: Annotated[str, typer.Argument(help="a capability")],
-    host: Annotated[str, typer.Option(envvar="KFP_HOST", help="the Kubeflow Pipelines host (KFP_HOST)")],
-    data: Annotated[list[str], typer.Option(help="source path or URI as the host's steps see it (repeatable)")],
+    name: Key,
+    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="the Kubeflow Pipelines host (KFP_HOST)")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", metavar="PATH",
+                                              help="source path or URI as the host's steps see it (repeatable)")],
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
-    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
+    budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
     recurring: Annotated[str, typer.Option(help="retrain on this cron schedule ('0 3 * * *') instead of once")] = "",
     as_json: JsonFlag = False,
 ):
     """Submit a run, or a recurring run, of a capability's pipeline to a Kubeflow Pipelines host; its steps read
-    the MLflow tracking URI from the Secret `jobaware-mlflow` there."""
+    the MLflow tracking URI from the Secret `jobaware-mlflow` there.
+
+    Example: jobaware pipeline submit failure --host https://kfp.example.org --input s3://bucket/jobs.parquet
+    """
     from kfp_server_api import ApiException
     from urllib3.exceptions import HTTPError
 
     from pipelines import runner
 
-    if name not in capabilities.keys():
-        raise JobawareError(f"unknown capability '{name}'; available: {', '.join(capabilities.keys())}")
-    arguments = _arguments(name, data, param, budget, remote=True)
+    arguments = _arguments(name, inputs, param, budget, remote=True)
     try:  # kfp.Client prints links and warns on stdout and stderr: its chatter goes to the log file
         with open(config.logs_dir() / "kfp-client.log", "a") as chatter, contextlib.redirect_stdout(chatter), \
                 contextlib.redirect_stderr(chatter):
@@ -279,21 +353,30 @@ def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
 
 
 @pipeline_app.command("compile")
-def pipeline_compile(out_dir: Annotated[Path, typer.Option("--out", help="directory for the IR YAML files")]):
-    """Compile every pipeline to KFP IR YAML (each file replaced whole)."""
+def pipeline_compile(
+    output: Annotated[Path, option("--output", "-o", role=FOLDER, help="folder for the IR YAML files")],
+    overwrite: Overwrite = False,
+):
+    """Compile every pipeline to KFP IR YAML, one file per pipeline, each written whole.
+
+    Example: jobaware pipeline compile --output pipelines/golden --overwrite
+    """
     from pipelines.runner import compile_all
 
-    for path in compile_all(out_dir):
-        out.print(f"wrote {path}", highlight=False)
+    for path in compile_all(output, overwrite=overwrite):
+        out.print(f"wrote {path}")
 
 
 # ---------------------------------------------------------------- models
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
-    """Registered model versions with their aliases and primary metric."""
-    from jobaware import tracking
+    """Registered model versions with their aliases and primary metric.
 
-    rows = tracking.list_models()
+    Example: jobaware models list --json
+    """
+    from jobaware import registry
+
+    rows = registry.list_models()
     if not rows and not as_json:
         out.print("no registered models yet; run `jobaware pipeline run <capability>`")
         return
@@ -303,54 +386,75 @@ def models_list(as_json: JsonFlag = False):
 @models_app.command("promote")
 def models_promote(
     key: Key,
-    version: Annotated[str, typer.Argument(help="model version to promote")],
-    force: Annotated[bool, typer.Option(help="promote even if the gate says no (logged as forced)")] = False,
+    version: Annotated[str, typer.Argument(metavar="VERSION", help="model version to promote")],
+    force: Annotated[bool, typer.Option("--force", help="promote even if the gate says no (logged as forced)")] = False,
     as_json: JsonFlag = False,
 ):
-    """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused."""
+    """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused.
+
+    Example: jobaware models promote failure 3
+    """
     from jobaware import gate
 
-    decision = gate.promote(capabilities.get(key).key, version, force)
+    decision = gate.promote(key, version, force)
     show(decision, as_json, [{k: v for k, v in decision.items() if k != "checks"}])
     raise typer.Exit(0 if decision["promoted"] else 1)
 
 
 @models_app.command("rollback")
 def models_rollback(key: Key, as_json: JsonFlag = False):
-    """Point champion back at the previous champion."""
+    """Point champion back at the previous champion.
+
+    Example: jobaware models rollback failure
+    """
     from jobaware import gate
 
-    show(gate.rollback(capabilities.get(key).key), as_json)
+    show(gate.rollback(key), as_json)
 
 
 # ---------------------------------------------------------------- predictions and services
 @app.command("predict")
 def predict(
     key: Key,
-    input_path: Annotated[list[str], typer.Option("--input", help="input file, folder or glob (repeatable)")],
-    output: Annotated[str, typer.Option("--output", help="JSON Lines file, one object per record; - for stdout")],
+    inputs: Annotated[list[str], option("--input", "-i", role=SOURCE, help="file, folder or glob to read "
+                                        "(repeatable)")],
+    output: Annotated[str, option("--output", "-o", role=OUTPUT, stdout=True,
+                                  help="JSON Lines file, one object per record; - for standard output")],
     version: Annotated[str, typer.Option(help="model version (default: the champion)")] = "",
+    overwrite: Overwrite = False,
 ):
-    """Predict every record of the input with the champion (or a given version); the output is written whole
-    or not at all."""
-    from jobaware import fit, sources, tracking
+    """Predict every record of the input with the champion (or a given version). The input is read before the
+    model is loaded; the output is written whole or not at all.
+
+    Example: jobaware predict failure --input jobs.csv --output predictions.jsonl
+    """
+    from jobaware import fit, registry_read, sources
+
+    def model():  # MLflow is imported only once the input held something to predict
+        from jobaware import tracking
+
+        return tracking.load_bundle(key, version or None)
 
     capability = capabilities.get(key)
-    inputs = [path for source in input_path for path in sources.expand(source)]
-    bundle, used = tracking.load_bundle(key, version or None)
-    with progress(f"predicting with {capability.model_name} version {used}") as bar:
+    inputs = [path for source in inputs for path in sources.expand(source)]
+    with progress(f"predicting with {capability.model_name}") as bar:
         task = bar.add_task("records", total=None)
-        summary = capability.predict_file(inputs, output, bundle, used, progress=lambda n: bar.advance(task, n))
-    summary.fit = fit.notes(tracking.training_profile(key, used), summary.input_profile, used)
+        summary = capability.predict_file(inputs, output, model, progress=lambda n: bar.advance(task, n))
+    used = summary.model_version
+    if used:
+        summary.fit = fit.notes(registry_read.training_profile(key, used), summary.input_profile, used)
     where = "standard output" if output == "-" else output
-    (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} (model version {used})"
-              + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()), highlight=False, soft_wrap=True)
+    model = f"model version {used}" if used else "no model loaded: nothing to predict"
+    (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} ({model})"
+                                          + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()),
+                                          soft_wrap=True)
+    if summary.reason:
+        warning(summary.reason)
     for note in summary.fit:
-        err.print(f"warning: {note}", style="yellow", highlight=False, soft_wrap=True)
+        warning(note)
     if summary.bad_records:
         first = f"; first: {summary.problems[0]}" if summary.problems else ""
-        err.print(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}",
-                  style="yellow", highlight=False, soft_wrap=True)
+        warning(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}")
 
 
 def service_command(key: str, port: int, host: str) -> list[str]:
@@ -386,10 +490,13 @@ def _check_port(host: str, port: int) -> None:
 @app.command("serve")
 def serve(
     key: Key,
-    port: Annotated[int, typer.Option(help="TCP port")] = FIRST_PORT,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly)."""
+    """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly).
+
+    Example: jobaware serve failure --port 3000
+    """
     command = service_command(key, port, host)
     _check_port(host, port)
     sys.stdout.flush()
@@ -398,8 +505,12 @@ def serve(
 
 
 @app.command("demo")
-def demo(first_port: Annotated[int, typer.Option(help="port of the first service; the others follow")] = FIRST_PORT):
-    """What `make run` does: every pipeline on its default data, then every champion served on localhost."""
+def demo(first_port: Annotated[int, typer.Option(min=1, max=65535 - 16, help="port of the first service; the "
+                                                 "others follow")] = FIRST_PORT):
+    """What `make run` does: every pipeline on its default data, then every champion served on localhost.
+
+    Example: jobaware demo --first-port 3000
+    """
     started = []
     keys = capabilities.keys()
     for key in keys:
@@ -461,46 +572,24 @@ _register_slurm(app, report_app)
 _register_htcondor(app)
 
 
-def _error(message: str) -> None:
-    from rich.text import Text
-
-    err.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
-
-
-def _cli_exceptions() -> tuple[tuple, tuple, tuple]:
-    """(exit, usage error, abort) classes of click and of the click that recent typer releases vendor."""
-    import click
-
-    exits, usage, aborts = [click.exceptions.Exit, typer.Exit], [click.ClickException], [click.exceptions.Abort, typer.Abort]
-    try:
-        from typer._click import ClickException as TyperClickException
-    except ImportError:
-        pass
-    else:
-        usage.append(TyperClickException)
-    return tuple(exits), tuple(usage), tuple(aborts)
-
-
 def main() -> None:
-    """Entry point: user errors are one clear line; JOBAWARE_DEBUG=1 shows the traceback."""
-    exits, usage_errors, aborts = _cli_exceptions()
+    """Entry point: the command contract's exit codes and one-line errors (jobaware.cli_contract.run)."""
+    from jobaware import cli_contract
+
     # kill, systemd and harnesses stop with SIGTERM: unwind like Ctrl-C, so every `finally` stops what it started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    try:
-        code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
-        sys.exit(code if isinstance(code, int) else 0)
-    except JobawareError as exc:  # ContractError included: its message is the readable report
-        _error(str(exc))
-        sys.exit(1)
-    except exits as exc:
-        sys.exit(exc.exit_code)
-    except usage_errors as exc:  # click's own message (usage, the option, what was wrong), exit 2
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (*aborts, KeyboardInterrupt):
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
-        if os.environ.get("JOBAWARE_DEBUG"):
-            raise
-        _error(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)")
-        sys.exit(1)
+    sys.exit(cli_contract.run(command(), sys.argv[1:]))
+
+
+_command = None
+
+
+def command():
+    """The click command of the whole CLI, with the command contract installed (once)."""
+    global _command
+    if _command is None:
+        from jobaware import cli_contract
+
+        _command = typer.main.get_command(app)
+        cli_contract.install(_command)
+    return _command

@@ -1,7 +1,7 @@
 """The HTCondor adapter's commands (registered by `register(app)` from jobaware/cli.py):
 
-  jobaware hold follow LOG... --audit FILE [--service URL] [--act] [--policy FILE] [--state FILE] [--once|--seconds N]
-  jobaware hold decide LOG --cluster C --proc P [--service URL]
+  jobaware hold follow --input LOG... --audit FILE [--service URL] [--act] [--policy FILE] [--state FILE] [--once|--seconds N]
+  jobaware hold decide --input LOG --cluster C --proc P [--service URL]
   jobaware hold policy --print [--policy FILE]
   jobaware report holds --audit FILE
 """
@@ -16,14 +16,20 @@ from typing import Annotated
 
 import typer
 
+from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, argument, given, option
 from jobaware.console import err, out, show
-from jobaware.errors import InputError, JobawareError
+from jobaware.errors import InputError, JobawareError, UsageError
 
 DEFAULT_SERVICE = os.environ.get("JOBAWARE_HOLD_URL", "")
-Service = Annotated[str, typer.Option(help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no decisions")]
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="the site's policy file (YAML or TOML)")]
-Year = Annotated[int | None, typer.Option(help="year of the first event of year-less (MM/DD) logs")]
-Timeout = Annotated[float, typer.Option(help="seconds to wait for one answer of the service")]
+Service = Annotated[str, option(role=SERVICE, help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no "
+                                "decisions")]
+PolicyFile = Annotated[Path | None, option("--policy", role=FILE, help="the site's policy file (YAML or TOML)")]
+Year = Annotated[int | None, typer.Option(min=1970, max=2100, help="year of the first event of year-less (MM/DD) "
+                                          "logs")]
+Timeout = Annotated[float, typer.Option(min=0.1, max=3600, help="seconds to wait for one answer of the service")]
+Logs = Annotated[list[Path] | None, option("--input", "-i", role=SOURCE, metavar="LOG",
+                                           help="event log (repeatable)")]
+OldLogs = Annotated[list[Path] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
 
 
 def _log_to(path: Path) -> None:
@@ -36,72 +42,95 @@ def _log_to(path: Path) -> None:
     stream.setFormatter(logging.Formatter("warning: %(message)s"))
     stream.setLevel(logging.WARNING)
     logger.addHandler(stream)
-    file = logging.FileHandler(path)
+    file = logging.FileHandler(path, delay=True)  # the file only once there is something to say
     file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(file)
     logger.propagate = False
 
 
 def follow_command(
-    logs: Annotated[list[Path], typer.Argument(help="event logs to follow (the schedd's EVENT_LOG, user logs)")],
-    audit: Annotated[Path, typer.Option(help="the audit (JSON Lines), appended")],
+    audit: Annotated[Path, option(role=APPEND, help="the audit (JSON Lines), appended")],
+    inputs: Logs = None,
+    logs: OldLogs = None,
     service: Service = DEFAULT_SERVICE,
     act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
     policy: PolicyFile = None,
-    state: Annotated[Path | None, typer.Option(help="position file (default: AUDIT.state.json)")] = None,
+    state: Annotated[Path | None, option(role=APPEND, help="position file (default: AUDIT.state.json)")] = None,
     once: Annotated[bool, typer.Option("--once", help="read what is there now, then stop")] = False,
-    seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")]
-    = None,
+    seconds: Annotated[float | None, typer.Option(min=0.1, help="stop after this many seconds (default: run until "
+                                                  "stopped)")] = None,
     year: Year = None,
     timeout: Timeout = 5.0,
 ):
-    """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows."""
+    """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows. With
+    --once, logs holding no whole event are refused before anything is written.
+
+    Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
+    """
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.policy import load_policy
     from adapters.htcondor.watch import Watch, refuse_synthetic
 
-    if seconds is not None and seconds <= 0:
-        raise InputError(f"--seconds: expected a positive number, got {seconds}")
+    logs = given(inputs, logs)
     rules = load_policy(policy)
-    _log_to(Path(str(audit) + ".log"))
-    client = DecisionClient(service, timeout=timeout) if service else None
     acting = act or rules.mode == "act"
-    if acting and client is None:
-        raise InputError("--act: give --service (acting needs the model's decision)")
+    if acting and not service:
+        raise UsageError("--act: give --service (acting needs the model's decision)")
+    if once:
+        _some_event(logs, year)
+    client = DecisionClient(service, timeout=timeout) if service else None
     if acting:
         refuse_synthetic(client)
+    _log_to(Path(str(audit) + ".log"))
     watch = Watch(logs, audit, state, client=client, policy=rules, act=act, year=year,
-                  on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
-    err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {audit}",
-              highlight=False)
+                  on_line=lambda line: out.print(line, soft_wrap=True))
+    err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {audit}")
     try:
         total = watch.run(seconds=seconds, once=once)
     finally:
         watch.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{watch.follower.bad_records}", highlight=False)
+              f"{watch.follower.bad_records}")
+
+
+def _some_event(logs: list[Path], year: int | None) -> None:
+    """Logs that hold no whole event are refused (one poll from their beginnings, nothing kept)."""
+    from adapters.htcondor.follower import Follower
+
+    with tempfile.TemporaryDirectory() as scratch:
+        follower = Follower(logs, Path(scratch) / "state.json", year=year)
+        if follower.poll():
+            return
+    bad = f"{follower.bad_records:,} bad record(s)" if follower.bad_records else "no event ending with a `...` line"
+    raise InputError(f"{', '.join(map(str, logs))}: no whole HTCondor event ({bad})")
 
 
 def decide_command(
-    log: Annotated[Path, typer.Argument(help="the event log holding the job")],
-    cluster: Annotated[int, typer.Option(help="the held job's cluster id")],
-    proc: Annotated[int, typer.Option(help="its proc id")] = 0,
-    subproc: Annotated[int, typer.Option(help="its subproc id")] = 0,
+    cluster: Annotated[int, typer.Option(min=0, help="the held job's cluster id")],
+    inputs: Annotated[Path | None, option("--input", "-i", role=FILE, metavar="LOG",
+                                          help="the event log holding the job")] = None,
+    log: Annotated[Path | None, argument(role=FILE, hidden=True, help="old spelling of --input")] = None,
+    proc: Annotated[int, typer.Option(min=0, help="its proc id")] = 0,
+    subproc: Annotated[int, typer.Option(min=0, help="its subproc id")] = 0,
     service: Service = DEFAULT_SERVICE,
     year: Year = None,
     timeout: Timeout = 30.0,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
-    """One decision for one held job: its last hold in LOG, with the same window `follow` sends."""
+    """One decision for one held job: its last hold in LOG, with the same window `follow` sends.
+
+    Example: jobaware hold decide --input EventLog --cluster 4242 --service http://127.0.0.1:3001
+    """
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.follower import Follower
     from adapters.htcondor.window import Window
 
+    log = inputs or log
+    if log is None:
+        raise UsageError("missing option '--input'")
     if not service:
-        raise InputError("--service: give the hold service's URL (or set JOBAWARE_HOLD_URL)")
-    if not log.is_file():
-        raise InputError(f"{log}: no such file")
+        raise UsageError("missing option '--service' (the hold service's URL; or set JOBAWARE_HOLD_URL)")
     window, request = Window(), None
     with tempfile.TemporaryDirectory() as scratch:
         follower = Follower([log], Path(scratch) / "state.json", year=year)
@@ -128,25 +157,30 @@ def decide_command(
 
 
 def policy_command(
-    print_config: Annotated[bool, typer.Option("--print", help="print the site rule as HTCondor configuration")]
-    = False,
+    print_config: Annotated[bool, typer.Option("--print", help="print the site rule as HTCondor configuration")] = False,
     policy: PolicyFile = None,
 ):
-    """The site's policy: checked, and with --print written as SYSTEM_PERIODIC_RELEASE / _REMOVE."""
+    """The site's policy: checked, and with --print written as SYSTEM_PERIODIC_RELEASE / _REMOVE.
+
+    Example: jobaware hold policy --policy policy.yaml --print
+    """
     from adapters.htcondor.policy import condor_config, load_policy
 
     rules = load_policy(policy)
     if print_config:
-        out.print(condor_config(rules), highlight=False, soft_wrap=True, end="")
+        out.print(condor_config(rules), soft_wrap=True, end="")
     else:
         show(rules.model_dump(), False)
 
 
 def report_holds_command(
-    audit: Annotated[Path, typer.Option(help="the follower's audit (JSON Lines)")],
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    audit: Annotated[Path, option(role=FILE, help="the follower's audit (JSON Lines)")],
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
-    """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds."""
+    """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds.
+
+    Example: jobaware report holds --audit holds.jsonl
+    """
     from adapters.htcondor.report import summarize
 
     rows = summarize(audit)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from adapters.slurm.plugins import DEFAULT_CACHE
+from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, STORE, option
 from jobaware.console import err, out
 from jobaware.errors import JobawareError
 
 slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
-StoreOption = Annotated[str, typer.Option("--store", help="job store: a folder (created when missing) or redis://host:port/db")]
+StoreOption = Annotated[str, typer.Option("--store", metavar="STORE", help="job store: a folder (created when missing) "
+                                          "or redis://host:port/db")]
+ExistingStore = Annotated[str, option("--store", role=STORE, help="job store: a folder or redis://host:port/db")]
 
 
 def _logging(name: str) -> Path:
@@ -70,31 +73,44 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
 @slurm_app.command("collect")
 def collect(
     store: StoreOption,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
-    polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between polls")] = 60.0,
+    polls: Annotated[int, typer.Option(min=1, help="how many polls (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="poll until stopped (SIGTERM / Ctrl-C)")] = False,
     notices: Annotated[str, typer.Option(help="new-job notices: redis://host:port/db?stream=NAME or kafka://host:port/TOPIC")] = "",
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
-    max_calls: Annotated[int, typer.Option(help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
-    timeout: Annotated[float, typer.Option(help="seconds each Slurm command may take")] = 30.0,
+    max_calls: Annotated[int, typer.Option(min=0, help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
-    """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end."""
+    """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end.
+
+    Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
+    """
     done = run_collector(store, interval, None if forever else polls, notices or None, cluster or None, max_calls, timeout)
     out.print(f"{done} poll(s) into {store}", highlight=False)
 
 
 @slurm_app.command("export")
 def export(
-    store: StoreOption,
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV to write (replaced)")],
+    store: ExistingStore,
+    out_path: Annotated[Path, option("--output", "-o", role=OUTPUT, help="NREL-format CSV to write")],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing output")] = False,
 ):
-    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take)."""
+    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take). A store
+    with no finished job writes nothing and says so.
+
+    Example: jobaware slurm export --store /var/lib/jobaware/store --output jobs.csv
+    """
+    from jobaware.errors import InputError
     from jobaware.failure.from_store import export as export_jobs
+    from jobaware.outputs import atomic_path
     from jobaware.store import open_store
 
     with open_store(store) as opened:
-        count = export_jobs(opened, out_path)
-    out.print(f"wrote {count} finished job(s) to {out_path}", highlight=False)
+        if not any(record["final"] for record in opened.records()):
+            raise InputError(f"{store}: no finished job in this store yet; nothing to export")
+        with atomic_path(out_path, ".csv") as written:
+            count = export_jobs(opened, written)
+    out.print(f"wrote {count} finished job(s) to {out_path}")
 
 
 def _urls(failure: str, resource: str, similarity: str) -> dict[str, str]:
@@ -105,27 +121,30 @@ def _urls(failure: str, resource: str, similarity: str) -> dict[str, str]:
     return {key: url or config.service_url(key, keys) for key, url in given.items()}
 
 
-FailureURL = Annotated[str, typer.Option("--failure", help="failure service (default: $JOBAWARE_FAILURE_URL or the demo's port)")]
-ResourceURL = Annotated[str, typer.Option("--resource", help="resource service (default: $JOBAWARE_RESOURCE_URL or the demo's port)")]
-SimilarityURL = Annotated[str, typer.Option("--similarity", help="similarity service (default: $JOBAWARE_SIMILARITY_URL or the demo's port)")]
+FailureURL = Annotated[str, option("--failure", role=SERVICE, help="failure service (default: $JOBAWARE_FAILURE_URL or the demo's port)")]
+ResourceURL = Annotated[str, option("--resource", role=SERVICE, help="resource service (default: $JOBAWARE_RESOURCE_URL or the demo's port)")]
+SimilarityURL = Annotated[str, option("--similarity", role=SERVICE, help="similarity service (default: $JOBAWARE_SIMILARITY_URL or the demo's port)")]
 
 
 @slurm_app.command("adapt")
 def adapt(
     store: StoreOption,
-    policy: Annotated[Path | None, typer.Option(help="policy YAML (comment, hold, pairing, rate limit, timeouts)")] = None,
+    policy: Annotated[Path | None, option(role=FILE, help="policy YAML (comment, hold, pairing, rate limit, timeouts)")] = None,
     act: Annotated[bool, typer.Option("--act", help="act on Slurm (scontrol update/hold); without it, a dry run")] = False,
-    audit: Annotated[Path | None, typer.Option(help="audit log (JSON Lines; default JOBAWARE_HOME/audit/slurm-adapt.jsonl)")] = None,
-    cache: Annotated[Path | None, typer.Option(help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
-    interval: Annotated[float, typer.Option(help="seconds between passes")] = 30.0,
-    passes: Annotated[int, typer.Option(help="how many passes (bounded)")] = 1,
+    audit: Annotated[Path | None, option(role=APPEND, help="audit log (JSON Lines; default JOBAWARE_HOME/audit/slurm-adapt.jsonl)")] = None,
+    cache: Annotated[Path | None, option(role=APPEND, help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between passes")] = 30.0,
+    passes: Annotated[int, typer.Option(min=1, help="how many passes (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="pass until stopped (SIGTERM / Ctrl-C)")] = False,
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
     failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
-    timeout: Annotated[float, typer.Option(help="seconds each Slurm command may take")] = 30.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
     """For each pending job: its verdict (failure risk, binding resource) kept in the store and audited, and by
-    the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down."""
+    the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down.
+
+    Example: jobaware slurm adapt --store /var/lib/jobaware/store --passes 1
+    """
     import signal
     import threading
 
@@ -165,14 +184,17 @@ def adapt(
 
 
 def card(
-    job_id: Annotated[int, typer.Argument(help="a pending or running Slurm job")],
-    similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", help="the job's id in the similarity pool, where its I/O codings are")] = None,
-    gateway: Annotated[str, typer.Option(help="ask the card gateway at this URL instead of the services")] = "",
+    job_id: Annotated[int, typer.Argument(min=1, metavar="JOBID", help="a pending or running Slurm job")],
+    similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
+    gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
     failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
     """One answer for one job: failure risk and its likely kind, the script's binding resource, similar past jobs;
-    each part with its model version, or the reason it is missing."""
+    each part with its model version, or the reason it is missing.
+
+    Example: jobaware card 4242 --gateway http://127.0.0.1:3010
+    """
     import httpx
 
     from adapters.slurm.collector import Slurm
@@ -220,8 +242,11 @@ def _answer_text(name: str, part: dict) -> str:
     return ", ".join(f"{s['jobid']} ({s['similarity']:.2f})" for s in part["similar"])
 
 
-def live(store: StoreOption, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False):
-    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version."""
+def live(store: ExistingStore, as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False):
+    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version.
+
+    Example: jobaware report live --store /var/lib/jobaware/store
+    """
     from jobaware.console import show
     from jobaware.failure.live import live_report
     from jobaware.store import open_store
@@ -236,35 +261,40 @@ def live(store: StoreOption, as_json: Annotated[bool, typer.Option("--json", hel
 
 @slurm_app.command("plugins")
 def plugins(
-    out_dir: Annotated[Path, typer.Option("--out", help="folder for job_submit.lua and cli_filter.lua")],
+    out_dir: Annotated[Path, option("--output", "-o", role=FOLDER, help="folder for job_submit.lua and cli_filter.lua")],
     cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] = DEFAULT_CACHE,
-    field: Annotated[str, typer.Option(help="where the verdict goes: comment or admin_comment")] = "comment",
-    stale_after: Annotated[int, typer.Option(help="seconds after which the plugins ignore the cache")] = 3600,
-    advise_above: Annotated[float, typer.Option(help="failure risk from which cli_filter advises")] = 0.5,
-    force: Annotated[bool, typer.Option(help="replace existing files")] = False,
+    field: Annotated[Literal["comment", "admin_comment"], typer.Option(help="where the verdict goes")] = "comment",
+    stale_after: Annotated[int, typer.Option(min=1, help="seconds after which the plugins ignore the cache")] = 3600,
+    advise_above: Annotated[float, typer.Option(min=0, max=1, help="failure risk from which cli_filter advises")] = 0.5,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing files")] = False,
 ):
-    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README)."""
+    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README).
+
+    Example: jobaware slurm plugins --output /etc/slurm
+    """
     from adapters.slurm.plugins import write_plugins
 
-    for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after,
+    for path in write_plugins(out_dir, force=overwrite, cache=cache, field=field, stale_after=stale_after,
                               advise_above=advise_above):
         err.print(f"wrote {path}", highlight=False)
 
 
 def collect_alias(
-    source: Annotated[str, typer.Argument(help="slurm")],
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV of the finished jobs (rewritten)")],
-    polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
+    source: Annotated[Literal["slurm"], typer.Argument(metavar="SOURCE", help="slurm")],
+    out_path: Annotated[Path, option("--output", "-o", role=OUTPUT, help="NREL-format CSV of the finished jobs")],
+    polls: Annotated[int, typer.Option(min=1, help="how many polls (bounded)")] = 1,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between polls")] = 60.0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing output")] = False,
 ):
-    """Deprecated: `jobaware slurm collect` into a local store beside --out, then `jobaware slurm export`."""
-    if source != "slurm":
-        raise JobawareError(f"unknown source '{source}'; available: slurm")
+    """Deprecated: `jobaware slurm collect` into a local store beside --output, then `jobaware slurm export`.
+
+    Example: jobaware collect slurm --output jobs.csv
+    """
     store = str(out_path.with_name(out_path.name + ".store"))
     err.print(f"`jobaware collect slurm` is deprecated: use `jobaware slurm collect --store {store}` and "
               f"`jobaware slurm export`", highlight=False)
     run_collector(store, interval, polls, None, None, 20, 30.0)
-    export(store, out_path)
+    export(store, out_path, overwrite)
 
 
 def register(app: typer.Typer, report_app: typer.Typer) -> None:

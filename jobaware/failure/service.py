@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from jobaware.failure.model import PROBABILITIES
 from jobaware.failure.reader import iter_batches
 from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.reader.dispatch import contract_for, job_files
 from jobaware.failure.reader.slurm import read_squeue_json
 from jobaware import fit
+from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
@@ -45,6 +45,8 @@ def read_for_prediction(path: str | Path) -> tuple[pd.DataFrame, list[dict], lis
 
 def answer_rows(answer: dict[str, np.ndarray], version: str) -> list[dict]:
     """A bundle's `answer` (arrays per field) as one plain dict per job, with the model version."""
+    from jobaware.failure.model import PROBABILITIES
+
     names = ["job_id", *PROBABILITIES, "most_likely_failure", "likely_fail", "threshold", "model_version"]
     columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:-1])]
     return [dict(zip(names, values)) for values in zip(*columns, repeat(version, len(columns[0])), strict=True)]
@@ -58,9 +60,10 @@ def records(predictions: pd.DataFrame, version: str) -> list[dict]:
     return rows
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Predict every readable job of the files (paths, globs, folders), written as JSON Lines (`-`: standard
-    output); bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    output); bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently. The files are read
+    before `model()` loads the model; a read with no job in it is an InputError."""
     frames, quarantined, problems = [], [], []
     paths = job_files(inputs)
     for path in paths:
@@ -69,7 +72,11 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
         quarantined += bad
         problems += found
     jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    predictions = bundle.predict(jobs) if len(jobs) else pd.DataFrame()
+    if not len(jobs):
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
+    predictions = bundle.predict(jobs)
     with atomic_text(output) as handle:
         for row in records(predictions, version):
             handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
