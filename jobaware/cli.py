@@ -374,9 +374,9 @@ def models_list(as_json: JsonFlag = False):
 
     Example: jobaware models list --json
     """
-    from jobaware import registry
+    from jobaware import registry_read
 
-    rows = registry.list_models()
+    rows = registry_read.list_models()
     if not rows and not as_json:
         out.print("no registered models yet; run `jobaware pipeline run <capability>`")
         return

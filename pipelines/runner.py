@@ -39,14 +39,19 @@ def pipeline(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-def compile_all(out_dir: str | Path) -> list[Path]:
+def compile_all(out_dir: str | Path, overwrite: bool = False) -> list[Path]:
+    """Every pipeline as `<out_dir>/<name>.yaml`, each written whole; existing files replaced only with `overwrite`
+    (refused before any is written)."""
     from kfp import compiler
 
     from jobaware.outputs import atomic_path
 
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"--out {out_dir}: is a file; give a folder for the YAML files")
+        raise InputError(f"{out_dir}: is a file; give a folder for the YAML files")
+    existing = [out_dir / f"{name}.yaml" for name in names() if (out_dir / f"{name}.yaml").exists()]
+    if existing and not overwrite:
+        raise InputError(f"{existing[0]}: exists ({len(existing)} of the files); give --overwrite to replace them")
     written = []
     for name in names():
         path = out_dir / f"{name}.yaml"

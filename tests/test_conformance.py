@@ -49,7 +49,7 @@ def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
     compiler.Compiler().compile(pipeline(name), str(compiled))
     golden = ROOT / "pipelines" / "golden" / f"{name}.yaml"
     assert _normalised(compiled.read_text()) == _normalised(golden.read_text()), (
-        f"{name} changed: recompile with `jobaware pipeline compile --out pipelines/golden` and review the diff")
+        f"{name} changed: recompile with `jobaware pipeline compile --output pipelines/golden --overwrite` and review the diff")
 
 
 @pytest.mark.parametrize("key", KEYS)
