@@ -324,32 +324,35 @@ def _failure_reason(log: Path) -> str:
 
 
 def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
-    """The metrics of the versions this run registered, and where to look at them."""
-    from jobaware import gate, tracking
+    """The metrics of the versions this run registered (the model beside its baselines, a note where it does not
+    beat a trivial one), and where to look at them."""
+    from jobaware import registry_read
+    from jobaware.results import metrics_rows
 
     summary = {}
     for key, version in versions.items():
         capability = capabilities.get(key)
-        metrics = tracking.version_metrics(key, version) if version else {}
-        champion = tracking.champion_version(key)
-        gate = (gate.last_promotion(key, version) or {}) if version else {}
-        summary[key] = {"version": version, "champion": champion, "gate": gate.get("reason"), "metrics": metrics}
+        metrics = registry_read.version_metrics(key, version) if version else {}
+        champion = registry_read.champion_version(key)
+        decision = (registry_read.last_promotion(key, version) or {}) if version else {}
+        summary[key] = {"version": version, "champion": champion, "gate": decision.get("reason"), "metrics": metrics}
         if as_json:
             continue
-        columns = capability.metrics_table or (capability.primary_metric,)
-        rows = [{"model": name, **{m: values.get(m, float("nan")) for m in columns}} for name, values in metrics.items()]
+        rows, notes = metrics_rows(capability, metrics)
         state = "champion" if champion == version else \
-            f"not promoted: {gate.get('reason', 'the gate did not run')}; champion is {champion or 'none'}"
+            f"not promoted: {decision.get('reason', 'the gate did not run')}; champion is {champion or 'none'}"
         show(summary[key], False, rows, title=f"{capability.model_name} version {version} ({state})")
         if "gap_to_bayes" in metrics.get("model", {}):
             m = metrics["model"]
             out.print(f"Bayes-optimal {capability.primary_metric} {m['bayes_roc_auc']:.4f}; "
-                      f"gap to the model {m['gap_to_bayes']:.4f}", highlight=False)
+                      f"gap to the model {m['gap_to_bayes']:.4f}")
+        for note in notes:
+            out.print(f"note: {note}", soft_wrap=True)
     if as_json:
         show(summary, True)
     else:
         out.print(f"MLflow: {config.tracking_uri()}  (browse: mlflow ui --backend-store-uri {config.tracking_uri()})",
-                  highlight=False, soft_wrap=True)
+                  soft_wrap=True)
 
 
 @pipeline_app.command("compile")

@@ -150,9 +150,9 @@ def _version(store: _Store, name: str, version: str) -> tuple:
 # ---------------------------------------------------------------- what the commands read
 def list_models() -> list[dict]:
     """Every registered version of every capability, with aliases and the primary metric."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.list_models()
     rows = []
     for capability in capabilities.registry().values():
@@ -168,9 +168,9 @@ def list_models() -> list[dict]:
 
 
 def champion_version(key: str) -> str | None:
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.champion_version(key)
     return _aliases(store, capabilities.get(key).model_name).get("champion")
 
@@ -184,13 +184,15 @@ def _artifact_json(store: _Store, run_id: str, path: str) -> dict | None:
 
 def version_metrics(key: str, version: str) -> dict:
     """The metrics document (`metrics/all.json`) of the run behind a registered version."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.version_metrics(key, version)
     _, run_id, _ = _version(store, capabilities.get(key).model_name, version)
     found = _artifact_json(store, run_id, METRICS)
-    if found is None:
+    if found is None:  # artifacts not in a local folder
+        from jobaware import tracking
+
         return tracking.version_metrics(key, version)
     if not found:
         raise JobawareError(f"the metrics of version {version}: no {METRICS} in run {run_id}")
@@ -199,13 +201,17 @@ def version_metrics(key: str, version: str) -> dict:
 
 def training_profile(key: str, version: str) -> dict | None:
     """What a registered version was trained on (`fit/profile.json` of its run), None for a run without it."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.training_profile(key, version)
     _, run_id, _ = _version(store, capabilities.get(key).model_name, version)
     found = _artifact_json(store, run_id, PROFILE)
-    return tracking.training_profile(key, version) if found is None else (found or None)
+    if found is None:  # artifacts not in a local folder
+        from jobaware import tracking
+
+        return tracking.training_profile(key, version)
+    return found or None
 
 
 def _experiment(store: _Store, key: str) -> str | None:
@@ -223,9 +229,9 @@ def _actions(store: _Store, experiment: str) -> list[tuple]:
 
 def describe_version(key: str, version: str) -> dict:
     """`jobaware models show`: as `jobaware.tracking.describe_version`."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.describe_version(key, version)
     capability = capabilities.get(key)
     name = capability.model_name
@@ -265,9 +271,9 @@ def describe_version(key: str, version: str) -> dict:
 
 def last_promotion(key: str, version: str) -> dict | None:
     """The newest gate decision logged for `version` (its params: candidate, reason, forced), or None."""
-    from jobaware import gate
-
     if (store := _store()) is None:
+        from jobaware import gate
+
         return gate.last_promotion(key, version)
     experiment = _experiment(store, key)
     newest = None
@@ -281,9 +287,9 @@ def last_promotion(key: str, version: str) -> dict | None:
 def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
     """The newest runs (training, promotions, rollbacks, sweeps) of the capabilities' experiments; each row names
     its capability's primary metric and its value."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.list_runs(keys, limit)
     experiments = {experiment: key for key in keys if (experiment := _experiment(store, key)) is not None}
     if not experiments:
@@ -307,16 +313,18 @@ def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
 
 def describe_run(run_id: str) -> dict:
     """`jobaware runs show`: as `jobaware.tracking.describe_run`."""
-    from jobaware import tracking
-
     if (store := _store()) is None:
+        from jobaware import tracking
+
         return tracking.describe_run(run_id)
     run = store.run(run_id)
     if run is None:
         raise JobawareError(f"no run {run_id!r} in {config.tracking_uri(create=False)}")
     _, name, status, started, artifact_uri, experiment = run
     folder = _local(artifact_uri)
-    if folder is None:
+    if folder is None:  # artifacts not in a local folder
+        from jobaware import tracking
+
         return tracking.describe_run(run_id)
     found = store.rows("SELECT name FROM experiments WHERE experiment_id = ?", (experiment,), "experiments")
     return {"run_id": run_id, "experiment": found[0][0] if found else None, "name": name, "status": status,

@@ -129,6 +129,10 @@ def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_pa
     assert {a.path for a in client.list_artifacts(run.info.run_id, tracking.EVAL_DIR)}, "no evaluation data for the gate"
     assert tracking.version_metrics(key, version)["model"][capability.primary_metric] == pytest.approx(
         float(rows[version]["score"]), abs=1e-6, nan_ok=True)
+    from jobaware.results import TRIVIAL, metrics_rows
+
+    assert set(TRIVIAL) & set(tracking.version_metrics(key, version)), "no trivial baseline (majority or random)"
+    assert metrics_rows(capability, tracking.version_metrics(key, version))[0][0]["model"] == "model"
 
     # a second version from the same run: the gate compares the two on the same data and passes a tie
     second = tracking.register(key, rows[version]["run_id"])
@@ -141,6 +145,9 @@ def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_pa
         gate.rollback(key)
     actions = client.search_runs([tracking.experiment_id(key)], "tags.`jobaware.action` = 'rollback'")
     assert len(actions) == 1
+    from tests.jobaware.test_registry_read import assert_both_ways_read_the_same
+
+    assert_both_ways_read_the_same(key, [version, second])
 
 
 @pytest.mark.slow

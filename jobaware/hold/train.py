@@ -226,6 +226,8 @@ def _train(dataset_dir, p: dict, workdir: Path, truth) -> tuple[HoldBundle, Hold
     curves["policy"] = PolicyRule(tuple(p["policy_codes"]), p["policy_max_releases"]).predict_proba(
         F.static_features(test_rows))
     results["policy"] = metrics(y_test, curves["policy"], 0.5)
+    release_share = float(np.nanmean(data.table["y_release"].to_numpy(dtype=float)[sides == "train"]))
+    results["majority"] = metrics(y_test, np.full(len(y_test), float(release_share >= 0.5)), 0.5)  # one answer always
     primary = p["primary_metric"]
     if data.truth is not None and not np.isnan(data.truth[sides == "test"]).all():
         oracle_validation = data.truth[sides == "validation"]
