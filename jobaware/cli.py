@@ -229,7 +229,7 @@ def pipeline_run(
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
         show({"submitted": name, "host": host, "run_id": run_id}, as_json)
         return
-    outputs = _run_with_progress(name, arguments, verbose, runner_name)
+    outputs = _run_pipelines({name: arguments}, verbose, runner_name)[name]
     keys = capabilities.keys() if name == "all" else [name]
     versions = {key: outputs.get(key if name == "all" else "Output") for key in keys}
     _training_summary(versions, as_json)
@@ -273,8 +273,14 @@ def pipeline_submit(
     show({"submitted": name, "host": host, **result}, as_json)
 
 
-def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: str = "subprocess") -> dict:
-    """One line per step with its status and seconds, a spinner for the running steps, logs to a file."""
+def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "subprocess", lanes: int = 1) -> dict:
+    """Run the pipelines `runs` names (name -> arguments), `lanes` at a time, each in its own process logging to a
+    file: one line per finished step with its status, seconds and CPU; a live line per running step with its
+    progress and the time it has left, where the step says. Returns each pipeline's outputs; a failed pipeline
+    raises once every one has ended."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     from rich.live import Live
     from rich.spinner import Spinner
     from rich.table import Table
@@ -282,30 +288,68 @@ def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: s
 
     from pipelines import runner
 
-    log = config.logs_dir() / f"pipeline-{name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    err.print(f"pipeline {name}: steps' logs in {log}", highlight=False, soft_wrap=True)
-    running: dict[str, float] = {}
+    running: dict[str, dict] = {}  # "pipeline step" -> since, progress
+    lock = threading.Lock()
+    # pipelines side by side share the cores: each step's thread pools (OpenMP, BLAS, torch) get their share
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, min(lanes, len(runs)))))
+    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ}
 
     def view():
         grid = Table.grid(padding=(0, 1))
-        for step, since in running.items():
-            grid.add_row(Spinner("dots"), step, f"{time.monotonic() - since:.0f} s")
+        with lock:
+            for step, state in running.items():
+                grid.add_row(Spinner("dots"), step, f"{time.monotonic() - state['since']:.0f} s", _left(state))
         return grid
 
-    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live:
-        def on_event(kind: str, step: str, seconds: float) -> None:
-            if kind == "start":
-                running[step] = time.monotonic()
-                return
-            running.pop(step, None)
-            mark = ("✓", "green") if kind == "SUCCESS" else ("✗", "red")
-            live.console.print(Text.assemble(mark, f" {step:<28} {kind.lower():<8} {seconds:6.1f} s"), highlight=False)
+    def watch(name: str, arguments: dict, live) -> dict:
+        log = config.logs_dir() / f"pipeline-{name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        err.print(f"pipeline {name}: steps' logs in {log}", soft_wrap=True)
+        prefix = f"{name} " if len(runs) > 1 else ""
+
+        def on_event(event) -> None:
+            label = prefix + event.step
+            with lock:
+                if event.kind == "start":
+                    running[label] = {"since": time.monotonic(), "progress": None}
+                elif event.kind == "progress" and label in running:
+                    state = running[label]
+                    if not state["progress"] or state["progress"][2] != event.progress[2]:
+                        state["unit_since"] = time.monotonic()  # the estimate counts from this unit's first line
+                    state["progress"] = event.progress
+                else:
+                    running.pop(label, None)
+            if event.kind in ("SUCCESS", "FAILURE"):
+                mark = ("✓", "green") if event.kind == "SUCCESS" else ("✗", "red")
+                cpu = f"  CPU {event.cpu:6.1f} s" if event.cpu is not None else ""
+                live.console.print(Text.assemble(mark, f" {label:<28} {event.kind.lower():<8} {event.seconds:6.1f} s"
+                                                       f"{cpu}"))
 
         try:
             return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
-                                      runner=runner_name)
+                                      runner=runner_name, env=env)
         except RuntimeError as exc:
             raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
+
+    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live, \
+            ThreadPoolExecutor(max(1, lanes)) as pool:
+        futures = {name: pool.submit(watch, name, arguments, live) for name, arguments in runs.items()}
+        failed = [future.exception() for future in futures.values() if future.exception() is not None]
+    if failed:
+        raise failed[0] if len(failed) == 1 else JobawareError(
+            f"{len(failed)} pipelines failed: " + "; ".join(str(exc).splitlines()[0] for exc in failed))
+    return {name: future.result() for name, future in futures.items()}
+
+
+def _left(state: dict) -> str:
+    """`120/300 iterations, about 30 s left` for a step that said how far it is."""
+    if not state.get("progress"):
+        return ""
+    done, total, unit = state["progress"]
+    text = f"{done:,}/{total:,} {unit}"
+    if 0 < done < total:
+        left = (time.monotonic() - state["unit_since"]) * (total - done) / done
+        text += f", about {left:.0f} s left"
+    return text
 
 
 def _failure_reason(log: Path) -> str:
@@ -508,30 +552,63 @@ def serve(
 
 
 @app.command("demo")
-def demo(first_port: Annotated[int, typer.Option(min=1, max=65535 - 16, help="port of the first service; the "
-                                                 "others follow")] = FIRST_PORT):
-    """What `make run` does: every pipeline on its default data, then every champion served on localhost.
+def demo(
+    first_port: Annotated[int, typer.Option(min=1, max=65535 - 16, help="port of the first service; the others "
+                                            "follow")] = FIRST_PORT,
+    parallel: Annotated[int, typer.Option(min=1, max=16, help="pipelines run at the same time (default: the "
+                                          "cores, at most 2)")] = min(2, os.cpu_count() or 1),
+):
+    """What `make run` does: every pipeline on its default data (PARALLEL at a time), then every champion served
+    on localhost; it says when each service is ready and how long the whole took.
 
     Example: jobaware demo --first-port 3000
     """
-    started = []
+    started_at = time.monotonic()
     keys = capabilities.keys()
-    for key in keys:
-        pipeline_run(key, [], [], 0.01, "", False, "subprocess", False)
-    examples = {}
+    runs = {key: _arguments(key, [], [], 0.01, remote=False) for key in keys}  # the default data, made once
+    outputs = _run_pipelines(runs, False, "subprocess", lanes=parallel)
+    _training_summary({key: outputs[key].get("Output") for key in keys}, False)
+    started, ports = [], {key: first_port + offset for offset, key in enumerate(keys)}
     try:  # from the first service started: a Ctrl-C at any point stops every one started
-        for offset, key in enumerate(keys):
-            port = first_port + offset
+        for key, port in ports.items():
+            _check_port("127.0.0.1", port)
             log = open(config.logs_dir() / f"serve-{key}.log", "wb")
             started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True))
-            examples[key] = port
-        _print_examples(examples)
+        _wait_ready(ports, started)
+        out.print(f"every capability serving {time.monotonic() - started_at:.0f} s after `jobaware demo` began")
+        _print_examples(ports)
         while all(p.poll() is None for p in started):
             time.sleep(1)
         raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
     finally:
         stop_services(started)
+
+
+def _wait_ready(ports: dict[str, int], processes: list[subprocess.Popen], limit: float = 300.0) -> None:
+    """A line per service once its /readyz answers 200 (its champion loaded), with the seconds it took."""
+    import urllib.error
+    import urllib.request
+
+    since, waiting = time.monotonic(), dict(zip(ports, processes, strict=True))
+    with err.status("starting the services"):
+        while waiting:
+            for key, process in list(waiting.items()):
+                if process.poll() is not None:
+                    raise JobawareError(f"the {key} service stopped while starting; its log: "
+                                        f"{config.logs_dir() / f'serve-{key}.log'}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{ports[key]}/readyz", timeout=2) as answer:
+                        ready = answer.status == 200
+                except (urllib.error.URLError, OSError):
+                    ready = False
+                if ready:
+                    del waiting[key]
+                    err.print(f"✓ serve {key:<22} ready    {time.monotonic() - since:6.1f} s", style="green")
+            if time.monotonic() - since > limit:
+                raise JobawareError(f"not ready after {limit:.0f} s: {', '.join(waiting)}; logs under "
+                                    f"{config.logs_dir()}")
+            time.sleep(0.5)
 
 
 def stop_services(processes: list[subprocess.Popen], grace: float = 20.0) -> None:

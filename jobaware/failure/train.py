@@ -29,6 +29,7 @@ from jobaware.failure.params import check_params
 from jobaware.failure.schema import jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.model import Evaluation
+from jobaware.progress import Progress, from_prints
 from jobaware.steps import READ_REPORT
 
 IMPORTANCE_ROWS = 4000
@@ -229,13 +230,18 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
     p = check_params(params or {})
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    phases = Progress(3, "phases: features, the model, its evaluation")
     jobs = jobs_table(dataset_dir)
     features = FeatureTable(workdir / "features.parquet")
     featurize_file(jobs, features.source, p["test_fraction"])
-    bundle = fit(features, FailureBundle.history_tail_file(jobs), p)
+    phases.advance()
+    with from_prints(r"^\[(\d+)/(\d+)\]", "boosting iterations (at most: early stopping)"):
+        bundle = fit(features, FailureBundle.history_tail_file(jobs), p)
+    phases.advance()
     truth = truth or _truth_beside(Path(dataset_dir))
     truth_table = pd.read_parquet(truth, columns=TRUTH_FOR_SCORES) if truth and Path(truth).is_file() else None
     evaluation = evaluate(bundle, features, p, truth_table, workdir / "plots")
+    phases.advance()
     evaluation.run_params = {"rows": pq.ParquetFile(jobs).metadata.num_rows}
     write_eval(evaluation, workdir / "eval")
     return bundle, evaluation

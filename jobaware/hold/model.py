@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 from torch import nn
 
 from jobaware.hold.features import N_STATES
+from jobaware.progress import Progress
 
 MAX_CODE = 49  # hold codes 0..48; one more slot for codes outside
 PAIRS = 32  # most common (code, subcode) pairs of the training set
@@ -136,6 +137,7 @@ def fit(network: HoldNetwork, train: tuple[np.ndarray, np.ndarray, np.ndarray],
     pos_weight = torch.tensor((1 - positive) / positive if 0 < positive < 1 else 1.0)
     loss_fn = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
     best, best_epoch, best_state, waited, history = -math.inf, -1, None, 0, []
+    progress = Progress(p["epochs"], "epochs (at most: early stopping)")
     for epoch in range(p["epochs"]):
         network.train()
         order = torch.randperm(len(y), generator=generator).numpy()
@@ -153,6 +155,7 @@ def fit(network: HoldNetwork, train: tuple[np.ndarray, np.ndarray, np.ndarray],
             total += loss.item() * len(rows)
         value = score(validation[2], predict_proba(network, validation[0], validation[1]))
         history.append({"epoch": epoch, "train_loss": total / max(len(y), 1), "validation": value})
+        progress.advance()
         if value > best or best_state is None:
             best, best_epoch, best_state, waited = value, epoch, copy.deepcopy(network.state_dict()), 0
         else:

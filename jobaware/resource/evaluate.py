@@ -24,6 +24,7 @@ import pandas as pd  # noqa: E402
 from sklearn.metrics import ConfusionMatrixDisplay, accuracy_score, confusion_matrix, f1_score  # noqa: E402
 from sklearn.model_selection import StratifiedGroupKFold  # noqa: E402
 
+from jobaware.progress import Progress  # noqa: E402
 from jobaware.resource.model import does_work  # noqa: E402
 from jobaware.resource.schema import BINDING, CLASSES  # noqa: E402
 
@@ -96,7 +97,9 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
     n = len(classes)
     predictions = np.empty((repeats, n), dtype=object)
     probabilities = np.zeros((repeats, n, len(BINDING)))
-    for (repeat, _fold), held in fold_table.groupby(["repeat", "fold"]):
+    folds = fold_table.groupby(["repeat", "fold"])
+    progress = Progress(folds.ngroups, f"cross-validation folds of {name or 'the model'}")
+    for (repeat, _fold), held in folds:
         test = held["row"].to_numpy()
         in_test = np.zeros(n, bool)
         in_test[test] = True
@@ -106,6 +109,7 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
         proba = model.predict_proba(test_features)
         probabilities[repeat, test] = proba
         predictions[repeat, test] = decide(proba, test_features, abstain_threshold)
+        progress.advance()
     return CVResult(name, predictions, probabilities, metrics(classes, predictions))
 
 
