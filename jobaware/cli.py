@@ -273,11 +273,12 @@ def pipeline_submit(
     show({"submitted": name, "host": host, **result}, as_json)
 
 
-def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "subprocess", lanes: int = 1) -> dict:
+def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "subprocess", lanes: int = 1,
+                   on_done=None) -> dict:
     """Run the pipelines `runs` names (name -> arguments), `lanes` at a time, each in its own process logging to a
     file: one line per finished step with its status, seconds and CPU; a live line per running step with its
-    progress and the time it has left, where the step says. Returns each pipeline's outputs; a failed pipeline
-    raises once every one has ended."""
+    progress and the time it has left, where the step says; `on_done(name, outputs)` as each one ends well.
+    Returns each pipeline's outputs; a failed pipeline raises once every one has ended."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
@@ -325,10 +326,13 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
                                                        f"{cpu}"))
 
         try:
-            return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
-                                      runner=runner_name, env=env)
+            outputs = runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
+                                         runner=runner_name, env=env)
         except RuntimeError as exc:
             raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
+        if on_done is not None:
+            on_done(name, outputs)
+        return outputs
 
     with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live, \
             ThreadPoolExecutor(max(1, lanes)) as pool:
@@ -558,31 +562,39 @@ def demo(
     parallel: Annotated[int, typer.Option(min=1, max=16, help="pipelines run at the same time (default: the "
                                           "cores, at most 2)")] = min(2, os.cpu_count() or 1),
 ):
-    """What `make run` does: every pipeline on its default data (PARALLEL at a time), then every champion served
-    on localhost; it says when each service is ready and how long the whole took.
+    """What `make run` does: every pipeline on its default data (PARALLEL at a time), each champion served on
+    localhost as soon as its pipeline is done; it says when each service is ready and how long the whole took.
 
     Example: jobaware demo --first-port 3000
     """
+    import threading
+
     started_at = time.monotonic()
     keys = capabilities.keys()
+    ports = {key: first_port + offset for offset, key in enumerate(keys)}
+    for port in ports.values():
+        _check_port("127.0.0.1", port)
     runs = {key: _arguments(key, [], [], 0.01, remote=False) for key in keys}  # the default data, made once
-    outputs = _run_pipelines(runs, False, "subprocess", lanes=parallel)
-    _training_summary({key: outputs[key].get("Output") for key in keys}, False)
-    started, ports = [], {key: first_port + offset for offset, key in enumerate(keys)}
+    started: dict[str, subprocess.Popen] = {}
+    lock = threading.Lock()
+
+    def serve_it(key: str, _outputs: dict) -> None:  # a capability is served as soon as its pipeline is done
+        log = open(config.logs_dir() / f"serve-{key}.log", "wb")
+        with lock:
+            started[key] = subprocess.Popen(service_command(key, ports[key], "127.0.0.1"), env=service_env(),
+                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
     try:  # from the first service started: a Ctrl-C at any point stops every one started
-        for key, port in ports.items():
-            _check_port("127.0.0.1", port)
-            log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-            started.append(subprocess.Popen(service_command(key, port, "127.0.0.1"), env=service_env(), stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True))
-        _wait_ready(ports, started)
+        outputs = _run_pipelines(runs, False, "subprocess", lanes=parallel, on_done=serve_it)
+        _training_summary({key: outputs[key].get("Output") for key in keys}, False)
+        _wait_ready(ports, [started[key] for key in keys])
         out.print(f"every capability serving {time.monotonic() - started_at:.0f} s after `jobaware demo` began")
         _print_examples(ports)
-        while all(p.poll() is None for p in started):
+        while all(p.poll() is None for p in started.values()):
             time.sleep(1)
         raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
     finally:
-        stop_services(started)
+        stop_services(list(started.values()))
 
 
 def _wait_ready(ports: dict[str, int], processes: list[subprocess.Popen], limit: float = 300.0) -> None:

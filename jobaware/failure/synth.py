@@ -27,7 +27,7 @@ from jobaware.errors import InputError
 from jobaware.failure.writers import NrelWriter
 
 MIN_JOBS, MAX_JOBS = 1_000, 11_000_000
-DEFAULT_SYNTH_JOBS = 150_000
+DEFAULT_SYNTH_JOBS = 30_000
 FORMATS = ("csv", "json", "parquet")
 TRUTH_CLASSES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED")
 ROUND_TIMES = np.array([300, 600, 900, 1800, 3600, 7200, 14400, 28800, 43200, 86400, 172800, 345600, 864000], float)

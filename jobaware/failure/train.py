@@ -32,7 +32,7 @@ from jobaware.model import Evaluation
 from jobaware.progress import Progress, from_prints
 from jobaware.steps import READ_REPORT
 
-IMPORTANCE_ROWS = 4000
+IMPORTANCE_ROWS = 2000
 
 
 def featurize(jobs: pd.DataFrame, test_fraction: float = 0.3) -> pd.DataFrame:

@@ -61,11 +61,13 @@ def decide(probabilities: np.ndarray, features: list, abstain_threshold: float =
 
 
 def metrics(truth: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
-    """Mean/std over repeats of macro-F1 (binding classes), per-class F1 and accuracy."""
+    """Mean/std over repeats of macro-F1 (binding classes; the std undefined for one repeat), per-class F1 and
+    accuracy."""
     macro = [f1_score(truth, p, labels=list(BINDING), average="macro", zero_division=0) for p in predictions]
     per_class = np.array([f1_score(truth, p, labels=list(BINDING), average=None, zero_division=0)
                           for p in predictions])
-    out = {"macro_f1": float(np.mean(macro)), "macro_f1_std": float(np.std(macro)),
+    spread = float(np.std(macro)) if len(macro) > 1 else float("nan")  # one repeat has no spread to tell
+    out = {"macro_f1": float(np.mean(macro)), "macro_f1_std": spread,
            "macro_f1_min": float(np.min(macro)), "macro_f1_max": float(np.max(macro)),
            "accuracy": float(np.mean([accuracy_score(truth, p) for p in predictions]))}
     for i, c in enumerate(BINDING):
@@ -135,11 +137,12 @@ def plot_comparison(results: dict[str, dict[str, float]], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     names = list(results)
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
-    ax.bar(names, [results[n]["macro_f1"] for n in names], yerr=[results[n]["macro_f1_std"] for n in names],
+    spread = [float(np.nan_to_num(results[n]["macro_f1_std"])) for n in names]  # none drawn for one repeat
+    ax.bar(names, [results[n]["macro_f1"] for n in names], yerr=spread,
            capsize=4, color=["#999999", "#bbbbbb", "#4c72b0", "#dd8452"][: len(names)])
     ax.set(ylabel="macro-F1 (cpu, mem, network, io)", ylim=(0, 1), title="Repeated group-aware CV, real scripts")
     for i, n in enumerate(names):
-        top = results[n]["macro_f1"] + results[n]["macro_f1_std"]
+        top = results[n]["macro_f1"] + spread[i]
         ax.text(i, top + 0.02, f"{results[n]['macro_f1']:.3f}", ha="center", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
