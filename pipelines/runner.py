@@ -149,6 +149,7 @@ class StepEvents:
     def feed(self, line: str) -> None:
         if match := _STARTED.search(line):
             step = match.group(1)
+            self._ended_before(step)
             self.starts[step] = self.starts.get(step, 0) + 1
             label = step if self.starts[step] == 1 else f"{step} #{self.starts[step]}"
             self.running.setdefault(step, []).append((label, time.monotonic()))
@@ -158,14 +159,30 @@ class StepEvents:
             label, since = (self.running.get(step) or [(step, time.monotonic())]).pop(0)
             if status != "SUCCESS":
                 self.failed.append(label)
-            reaped = self.cpu()
-            spent = reaped - self.reaped if reaped is not None and self.reaped is not None else None
-            self.reaped = reaped
-            self.on_event(Event(status, label, time.monotonic() - since, spent))
+            self.on_event(Event(status, label, time.monotonic() - since, self._spent()))
         elif (said := parse_progress(line)) is not None:
             running = [label for instances in self.running.values() for label, _ in instances]
             if len(running) == 1:  # a line of the one step running (parallel iterations are not told apart)
                 self.on_event(Event("progress", running[0], progress=said))
+
+
+    def _spent(self, share: int = 1) -> float | None:
+        reaped = self.cpu()
+        spent = (reaped - self.reaped) / share if reaped is not None and self.reaped is not None else None
+        self.reaped = reaped
+        return spent
+
+    def _ended_before(self, step: str) -> None:
+        """kfp.local runs one task at a time but a ParallelFor's iterations, and logs the end of only one of
+        these: when another task starts, the ones still listed have ended well (else the run would have stopped),
+        sharing the CPU reaped since."""
+        left = [(label, since) for other, instances in self.running.items() if other != step
+                for label, since in instances]
+        for other in [other for other in self.running if other != step]:
+            del self.running[other]
+        share = self._spent(len(left)) if left else None
+        for label, since in left:
+            self.on_event(Event("SUCCESS", label, time.monotonic() - since, share))
 
 
 def children_cpu(pid: int) -> float | None:

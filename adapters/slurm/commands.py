@@ -113,17 +113,28 @@ def export(
     out.print(f"wrote {count} finished job(s) to {out_path}")
 
 
-def _urls(failure: str, resource: str, similarity: str) -> dict[str, str]:
+def _urls(services: list[str], failure: str = "", resource: str = "", similarity: str = "") -> dict[str, str]:
+    """The service of each capability the job card asks: `--service KEY=URL` (repeatable), the old `--failure URL`
+    style, else $JOBAWARE_<KEY>_URL or the demo's port."""
     from jobaware import capabilities, config
+    from jobaware.errors import UsageError
 
     keys = capabilities.keys()
     given = {"failure": failure, "resource": resource, "similarity": similarity}
+    for item in services:
+        key, sep, url = item.partition("=")
+        if not sep or key not in given:
+            raise UsageError(f"--service {item!r}: expected KEY=URL with KEY one of {', '.join(given)}")
+        given[key] = url
     return {key: url or config.service_url(key, keys) for key, url in given.items()}
 
 
-FailureURL = Annotated[str, option("--failure", role=SERVICE, help="failure service (default: $JOBAWARE_FAILURE_URL or the demo's port)")]
-ResourceURL = Annotated[str, option("--resource", role=SERVICE, help="resource service (default: $JOBAWARE_RESOURCE_URL or the demo's port)")]
-SimilarityURL = Annotated[str, option("--similarity", role=SERVICE, help="similarity service (default: $JOBAWARE_SIMILARITY_URL or the demo's port)")]
+Services = Annotated[list[str], option("--service", role=SERVICE, metavar="KEY=URL",
+                                       help="a capability's service, repeatable: failure=URL, resource=URL, "
+                                            "similarity=URL (default: $JOBAWARE_<KEY>_URL or the demo's port)")]
+FailureURL = Annotated[str, option("--failure", role=SERVICE, hidden=True, help="old spelling of --service failure=URL")]
+ResourceURL = Annotated[str, option("--resource", role=SERVICE, hidden=True, help="old spelling of --service resource=URL")]
+SimilarityURL = Annotated[str, option("--similarity", role=SERVICE, hidden=True, help="old spelling of --service similarity=URL")]
 
 
 @slurm_app.command("adapt")
@@ -137,6 +148,7 @@ def adapt(
     passes: Annotated[int, typer.Option(min=1, help="how many passes (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="pass until stopped (SIGTERM / Ctrl-C)")] = False,
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
+    service: Services = [],  # noqa: B006
     failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
@@ -169,7 +181,7 @@ def adapt(
     err.print(f"adapter on {cluster}, {mode}; audit in {audit}", highlight=False, soft_wrap=True)
     done = 0
     with open_store(store) as opened:
-        adapter = Adapter(opened, cluster, _urls(failure, resource, similarity), chosen, act=act, audit=audit,
+        adapter = Adapter(opened, cluster, _urls(service, failure, resource, similarity), chosen, act=act, audit=audit,
                           cache=cache, slurm=slurm)
         while not stop.is_set() and (forever or done < passes):
             started = time.monotonic()
@@ -187,8 +199,9 @@ def card(
     job_id: Annotated[int, typer.Argument(min=1, metavar="JOBID", help="a pending or running Slurm job")],
     similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
     gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
+    service: Services = [],  # noqa: B006
     failure: FailureURL = "", resource: ResourceURL = "", similarity: SimilarityURL = "",
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
     """One answer for one job: failure risk and its likely kind, the script's binding resource, similar past jobs;
     each part with its model version, or the reason it is missing.
@@ -218,7 +231,7 @@ def card(
             raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
         answer = response.json()
     else:
-        answer = cards.make_card(job_id, record, script, _urls(failure, resource, similarity),
+        answer = cards.make_card(job_id, record, script, _urls(service, failure, resource, similarity),
                                  similarity_jobid=similarity_jobid)
         cards.audit({"action": "card", "job_id": job_id, "short": answer["short"], "missing": answer["missing"],
                      "versions": cards.versions(answer)}, config.audit_dir() / "card.jsonl")

@@ -47,3 +47,18 @@ def test_the_cpu_of_finished_children_is_read_from_proc():
     before = children_cpu(os.getpid())
     subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
     assert children_cpu(os.getpid()) > before
+
+
+def test_an_iteration_whose_end_kfp_local_does_not_log_ends_when_the_next_task_starts():
+    """kfp.local logged the end of one of two parallel trials only; the other ended before `best-hold` started."""
+    events, reaped = [], iter([0.0, 5.0, 12.0, 13.0])
+    steps = StepEvents(events.append, lambda: next(reaped))
+    for line in ("10:00:00 - INFO - Executing task 'trial-hold'",
+                 "10:00:00 - INFO - Executing task 'trial-hold'",
+                 "10:01:00 - INFO - Task 'trial-hold' finished with status SUCCESS",
+                 "10:01:01 - INFO - Executing task 'best-hold'",
+                 "10:01:09 - INFO - Task 'best-hold' finished with status SUCCESS"):
+        steps.feed(line)
+    ended = [(e.step, e.cpu) for e in events if e.kind == "SUCCESS"]
+    assert ended == [("trial-hold", 5.0), ("trial-hold #2", 7.0), ("best-hold", 1.0)]
+    assert not any(steps.running.values())
