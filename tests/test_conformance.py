@@ -444,10 +444,11 @@ def _no_crash(name: str, result: subprocess.CompletedProcess) -> None:
     assert "unexpected" not in text and "Traceback" not in text, f"{name}: {text[-2000:]}"
 
 
-def _refused_in_one_line(name: str, result: subprocess.CompletedProcess) -> None:
+def _refused_in_one_line(name: str, result: subprocess.CompletedProcess, code: int = 1) -> None:
+    """Exit `code` (1 bad input, 2 usage: README, "The command contract") with one `error:` line."""
     _no_crash(name, result)
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), (
+    assert result.returncode == code and len(lines) == 1 and lines[0].startswith("error: "), (
         f"{name}: exit {result.returncode}, stderr {result.stderr[-2000:]!r}")
 
 
@@ -476,13 +477,13 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     cases = {
-        "validate real": ["data", "validate", key, real],
-        "validate wrong": ["data", "validate", key, wrong],
-        "synth refused": ["data", "synth", key, "--jobs", 0, "--out", kept["synth.out"]],
+        "validate real": ["data", "validate", key, "--input", real],
+        "validate wrong": ["data", "validate", key, "--input", wrong],
+        "synth refused": ["data", "synth", key, "--jobs", 0, "--output", kept["synth.out"], "--overwrite"],
         "predict real": ["predict", key, "--input", real, "--output", out],
         "predict stdout": ["predict", key, "--input", real, "--output", "-"],
         "predict wrong": ["predict", key, "--input", wrong if key != "resource" else tmp_path / "none", "--output",
-                          kept["predict.out"]],
+                          kept["predict.out"], "--overwrite"],
         "pipeline budget": ["pipeline", "run", key, "--budget", -1],
         "pipeline param": ["pipeline", "run", key, "--param", "no_such_parameter=1"],
         "models show": ["models", "show", key, version, "--json"],
@@ -500,8 +501,10 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
         assert results[name].returncode == 0, f"{name}: {results[name].stderr[-2000:]}"
     _no_crash("validate wrong", results["validate wrong"])
     assert results["validate wrong"].returncode == 1
-    for name in ("synth refused", "predict wrong", "pipeline budget", "pipeline param", "serve taken port"):
+    for name in ("predict wrong", "serve taken port"):
         _refused_in_one_line(name, results[name])
+    for name in ("synth refused", "pipeline budget", "pipeline param"):  # a wrong value on the command line
+        _refused_in_one_line(name, results[name], code=2)
     for path in kept.values():
         assert path.read_bytes() == SENTINEL, f"{path.name} was touched by a refused command"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "a temporary file was left behind"
@@ -513,7 +516,7 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
     assert f"wrote {len(written):,} predictions to {out}" in results["predict real"].stdout
     if key != "resource":  # resource always trains on the real scripts beside the generated ones
         assert "was trained on synthetic data; this input is real data" in results["predict real"].stderr
-    assert "--budget: expected a share of bad records in [0, 1], got -1" in results["pipeline budget"].stderr
+    assert "Invalid value for '--budget'" in results["pipeline budget"].stderr
     assert "(valid: " in results["pipeline param"].stderr
     shown = json.loads(results["models show"].stdout)
     assert shown["version"] == version and shown["trained_on"]["kind"] == "synthetic" and shown["metrics"]
@@ -544,5 +547,5 @@ def test_the_registry_commands_answer_for_every_capability(in_home, tmp_path_fac
     _refused_in_one_line("runs show unknown", _cli(["runs", "show", "no-such-run"], env))
     folder_taken = tmp_path / "compiled"
     folder_taken.write_bytes(SENTINEL)
-    _refused_in_one_line("compile onto a file", _cli(["pipeline", "compile", "--out", folder_taken], env))
+    _refused_in_one_line("compile onto a file", _cli(["pipeline", "compile", "--output", folder_taken], env))
     assert folder_taken.read_bytes() == SENTINEL

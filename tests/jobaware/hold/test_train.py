@@ -30,7 +30,10 @@ def test_the_model_and_its_baselines_are_scored_on_the_whole_test_set(trained, d
     bundle, evaluation, workdir = trained
     data = load_dataset(dataset, check_params(SMALL))
     n_test = int((data.table["split"] == "test").sum())
-    assert set(evaluation.metrics) == {"model", "gbt", "policy", "oracle"}
+    assert set(evaluation.metrics) == {"model", "gbt", "policy", "majority", "oracle"}
+    majority = evaluation.metrics["majority"]  # one answer always: no ranking, one of the two F1s zero
+    assert majority["roc_auc"] != majority["roc_auc"] or majority["roc_auc"] == 0.5
+    assert 0 in (majority["f1_remove"], majority["f1_release"])
     assert all(m["n"] == n_test for m in evaluation.metrics.values())  # every test hold, not the last batch
     model = evaluation.metrics["model"]
     assert 0 < model["f1_remove"] <= 1 and 0.5 < model["roc_auc"] <= 1
