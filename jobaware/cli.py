@@ -280,7 +280,7 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
     progress and the time it has left, where the step says; `on_done(name, outputs)` as each one ends well.
     Returns each pipeline's outputs; a failed pipeline raises once every one has ended."""
     import threading
-    from concurrent.futures import ThreadPoolExecutor
+    from concurrent.futures import ThreadPoolExecutor, wait
 
     from rich.live import Live
     from rich.spinner import Spinner
@@ -327,16 +327,24 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
 
         try:
             outputs = runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
-                                         runner=runner_name, env=env)
+                                         runner=runner_name, env=env, stopped=stop.is_set)
         except RuntimeError as exc:
             raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
         if on_done is not None:
             on_done(name, outputs)
         return outputs
 
-    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live, \
-            ThreadPoolExecutor(max(1, lanes)) as pool:
-        futures = {name: pool.submit(watch, name, arguments, live) for name, arguments in runs.items()}
+    stop = threading.Event()  # set when this thread is stopped (Ctrl-C, SIGTERM): every lane kills its pipeline
+    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live:
+        pool = ThreadPoolExecutor(max(1, lanes))
+        try:
+            futures = {name: pool.submit(watch, name, arguments, live) for name, arguments in runs.items()}
+            wait(list(futures.values()))
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=stop.is_set())
         failed = [future.exception() for future in futures.values() if future.exception() is not None]
     if failed:
         raise failed[0] if len(failed) == 1 else JobawareError(

@@ -195,9 +195,11 @@ def children_cpu(pid: int) -> float | None:
 
 
 def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path, on_event: Callable[[Event], None],
-                echo: bool = False, runner: str = "subprocess", env: dict | None = None) -> dict:
+                echo: bool = False, runner: str = "subprocess", env: dict | None = None,
+                stopped: Callable[[], bool] = lambda: False) -> dict:
     """Run in a child process (with `env`, default this one's) logging to `log`; call `on_event(Event)` for each
-    step's start, progress and end; return the outputs, or raise RuntimeError naming the failed step."""
+    step's start, progress and end; return the outputs, or raise RuntimeError naming the failed step. The child
+    and every step it started are killed when this returns or raises, or as soon as `stopped()` is true."""
     result = log.with_suffix(".result.json")
     spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result),
                        "runner": runner})
@@ -211,6 +213,8 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path, on_e
             pending = b""
             while True:
                 chunk = source.read()
+                if stopped():
+                    break
                 if not chunk:
                     if child.poll() is not None:
                         break
