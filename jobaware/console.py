@@ -33,11 +33,14 @@ def escaped(text: str) -> str:
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
-    """`text` escaped onto one line of at most `limit` characters (a longer one is cut, its length said)."""
+    """`text` escaped onto one line of at most `limit` characters: a longer one keeps its start (where) and its end
+    (what was found), its middle cut and its length said."""
     text = escaped(str(text))
     if len(text) <= limit:
         return text
-    return f"{text[: limit - 30]}... ({len(text):,} characters)"
+    cut = f" ...({len(text):,} characters)... "
+    tail = (limit - len(cut)) // 3
+    return text[: limit - len(cut) - tail] + cut + text[len(text) - tail:]
 
 
 def message(kind: str, text: str, style: str) -> None:
