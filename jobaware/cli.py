@@ -167,7 +167,6 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     if name == "all" and (data or params):
         raise UsageError("pipeline all runs every capability on its default data; run one capability for --input "
                          "or --param")
-    tracking = "" if remote else config.tracking_uri()
     if name != "all":
         capability = capabilities.get(name)
         checked = json.dumps(_parse_params(capability, params))  # before the default data is prepared
@@ -179,8 +178,9 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
             chosen = sources.encode(paths)
         else:
             chosen = _default_data(name)
+        tracking = "" if remote else config.tracking_uri()  # JOBAWARE_HOME made only once the data is good
         return {"data": chosen, "params": checked, "tracking_uri": tracking, "bad_record_budget": budget}
-    arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
+    arguments = {"tracking_uri": "" if remote else config.tracking_uri(), "bad_record_budget": budget}
     for key in keys:
         arguments[f"{key}_data"] = _default_data(key)
     return arguments
@@ -690,6 +690,5 @@ def command():
     if _command is None:
         from jobaware import cli_contract
 
-        _command = typer.main.get_command(app)
-        cli_contract.install(_command)
+        _command = cli_contract.installed(app)
     return _command

@@ -72,10 +72,12 @@ def stdout_allowed(param) -> bool:
 
 
 def given(option_values: list[str] | None, positional: list[str] | None, name: str = "--input") -> list[str]:
-    """The values of an option and of its old positional spelling (kept hidden), at least one."""
+    """The values of an option and of its old positional spelling (kept hidden, with a notice), at least one."""
     values = [*(option_values or []), *(positional or [])]
     if not values:
         raise UsageError(f"missing option '{name}'")
+    if positional:
+        console.notice(f"give what is read with {name}; as an argument it goes in the next release")
     return values
 
 
@@ -268,6 +270,14 @@ def _spelling(params: list) -> Callable[[str], str]:
     return normalize
 
 
+def installed(app: typer.Typer):
+    """The click command of a Typer app, with the contract installed (the other entry points use it too:
+    `python -m adapters.htcondor|slurm`)."""
+    root = typer.main.get_command(app)
+    install(root)
+    return root
+
+
 def install(root) -> None:
     """Wrap every command of the click tree `root` with the role checks and the old spellings."""
     for _, command in commands(root):
@@ -287,14 +297,14 @@ TyperOption.display_type_rich = _display_type
 
 
 # ---------------------------------------------------------------- running
-def run(root, args: list[str]) -> int:
+def run(root, args: list[str], prog_name: str = "jobaware") -> int:
     """Run the click command `root` on `args`: the exit code by the kind of mistake, and one error line (or a JSON
     object on stdout with `--json`). JOBAWARE_DEBUG=1 shows a traceback instead of the one line."""
     from typer._click import exceptions as click_errors
 
     as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
-        code = root.main(args, prog_name="jobaware", standalone_mode=False)
+        code = root.main(args, prog_name=prog_name, standalone_mode=False)
         return code if isinstance(code, int) else 0
     except typer.Exit as exc:
         return exc.exit_code

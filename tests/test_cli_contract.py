@@ -366,7 +366,9 @@ def run_case(case: Case, forks) -> tuple[dict, str, str]:
             folder.chmod(0o755)
         before = {"work": _snapshot(work), "home": _snapshot(home)}
         drop = bool(case.unreadable) and os.geteuid() == 0
-        process = forks.Process(target=_child, args=(case.args, str(work), str(home), str(reports / "case"), drop))
+        # JOBAWARE_HOME names a folder not made yet: a refusal that makes it changes the disk
+        process = forks.Process(target=_child, args=(case.args, str(work), str(home / "jobaware"),
+                                                     str(reports / "case"), drop))
         process.start()
         process.join(120)
         assert process.exitcode == 0, f"{case.id}: the child ended with {process.exitcode}"

@@ -173,9 +173,9 @@ def test_a_model_trained_on_generated_logs_never_acts(tmp_path):
         watch = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         _live(watch, log, renumber(RELEASED_TWICE, 101))
         watch.close()
-        log.write_bytes(b"")
-        refused = subprocess.run([*ADAPTER, "follow", str(log), "--audit", str(tmp_path / "a2.jsonl"), "--service",
-                                  service.url, "--act", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        refused = subprocess.run([*ADAPTER, "follow", "--input", str(log), "--audit", str(tmp_path / "a2.jsonl"),
+                                  "--service", service.url, "--act", "--once"], capture_output=True, text=True, cwd=ROOT,
+                                 timeout=120)
     assert schedd.calls == []
     holds = _holds(audit)
     assert holds[0]["recommended"] == "release" and holds[0]["trained_on"] == {"source": "synthetic",
