@@ -500,10 +500,11 @@ def predict(
         task = bar.add_task("records", total=None)
         summary = capability.predict_file(inputs, output, model, progress=lambda n: bar.advance(task, n))
     used = summary.model_version
+    model = f"model version {used}" if used else "no model loaded: nothing to predict"
+    used = used or version or registry_read.champion_version(key)  # the input still meets the model it would meet
     if used:
         summary.fit = fit.notes(registry_read.training_profile(key, used), summary.input_profile, used)
     where = "standard output" if output == "-" else output
-    model = f"model version {used}" if used else "no model loaded: nothing to predict"
     (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} ({model})"
                                           + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()),
                                           soft_wrap=True)
