@@ -1,1 +1,1 @@
-"""The scheduler side, deployed beside a scheduler: it reaches the models only over HTTP (see DESIGN.md)."""
+"""The scheduler side, deployed beside a scheduler: it reaches the models only over HTTP (docs/architecture.md)."""

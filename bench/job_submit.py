@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from adapters.slurm.plugins import render  # noqa: E402
 from adapters.slurm.verdicts import Shape, Verdict, write_cache  # noqa: E402
-from tests.slurm.cluster import SlurmCluster  # noqa: E402
+from harness.slurm_cluster import SlurmCluster  # noqa: E402
 
 REFERENCE = """
 function slurm_job_submit(job_desc, part_list, submit_uid)
@@ -49,9 +49,19 @@ TIMES = re.compile(r"jobaware: (job_submit|reference) (.*?) ?([0-9.]+) ms$")
 TARGET_MS = 5.0
 
 
+ADVICE = ("failure risk {risk:.0%}, TIMEOUT likely: jobs like this one ran out of time in {failed} of their last {n} "
+          "runs; ask for more --time[ than the {{time_minutes}} minutes asked] (model {model}).")
+
+
+def said(n: int, failed: int, risk: float, model: int) -> dict:
+    """A cached verdict's texts as the card parts word them: the comment's words and, for a high risk, advice."""
+    comment = f"failure risk {risk:.0%}; {failed}/{n} similar failed; model {model}; io-bound"
+    return {"comment": comment, "advice": ADVICE.format(risk=risk, failed=failed, n=n, model=model) if risk >= 0.5
+            else ""}
+
+
 def verdicts(n: int, users: int, shapes: int, me: str, seed: int) -> list[Verdict]:
     rng = random.Random(seed)
-    kinds = ["", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL"]
     out, keys = [], set()
 
     def one(user: str) -> None:
@@ -61,17 +71,15 @@ def verdicts(n: int, users: int, shapes: int, me: str, seed: int) -> list[Verdic
         n = rng.randint(1, 50)
         failed = rng.randint(0, n)
         v = Verdict(user=user, account=rng.choice(["", "phys", "chem"]), partition=rng.choice(["debug", "gpu"]),
-                    shape=shape, p_fail=rng.random(), kind=rng.choice(kinds), n_similar=n, n_failed=failed,
-                    n_timeout=rng.randint(0, failed), model_version=str(rng.randint(1, 9)))
+                    shape=shape, n_similar=n, **said(n, failed, rng.random(), rng.randint(1, 9)))
         if v.key() not in keys:
             keys.add(v.key())
             out.append(v)
 
     for minutes in (1, 10, 60):  # some of the shapes submitted below, so that exact matches are in the mix
         for mem in (100, 500):
-            out.append(Verdict(user=me, partition="debug", p_fail=0.7, kind="TIMEOUT", n_similar=10, n_failed=7,
-                               n_timeout=7, model_version="1", shape=Shape(time_minutes=minutes, nodes=1,
-                                                                           cpus=1, mem_mib=mem, gpus=0)))
+            out.append(Verdict(user=me, partition="debug", n_similar=10, **said(10, 7, 0.7, 1),
+                               shape=Shape(time_minutes=minutes, nodes=1, cpus=1, mem_mib=mem, gpus=0)))
             keys.add(out[-1].key())
     while sum(v.user == me for v in out) < shapes:
         one(me)

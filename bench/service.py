@@ -92,11 +92,10 @@ def main() -> None:
     os.environ.pop("MLFLOW_TRACKING_URI", None)
     from jobaware import gate, tracking
     from jobaware.failure.reader import read_jobs
-    from jobaware.failure.service import answer_rows
     from jobaware.failure.reader.slurm import parse_request
-    from jobaware.failure.train import log_trained
+    from jobaware.failure.service import answer_rows
     from jobaware.failure.synth import write
-    from jobaware.failure.train import train_in_memory
+    from jobaware.failure.train import log_trained, train_in_memory
 
     data = Path(home) / "jobs.parquet"
     write(data, args.jobs, "parquet", seed=2)

@@ -36,12 +36,12 @@ from rapidfuzz.distance import Levenshtein
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from harness import similarity_reference as plain  # noqa: E402
 from jobaware.similarity import synth  # noqa: E402
 from jobaware.similarity.algorithms import as_text, workers_for  # noqa: E402
 from jobaware.similarity.index import SimilarityIndex  # noqa: E402
 from jobaware.similarity.reader import ingest  # noqa: E402
 from jobaware.similarity.schema import METRICS  # noqa: E402
-from tests.jobaware.similarity import reference as plain  # noqa: E402
 
 TARGETS = (25, 48, 400)
 # the paper's seconds per 100k jobs on one core (Betke & Kunkel 2021, as quoted by issue 8)

@@ -89,8 +89,8 @@ def prepare(home: Path, keys: list[str], work: Path) -> None:
 def requests_for(key: str, home: Path) -> list[Request]:
     """The valid example, the invalid bodies and the worst cases of `key`'s service (from its champion)."""
     os.environ["JOBAWARE_HOME"] = str(home)
+    from harness import worst_cases
     from jobaware import capabilities, tracking
-    from tests.serving import worst_cases
 
     route, example = capabilities.get(key).example
     out = [Request("valid", "example", route, json.dumps(example).encode())]
@@ -267,7 +267,7 @@ def summary(result: Soak) -> dict:
 def run(keys: list[str], home: Path, count: int, rate: float, worst_every: int, invalid_every: int,
         logs: Path) -> list[dict]:
     """Serve each key in turn, soak it, stop it; one summary per key."""
-    from tests.conftest import free_port
+    from harness.ports import free_port
 
     out = []
     for key in keys:

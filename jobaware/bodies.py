@@ -1,16 +1,19 @@
-"""Request bodies declared once: a slice's pydantic model both checks a body and describes it (the service's
-OpenAPI document shows `openapi_schema(model)`). A refusal is one InputError line led by the field's JSON path; a
-value over a length bound is a TooLargeError (the service answers 413)."""
+"""Request bodies and service limits declared once: a slice's pydantic model both checks a body and describes it
+(the service's OpenAPI document shows `openapi_schema(model)`). A refusal is one InputError line led by the field's
+JSON path; a value over a length bound is a TooLargeError (the service answers 413). A slice's `Limits` (what its
+service accepts) are read from `JOBAWARE_<KEY>_<FIELD>` environment variables, else their defaults."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, TypeVar
 
+import pydantic_core
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import core_schema
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from jobaware.errors import InputError, TooLargeError, one_line
+from jobaware.errors import InputError, JobawareError, TooLargeError, one_line
 
 M = TypeVar("M", bound=BaseModel)
 OVER_A_BOUND = {"too_long", "string_too_long"}
@@ -22,6 +25,24 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
+class Limits(BaseSettings):
+    """What a service accepts. A slice subclasses it with `env_prefix="JOBAWARE_<KEY>_"`: each field is read from
+    `JOBAWARE_<KEY>_<FIELD>` (upper case), else its default; `load()` refuses a bad value in one line naming the
+    variable."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    @classmethod
+    def load(cls) -> Limits:
+        try:
+            return cls()
+        except ValidationError as exc:
+            prefix = cls.model_config.get("env_prefix", "")
+            error = exc.errors(include_url=False)[0]
+            name = f"{prefix}{error['loc'][0]}".upper() if error["loc"] else prefix.rstrip("_")
+            raise JobawareError(f"{name}: {one_line(exc).split(': ', 1)[-1]}") from None
+
+
 def parse_body(model: type[M], payload: Any) -> M:
     """`payload` (parsed JSON) as `model`; errors as one line naming the field."""
     if not isinstance(payload, dict):
@@ -31,6 +52,24 @@ def parse_body(model: type[M], payload: Any) -> M:
     except ValidationError as exc:
         over = exc.errors(include_url=False)[0]["type"] in OVER_A_BOUND
         raise (TooLargeError if over else InputError)(one_line(exc)) from None
+    except InputError:  # a field read by a parser of its own (failure's jobs) stopped first: name an unknown field
+        known = {field.alias or name for name, field in model.model_fields.items()}
+        unknown = [name for name in payload if name not in known]
+        if unknown and model.model_config.get("extra") == "forbid":
+            raise InputError(f"{str(unknown[0])[:100]}: unknown field") from None
+        raise
+
+
+def read_json(model: type[M], raw: bytes | str | None) -> M:
+    """A request body (JSON text; empty is `{}`) as `model`: read once, a top-level field given as null taken as not
+    given; errors as for `parse_body`, text that is not JSON named as such."""
+    try:
+        payload = pydantic_core.from_json(raw or b"{}")
+    except ValueError as exc:
+        raise InputError(f"body: not valid JSON ({str(exc)[:200]})") from None
+    if isinstance(payload, dict):
+        payload = {name: value for name, value in payload.items() if value is not None}
+    return parse_body(model, payload)
 
 
 def worded(kind: Any, message: str) -> Any:

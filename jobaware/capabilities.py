@@ -38,6 +38,36 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class CardPart:
+    """A capability's part of the job card (`jobaware/card.py` holds the contract): `"module:function"` references
+    into the slice's own `jobaware/<key>/card.py`.
+
+      answer(context: dict, ask: card.Asking) -> dict
+          the part's fields for one job: `ask.post(route, body)` asks the capability's own service,
+          `ask.part(key, context)` another capability's part; raise `card.NotApplicable(reason)` when the job
+          cannot have this part
+      shown(part: dict) -> str
+          the part's cell in `jobaware card`'s table (an answered part)
+      words(part: dict, history: dict) -> str | None  (optional)
+          the part in a few words (any status), for the job's comment and the verdict cache; None: nothing
+      advice(part: dict, history: dict) -> str | None  (optional)
+          one sentence for the user at submission (`cli_filter.lua`); None: no advice. It may name the values
+          the job asks for, `{time_minutes}`, `{nodes}`, `{cpus}`, `{mem_mib}`, `{gpus}`, which the plugin fills
+          in; words in square brackets around such a name are left out when the job does not state the value
+      hold(part: dict, site_threshold: float | None) -> str | None  (optional)
+          why an adapter whose policy holds risky jobs should hold this one; None: no reason
+    `required`: an adapter writes no verdict for a job until this part has answered.
+    """
+
+    answer: Ref
+    shown: Ref
+    words: Ref | None = None
+    advice: Ref | None = None
+    hold: Ref | None = None
+    required: bool = False
+
+
+@dataclass(frozen=True)
 class Capability:
     """Everything the shared platform needs to know about one capability.
 
@@ -62,9 +92,11 @@ class Capability:
           the records of a job store (jobaware.store) as a file its ingest reads, written in `out_dir`
       commands(group: typer.Typer, root: typer.Typer) -> None  (optional)
           adds the capability's own CLI commands to `group` (`jobaware <key> ...`); `root` for hidden old spellings
+    `card` (optional): the capability's part of the job card, a `CardPart`.
     Data: `service` and `pipeline` as "module:attribute"; `formats`: the source formats its readers take, in
     words, for people; `example` = (route, request body) for people;
-    `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests.
+    `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests;
+    `service_memory` = (request, limit) of one service pod's memory in the Kubernetes manifests (`jobaware.manifests`).
     """
 
     key: str
@@ -88,8 +120,10 @@ class Capability:
     smoke: tuple[int, dict]
     commands: Ref | None = None
     from_store: Ref | None = None
+    card: CardPart | None = None
     formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
+    service_memory: tuple[str, str] = ("1536Mi", "4Gi")
 
     @property
     def model_name(self) -> str:
@@ -121,15 +155,16 @@ def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, key: str
 
 @cache
 def registry() -> dict[str, Capability]:
-    """Every capability found as `jobaware/<key>/capability.py`, by key."""
+    """Every capability found as `jobaware/<key>/capability.py` (in each folder of the package's path), by key."""
     found = {}
-    package = Path(__file__).parent
-    for module in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
-        if module.ispkg and (package / module.name / "capability.py").is_file():
-            capability = importlib.import_module(f"jobaware.{module.name}.capability").CAPABILITY
-            if capability.key != module.name:
-                raise JobawareError(f"jobaware/{module.name}/capability.py registers key '{capability.key}'")
-            found[capability.key] = capability
+    folders = [Path(folder) for folder in importlib.import_module("jobaware").__path__]
+    names = sorted({module.name for folder in folders for module in pkgutil.iter_modules([str(folder)])
+                    if module.ispkg and (folder / module.name / "capability.py").is_file()})
+    for name in names:
+        capability = importlib.import_module(f"jobaware.{name}.capability").CAPABILITY
+        if capability.key != name:
+            raise JobawareError(f"jobaware/{name}/capability.py registers key '{capability.key}'")
+        found[capability.key] = capability
     return found
 
 

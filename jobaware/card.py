@@ -1,141 +1,250 @@
-"""The job card: one answer per job from the services, part by part, each part with its model version.
+"""The job card: one answer per job, one part per capability whose registration declares a card part.
 
-A card asks `failure` (`/predict`, the job's squeue or canonical record), `resource` (`/classify`, the batch
-script; `/pairing` against the classes of other jobs when given) and `similarity` (`/similar`, where the job has
-I/O codings in the pool), each over HTTP with a timeout. A part whose service is down, slow or refuses the request
-says so (`status` and `reason`) instead of failing the card; a part the job cannot have (no script, no I/O coding)
-is `not_applicable`. `short(card)` is the one line an adapter writes into the job's comment.
+The card names no capability. It asks every registered `CardPart` (`jobaware.capabilities.CardPart`) in registry
+order with the same context, and everything the scheduler side says about a job is made of what the parts say:
+the comment an adapter writes (`short`), the verdict cache's lines and the advice `cli_filter.lua` prints
+(`words`, `advice`), the table of `jobaware card` (`table`) and the `/card` gateway's answer (`make_card`).
+
+The context is a plain dict the caller fills; a part reads what it needs and raises `NotApplicable` without it:
+  job_id            the job's id
+  job               its record: an squeue --json record or a canonical row (what failure's /predict takes)
+  script            its batch script, or None
+  queue             the other jobs around it, pending and running, as squeue --json records ([] when unknown)
+  similarity_jobid  its id in the similarity pool, or None
+  neighbours        jobs it may share a node with: each {"id", and what is known of it: "class" (its binding
+                    resource, as the gateway takes it) or "parts" (its card's parts, as an adapter's pass has them)}
+
+A part is a dict: `status` (`ok`, `not_applicable`, `unavailable`, `refused`, `error`), `reason` (why it is not
+ok), and, answered, the part's own fields (`model_version` among them). A part whose service is down, slow or
+refuses says so instead of failing the card; a part whose code raises is an `error` part, logged.
+
+The history says what a job store knows of jobs like this one (empty without a store): `similar`, the records
+(`row`, `states`, `final`) of finished jobs of the same user, account, partition and request shape, newest first;
+`site`, how many finished jobs of the cluster ended in each state.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import socket
+import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from jobaware.errors import JobawareError
+from jobaware import capabilities, config
+from jobaware.audit import append, stamp
+from jobaware.capabilities import CardPart
 
-PARTS = ("failure", "resource", "similarity")
+log = logging.getLogger(__name__)
+MARK = "jobaware: "  # every text the scheduler side writes starts with it
 SHORT_MAX = 200  # characters of the comment line
+ANSWERED = ("ok", "not_applicable")  # the other statuses are a part missing
+NO_HISTORY = {"similar": [], "site": {}}
+MAX_DEPTH = 2  # a part may ask another part (`Asking.part`); that one may not ask on
+
+
+class NotApplicable(Exception):
+    """Raised by a part's `answer`: this job cannot have the part; the message says why."""
+
+
+class Missing(Exception):
+    """Raised by `Asking.post`: the service gave no answer to use (`status`: unavailable, refused or error)."""
+
+    def __init__(self, status: str, reason: str | None, code: int | None = None):
+        super().__init__(reason)
+        self.status, self.reason, self.code = status, reason, code
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A service's reply: `ok` with its JSON `answer`, or `unavailable` / `refused` / `error` and the `reason`."""
+
+    status: str
+    answer: dict | None = None
+    reason: str | None = None
+    code: int | None = None  # the HTTP status, when there was one
+
+
+class Services:
+    """The capabilities' services over HTTP (`urls` by key): one POST with a timeout; whatever happens, a Reply.
+    A capability without a URL here is not deployed: its parts are `unavailable` and it is never asked."""
+
+    def __init__(self, urls: dict[str, str], timeout: float = 5.0):
+        self.urls = dict(urls)
+        self.http = httpx.Client(timeout=timeout)
+
+    def post(self, key: str, route: str, body: dict) -> Reply:
+        if key not in self.urls:
+            return Reply("unavailable", reason=f"no {key} service here")
+        url = f"{self.urls[key].rstrip('/')}{route}"
+        try:
+            response = self.http.post(url, json=body)
+        except httpx.HTTPError as exc:
+            return Reply("unavailable", reason=f"{url} unreachable: {type(exc).__name__}")
+        code = response.status_code
+        if code >= 500 or code == 429:
+            return Reply("unavailable", reason=f"{url}: HTTP {code}", code=code)
+        try:
+            answer = response.json()
+        except ValueError:
+            return Reply("error", reason=f"{url}: HTTP {code}, not JSON", code=code)
+        if code != 200:
+            message = answer.get("error") if isinstance(answer, dict) else None
+            return Reply("refused", reason=f"HTTP {code}: {str(message or answer)[:200]}", code=code)
+        if not isinstance(answer, dict):
+            return Reply("error", reason=f"{url}: the answer is not a JSON object", code=code)
+        return Reply("ok", answer=answer, code=code)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Services:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def service_urls(given: dict[str, str] | None = None) -> dict[str, str]:
+    """Where the service of every capability with a card part answers: `given`, else JOBAWARE_<KEY>_URL, else the
+    port `jobaware demo` gives it."""
+    keys = capabilities.keys()
+    return {key: (given or {}).get(key) or config.service_url(key, keys) for key in declared()}
+
+
+def declared() -> dict[str, CardPart]:
+    """The card parts of the registered capabilities, in registry order."""
+    return {key: capability.card for key, capability in capabilities.registry().items() if capability.card}
+
+
+class Asking:
+    """What a part's `answer` is given: its own capability's service (`post`) and the other parts (`part`)."""
+
+    def __init__(self, key: str, services: Services, depth: int = 0):
+        self.key, self.services, self.depth = key, services, depth
+
+    def post(self, route: str, body: dict) -> dict:
+        """The service's JSON answer to `body` at `route`; `Missing` when there is none (the part then says why)."""
+        reply = self.services.post(self.key, route, body)
+        if reply.status != "ok":
+            raise Missing(reply.status, reply.reason, reply.code)
+        return reply.answer
+
+    def part(self, key: str, context: dict) -> dict:
+        """Capability `key`'s part for `context` (another job, or this job asked otherwise), with its status."""
+        if self.depth + 1 >= MAX_DEPTH:
+            return _part("unavailable", f"{self.key} may not ask {key} (parts ask at most {MAX_DEPTH - 1} deep)")
+        return part(key, context, self.services, self.depth + 1)
 
 
 def _part(status: str, reason: str | None = None, **fields) -> dict:
     return {"status": status, "reason": reason, **fields}
 
 
-def _ask(client: httpx.Client, url: str, route: str, body: dict) -> tuple[dict | None, dict | None]:
-    """(answer, None) or (None, the part that says why there is none)."""
+def part(key: str, context: dict, services: Services, depth: int = 0) -> dict:
+    """Capability `key`'s part of the card for `context`: answered, or the status and reason it is not."""
+    declared_part = declared().get(key)
+    if declared_part is None:
+        return _part("unavailable", f"no registered capability {key!r} has a card part")
     try:
-        response = client.post(f"{url.rstrip('/')}{route}", json=body)
-    except httpx.HTTPError as exc:
-        return None, _part("unavailable", f"{url}{route}: {type(exc).__name__}")
-    if response.status_code >= 500:
-        return None, _part("unavailable", f"{url}{route}: HTTP {response.status_code}")
-    try:
-        answer = response.json()
-    except ValueError:
-        return None, _part("error", f"{url}{route}: HTTP {response.status_code}, not JSON")
-    if response.status_code != 200:
-        message = answer.get("error") if isinstance(answer, dict) else None
-        return None, _part("refused", f"HTTP {response.status_code}: {str(message or answer)[:200]}")
-    return answer, None
+        fields = declared_part.answer(context, Asking(key, services, depth))
+        if not isinstance(fields, dict) or {"status", "reason"} & set(fields):
+            raise TypeError(f"answer gave {type(fields).__name__}, not a dict of the part's own fields")
+    except NotApplicable as exc:
+        return _part("not_applicable", str(exc))
+    except Missing as exc:
+        return _part(exc.status, exc.reason)
+    except Exception as exc:  # noqa: BLE001 - a part's fault is that part's error, never the card's
+        log.warning("%s part: %s: %s", key, type(exc).__name__, exc)
+        return _part("error", f"{type(exc).__name__}: {str(exc)[:200]}")
+    return _part("ok", **fields)
 
 
-def failure_part(client: httpx.Client, url: str, record: dict) -> dict:
-    answer, missing = _ask(client, url, "/predict", {"jobs": [record]})
-    if missing:
-        return missing
-    prediction = answer["predictions"][0]
-    part = _part("ok", p_fail=prediction["p_fail"], likely=prediction["most_likely_failure"],
-                 model_version=answer["model_version"])
-    if prediction.get("threshold") is not None:  # the operating threshold registered with the model
-        part.update(threshold=prediction["threshold"], likely_fail=prediction["likely_fail"])
-    return part
-
-
-def resource_part(client: httpx.Client, url: str, script: str | None, job_id, neighbours: list[dict]) -> dict:
-    if not script:
-        return _part("not_applicable", "no batch script")
-    answer, missing = _ask(client, url, "/classify", {"scripts": [{"name": f"job-{job_id}", "text": script}]})
-    if missing:
-        return missing
-    result = answer["results"][0]
-    part = _part("ok", binding=result["class"], probabilities=result["probabilities"],
-                 model_version=answer["model_version"])
-    if neighbours and result["class"] in ("cpu", "mem", "network", "io"):
-        jobs = [{"id": str(job_id), "class": result["class"]}] + [{"id": str(n["id"]), "class": n["class"]}
-                                                                  for n in neighbours if n.get("class")]
-        pairing, _ = _ask(client, url, "/pairing", {"jobs": jobs}) if len(jobs) > 1 else (None, None)
-        pairs = [p["jobs"] for p in (pairing or {}).get("share_node", []) if str(job_id) in p["jobs"]]
-        part["pair_with"] = [b if a == str(job_id) else a for a, b in pairs]
-    return part
-
-
-def similarity_part(client: httpx.Client, url: str, jobid: int | None, top: int) -> dict:
-    if jobid is None:
-        return _part("not_applicable", "no I/O coding for this job")
-    answer, missing = _ask(client, url, "/similar", {"jobid": jobid, "top_k": top})
-    if missing:
-        if missing["status"] == "refused" and "unknown job" in (missing["reason"] or ""):
-            return _part("not_applicable", f"job {jobid} has no I/O coding in the pool")
-        return missing
-    similar = [{"jobid": r["jobid"], "similarity": r["similarity"]} for r in answer["results"][:top]]
-    return _part("ok", similar=similar, model_version=answer.get("model_version") or answer.get("index_version"))
-
-
-def make_card(job_id, record: dict, script: str | None, urls: dict[str, str], *, similarity_jobid: int | None = None,
-              neighbours: list[dict] | None = None, timeout: float = 5.0, top: int = 5,
-              skip: set[str] | frozenset = frozenset()) -> dict:
-    """The card of one job: every part asked (but those in `skip`, marked unavailable), each answered or marked
-    missing with the reason."""
-    asks = {
-        "failure": lambda client: failure_part(client, urls["failure"], record),
-        "resource": lambda client: resource_part(client, urls["resource"], script, job_id, neighbours or []),
-        "similarity": lambda client: similarity_part(client, urls["similarity"], similarity_jobid, top),
-    }
-    with httpx.Client(timeout=timeout) as client:
-        parts = {name: _part("unavailable", "backed off after a failure") if name in skip else ask(client)
-                 for name, ask in asks.items()}
-    card = {"job_id": job_id, "created": time.time(), "parts": parts,
-            "missing": [name for name, part in parts.items() if part["status"] not in ("ok", "not_applicable")]}
-    card["short"] = short(card)
+def make_card(context: dict, services: Services, *, keys: list[str] | None = None,
+              history: dict | None = None) -> dict:
+    """The card of one job: the part of every capability that declares one (of `keys` only, when given), each
+    answered or marked missing with the reason; `short` is its comment line (with the `history` given)."""
+    chosen = [key for key in declared() if keys is None or key in keys]
+    parts = {key: part(key, context, services) for key in chosen}
+    card = {"job_id": context.get("job_id"), "created": time.time(), "parts": parts,
+            "missing": [key for key, p in parts.items() if p["status"] not in ANSWERED]}
+    card["short"] = short(card, history)
     return card
 
 
-def short(card: dict) -> str:
-    """The comment line: `jobaware: p(fail)=0.71 TIMEOUT likely; io-bound; pair with 12,13`."""
-    failure, resource = card["parts"]["failure"], card["parts"]["resource"]
-    pieces = []
-    if failure["status"] == "ok":
-        risky = failure.get("likely_fail")
-        risky = failure["p_fail"] >= 0.5 if risky is None else risky  # a model without a registered threshold
-        pieces.append(f"p(fail)={failure['p_fail']:.2f}" + (f" {failure['likely']} likely" if risky else ""))
-    else:
-        pieces.append("failure risk unknown")
-    if resource["status"] == "ok":
-        pieces.append(f"{resource['binding']}-bound" if resource["binding"] in ("cpu", "mem", "network", "io")
-                      else resource["binding"].replace("_", " "))
-        if resource.get("pair_with"):
-            pieces.append("pair with " + ",".join(resource["pair_with"]))
-    return ("jobaware: " + "; ".join(pieces))[:SHORT_MAX]
-
-
-def audit(record: dict, path: str | Path) -> None:
-    """Append one audit record (JSON Lines, flushed and synced): who, when, what, why, model versions."""
-    entry = {"at": time.time(), "host": socket.gethostname(), "uid": os.getuid(), **record}
+def _said(key: str, role: str, *args) -> str | None:
+    """What capability `key`'s card part says in `role` (`words`, `advice`, `hold`, `shown`); a function that
+    fails says nothing (and is logged)."""
+    function = getattr(declared().get(key), role, None)
+    if function is None:
+        return None
     try:
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(entry, default=str, sort_keys=True) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-    except OSError as exc:
-        raise JobawareError(f"audit log {path}: {exc.strerror or exc}") from None
+        return function(*args)
+    except Exception as exc:  # noqa: BLE001 - a part's fault leaves its words out, never the caller
+        log.warning("%s part's %s: %s: %s", key, role, type(exc).__name__, exc)
+        return None
+
+
+def _say(card: dict, role: str, *args) -> list[str]:
+    """What every part of `card` says in `role`, in registry order."""
+    return [text for key, answer in card["parts"].items() if (text := _said(key, role, answer, *args))]
+
+
+def words(card: dict, history: dict | None = None) -> list[str]:
+    """Each part's words, in registry order."""
+    return _say(card, "words", history or NO_HISTORY)
+
+
+def short(card: dict, history: dict | None = None) -> str:
+    """The comment line: `jobaware: failure risk 71%, TIMEOUT likely; 2/3 similar failed; model 4; io-bound`."""
+    return (MARK + "; ".join(words(card, history)))[:SHORT_MAX]
+
+
+def advice(card: dict, history: dict | None = None) -> str:
+    """The parts' advice for the user, one sentence each (empty: no advice)."""
+    return " ".join(_say(card, "advice", history or NO_HISTORY))
+
+
+def hold_reasons(card: dict, site_threshold: float | None = None) -> list[str]:
+    """Why a policy that holds risky jobs should hold this one (empty: no reason)."""
+    return _say(card, "hold", site_threshold)
+
+
+def table(card: dict) -> list[dict]:
+    """`jobaware card`'s rows: each part, its status, its answer in short (or why there is none), its version."""
+    rows = []
+    for key, answer in card["parts"].items():
+        text = (_said(key, "shown", answer) if answer["status"] == "ok" else answer.get("reason")) or ""
+        rows.append({"part": key, "status": answer["status"], "answer": text,
+                     "model version": answer.get("model_version") or ""})
+    return rows
 
 
 def versions(card: dict) -> dict[str, str]:
     """The model version of every part that has one."""
-    return {name: part["model_version"] for name, part in card["parts"].items() if part.get("model_version")}
+    return {key: str(p["model_version"]) for key, p in card["parts"].items() if p.get("model_version")}
+
+
+def audit(card: dict, path: str | Path) -> None:
+    """One audit record for a card given: who, when, the job, its short form, the parts missing, the versions."""
+    append(path, stamp({"action": "card", "job_id": card["job_id"], "short": card["short"],
+                        "missing": card["missing"], "versions": versions(card)}))
+
+
+# ---------------------------------------------------------------- cards kept in a job store
+def kept(card: dict, **extra) -> dict:
+    """What an adapter keeps in the job store for a verdict (`put_prediction`): the card, and `extra` (its acts)."""
+    return {"card": card, **extra}
+
+
+def kept_cards(predictions: dict[str, dict], prefix: str = "") -> list[dict]:
+    """The cards kept among a job's predictions (those whose name starts with `prefix`), in the order kept."""
+    return [answer["card"] for name, answer in predictions.items()
+            if name.startswith(prefix) and isinstance(answer, dict) and isinstance(answer.get("card"), dict)]
+
+
+def said(predictions: dict[str, dict], key: str) -> list[dict]:
+    """The answered parts of capability `key` in the cards kept for a job, in the order they were kept."""
+    return [card["parts"][key] for card in kept_cards(predictions)
+            if (card.get("parts") or {}).get(key, {}).get("status") == "ok"]

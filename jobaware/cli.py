@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from jobaware import capabilities, cli_registry, config
 from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
+from jobaware.store.commands import register as _register_store
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
@@ -37,7 +39,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(report_app, name="report")
 
 KeyName = Literal[tuple(capabilities.keys())]
-Key = Annotated[KeyName, argument(metavar="KEY", help="the capability")]
+Key = Annotated[KeyName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables (errors too)")]
 Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace an existing output file (a folder never)")]
 Inputs = Annotated[list[str] | None, option("--input", "-i", role=SOURCE,
@@ -522,29 +524,12 @@ def service_command(key: str, port: int, host: str) -> list[str]:
     return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
 
 
-def service_env() -> dict:
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
-            "JOBAWARE_HOME": str(config.home(create=False)), "BENTOML_HOME": str(config.home(create=False) / "bentoml")}
-
-
-def _check_port(host: str, port: int) -> None:
-    """Refuse a port out of range or already taken, in one line, before BentoML starts."""
-    import socket
-
-    if not 1 <= port <= 65535:
-        raise JobawareError(f"--port: expected 1..65535, got {port}")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise JobawareError(f"--host {host}: cannot resolve ({exc.strerror})") from None
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise JobawareError(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror}); "
-                                "pick a free port with --port") from None
+def service_env(key: str, port: int) -> dict:
+    """The environment of a service: BentoML's home is the service's own (`JOBAWARE_HOME/bentoml/<key>-<port>`), so
+    that each keeps its own Prometheus folder (BentoML empties that folder when a service starts)."""
+    home = config.home(create=False)
+    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False), "JOBAWARE_HOME": str(home),
+            "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
 @app.command("serve")
@@ -553,15 +538,16 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML (this process becomes the server: signals reach it directly).
+    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server.
 
     Example: jobaware serve failure --port 3000
     """
-    command = service_command(key, port, host)
-    _check_port(host, port)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execve(command[0], command, service_env())
+    from jobaware import supervise
+
+    code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
+                           say=_say_to_a_person)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command("demo")
@@ -578,20 +564,22 @@ def demo(
     """
     import threading
 
+    from jobaware import supervise
+
     started_at = time.monotonic()
     keys = capabilities.keys()
     ports = {key: first_port + offset for offset, key in enumerate(keys)}
     for port in ports.values():
-        _check_port("127.0.0.1", port)
+        supervise.wait_for_port("127.0.0.1", port, say=_say_to_a_person)
     runs = {key: _arguments(key, [], [], 0.01, remote=False) for key in keys}  # the default data, made once
-    started: dict[str, subprocess.Popen] = {}
+    started: dict[str, supervise.Guarded] = {}
     lock = threading.Lock()
 
     def serve_it(key: str, _outputs: dict) -> None:  # a capability is served as soon as its pipeline is done
         log = open(config.logs_dir() / f"serve-{key}.log", "wb")
         with lock:
-            started[key] = subprocess.Popen(service_command(key, ports[key], "127.0.0.1"), env=service_env(),
-                                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            started[key] = supervise.Guarded(service_command(key, ports[key], "127.0.0.1"),
+                                             service_env(key, ports[key]), stdout=log, stderr=subprocess.STDOUT)
 
     try:  # from the first service started: a Ctrl-C at any point stops every one started
         outputs = _run_pipelines(runs, False, "subprocess", lanes=parallel, on_done=serve_it)
@@ -606,7 +594,7 @@ def demo(
         stop_services(list(started.values()))
 
 
-def _wait_ready(ports: dict[str, int], processes: list[subprocess.Popen], limit: float = 300.0) -> None:
+def _wait_ready(ports: dict[str, int], processes: list, limit: float = 300.0) -> None:
     """A line per service once its /readyz answers 200 (its champion loaded), with the seconds it took."""
     import urllib.error
     import urllib.request
@@ -632,10 +620,11 @@ def _wait_ready(ports: dict[str, int], processes: list[subprocess.Popen], limit:
             time.sleep(0.5)
 
 
-def stop_services(processes: list[subprocess.Popen], grace: float = 20.0) -> None:
-    """SIGTERM every service's process group, wait up to `grace` seconds for all of them together, then SIGKILL
-    what is left. Ctrl-C is ignored meanwhile: a second one (or a signal forwarded by `make` or `timeout`) would
-    otherwise cut the loop short and leave services holding their ports."""
+def stop_services(processes: list, grace: float = 20.0) -> None:
+    """SIGTERM every service's process group (a guard: `jobaware.supervise` stops the service's whole tree), wait up
+    to `grace` seconds for all of them together, then SIGKILL what is left. Ctrl-C is ignored meanwhile: a second
+    one (or a signal forwarded by `make` or `timeout`) would otherwise cut the loop short and leave services
+    holding their ports."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         for process in processes:
@@ -654,6 +643,14 @@ def stop_services(processes: list[subprocess.Popen], grace: float = 20.0) -> Non
         signal.signal(signal.SIGINT, previous)
 
 
+def _say_to_a_person(line: str) -> None:
+    """A notice while waiting: on a terminal it is shown; in a script it goes to the log only, so that a
+    refusal stays one line."""
+    logging.getLogger("jobaware").info(line)
+    if sys.stderr.isatty():
+        err.print(line, highlight=False, soft_wrap=True)
+
+
 def _print_examples(ports: dict[str, int]) -> None:
     for key, port in ports.items():
         path, body = capabilities.get(key).example
@@ -664,13 +661,14 @@ def _print_examples(ports: dict[str, int]) -> None:
 
 
 cli_registry.register(app, models_app)
+_register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
     if _capability.commands is not None:
         _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
         app.add_typer(_group, name=_capability.key)
         _capability.commands(_group, app)
-_register_slurm(app, report_app)
 _register_htcondor(app)
+_register_store(app)
 
 
 def main() -> None:

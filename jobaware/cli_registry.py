@@ -15,7 +15,7 @@ from jobaware.errors import JobawareError
 
 runs_app = typer.Typer(help="The MLflow runs: training, sweeps, promotions, rollbacks.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables (errors too)")]
-Key = Annotated[Literal[tuple(capabilities.keys())], argument(metavar="KEY", help="the capability")]
+Key = Annotated[Literal[tuple(capabilities.keys())], argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}")]
 
 
 def models_show(

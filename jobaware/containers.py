@@ -63,12 +63,6 @@ def source_digest(root: Path = ROOT) -> str:
     return digest.hexdigest()
 
 
-def image_digest(tag: str = IMAGE) -> str:
-    """The source digest an image was built from (its label), empty for an image without one."""
-    label = podman("image", "inspect", "--format", f'{{{{index .Labels "{SOURCE_LABEL}"}}}}', tag, check=False)
-    return label.stdout.strip() if label.returncode == 0 else ""
-
-
 def cache_dir() -> Path:
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     path = base / "jobaware" / "image"

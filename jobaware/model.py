@@ -1,6 +1,7 @@
 """What the platform knows of every capability's model: the `Bundle` it registers and serves, and the
 `Evaluation` its training returns. A slice's bundle and evaluation subclass these (taking their defaults);
-`tracking`, the shared steps and `serving.base` use nothing else of them."""
+`tracking`, the shared steps and `serving.base` use nothing else of them. `Served` is what a service hands a
+slice's route function: the bundle, its version and its training profile."""
 
 from __future__ import annotations
 
@@ -47,3 +48,19 @@ class Evaluation:
     def primary(self) -> dict[str, float]:
         """The trained model's metrics, the primary metric among them."""
         return self.metrics["model"]
+
+
+@dataclass(frozen=True)
+class Served:
+    """The model a service answers with: the loaded bundle, its registered version and what it was trained on
+    (`tracking.training_profile`, None when unrecorded)."""
+
+    bundle: Any
+    version: str
+    profile: dict | None = None
+
+    def fit(self, columns: dict | None = None) -> list[str]:
+        """The answer's `fit` field: where the request (numeric columns by name) is unlike the training data."""
+        from jobaware.fit import answer_flags
+
+        return answer_flags(self.profile, self.version, columns)

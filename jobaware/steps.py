@@ -18,8 +18,8 @@ import tempfile
 from pathlib import Path
 
 from jobaware import capabilities, sources
-from jobaware.jsonable import jsonable
 from jobaware.errors import ContractError, JobawareError
+from jobaware.jsonable import jsonable
 from jobaware.reading import QUARANTINE, ReadReport
 from jobaware.store import is_store
 

@@ -1,23 +1,35 @@
+"""`all`: every registered capability's pipeline, each on its own data, built from the registry (a capability joins
+by registering; nothing here names one). Its parameters: `<key>_data` and `<key>_params` for each capability, then
+the tracking URI and the bad-record budget they share; it returns each one's registered version by key."""
+
+import inspect
 from typing import NamedTuple
 
 from kfp import dsl
 
-from pipelines.failure import failure_pipeline
-from pipelines.hold import hold_pipeline
-from pipelines.resource import resource_pipeline
-from pipelines.similarity import similarity_pipeline
+from jobaware import capabilities
+from pipelines.runner import pipeline
 
-Versions = NamedTuple("Versions", [("failure", str), ("hold", str), ("similarity", str), ("resource", str)])
+KEYS = capabilities.keys()
+PIPELINES = {key: pipeline(key) for key in KEYS}  # imported before `all` is built: KFP nests no pipeline definitions
+Versions = NamedTuple("Versions", [(key, str) for key in KEYS])
 
 
-@dsl.pipeline(name="jobaware-all", description="Every capability's pipeline, each on its own data")
-def all_pipeline(failure_data: str, hold_data: str, similarity_data: str, resource_data: str,
-                 failure_params: str = "{}", hold_params: str = "{}", similarity_params: str = "{}",
-                 resource_params: str = "{}", tracking_uri: str = "", bad_record_budget: float = 0.01) -> Versions:
-    common = {"tracking_uri": tracking_uri, "bad_record_budget": bad_record_budget}
-    return Versions(
-        failure=failure_pipeline(data=failure_data, params=failure_params, **common).output,
-        hold=hold_pipeline(data=hold_data, params=hold_params, **common).output,
-        similarity=similarity_pipeline(data=similarity_data, params=similarity_params, **common).output,
-        resource=resource_pipeline(data=resource_data, params=resource_params, **common).output,
-    )
+def _every_pipeline(*args, **kwargs) -> Versions:
+    bound = _every_pipeline.__signature__.bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments = bound.arguments
+    common = {"tracking_uri": arguments["tracking_uri"], "bad_record_budget": arguments["bad_record_budget"]}
+    return Versions(**{key: PIPELINES[key](data=arguments[f"{key}_data"], params=arguments[f"{key}_params"],
+                                          **common).output for key in KEYS})
+
+
+def _parameter(name: str, annotation: type, default=inspect.Parameter.empty) -> inspect.Parameter:
+    return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation, default=default)
+
+
+_every_pipeline.__signature__ = inspect.Signature(
+    [*(_parameter(f"{key}_data", str) for key in KEYS), *(_parameter(f"{key}_params", str, "{}") for key in KEYS),
+     _parameter("tracking_uri", str, ""), _parameter("bad_record_budget", float, 0.01)], return_annotation=Versions)
+all_pipeline = dsl.pipeline(name="jobaware-all", description="Every capability's pipeline, each on its own data")(
+    _every_pipeline)

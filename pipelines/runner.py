@@ -92,7 +92,13 @@ def run_local(name: str, arguments: dict, pipeline_root: str | Path, runner: str
 
 
 def _outputs(name: str, arguments: dict) -> dict:
-    task = pipeline(name)(**arguments)
+    import builtins
+
+    printing = builtins.print  # kfp.local indents its tasks' logs by replacing print, and tasks run side by side
+    try:  # (a ParallelFor) can restore it out of order: a later import of numba then fails on the stray function
+        task = pipeline(name)(**arguments)
+    finally:
+        builtins.print = printing
     return {key: value for key, value in task.outputs.items()}
 
 

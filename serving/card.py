@@ -1,19 +1,30 @@
 """The job-card gateway: one answer per job from the other services, part by part (`jobaware.card`).
 
-It holds no model: it calls `failure`, `resource` and `similarity` over HTTP (JOBAWARE_<KEY>_URL, else the ports
-`jobaware demo` gives them) and says which part is missing when one is down, instead of failing.
+It holds no model: it asks every capability whose registration declares a card part over HTTP (JOBAWARE_<KEY>_URL,
+else the ports `jobaware demo` gives them) and says which part is missing when one is down, instead of failing.
 """
 
 from __future__ import annotations
 
-import bentoml
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_settings import SettingsConfigDict
 
-from jobaware import capabilities, card, config
-from serving.base import harden
+from jobaware import card, config
+from jobaware.bodies import Limits
+from serving.base import Route, service
 
-MAX_SCRIPT_CHARS = 1 << 20
-MAX_NEIGHBOURS = 100
+
+class CardLimits(Limits):
+    """What the gateway accepts (JOBAWARE_CARD_MAX_SCRIPT_CHARS, JOBAWARE_CARD_MAX_NEIGHBOURS,
+    JOBAWARE_CARD_MAX_QUEUE: squeue records; the body limit, 16 MiB by default, may bind first)."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_CARD_")
+    max_script_chars: int = Field(1 << 20, ge=1)
+    max_neighbours: int = Field(100, ge=0)
+    max_queue: int = Field(10_000, ge=0)
+
+
+LIMITS = CardLimits.load()
 
 
 class Neighbour(BaseModel):
@@ -24,35 +35,25 @@ class Neighbour(BaseModel):
 
 class CardRequest(BaseModel):
     """One job: its record as squeue --json or the canonical table gives it, its batch script, and optionally the
-    pool jobid of its I/O codings and the classes of the jobs it may share a node with."""
+    pool jobid of its I/O codings, the classes of the jobs it may share a node with and the queue around it."""
 
     model_config = ConfigDict(extra="forbid")
     job_id: int = Field(ge=0, le=2**53, description="the job's id")
     job: dict = Field(description="the job's record (squeue --json or canonical), as /predict of failure takes it")
-    script: str | None = Field(None, max_length=MAX_SCRIPT_CHARS, description="the batch script")
+    script: str | None = Field(None, max_length=LIMITS.max_script_chars, description="the batch script")
     similarity_jobid: int | None = Field(None, ge=0, le=2**53, description="the job's id in the similarity pool")
-    neighbours: list[Neighbour] = Field(default_factory=list, max_length=MAX_NEIGHBOURS)
+    neighbours: list[Neighbour] = Field(default_factory=list, max_length=LIMITS.max_neighbours)
+    queue: list[dict] = Field(default_factory=list, max_length=LIMITS.max_queue,
+                              description="the pending and running jobs around it, as squeue --json records")
 
 
-@bentoml.service(name="jobaware-card", traffic={"timeout": 60})
-class CardService:
-    """Failure risk, binding resource with a pairing hint, and similar past jobs, in one answer."""
-
-    def __init__(self) -> None:
-        keys = capabilities.keys()
-        self.urls = {key: config.service_url(key, keys) for key in card.PARTS}
-
-    @bentoml.api(route="/card", input_spec=CardRequest)
-    def card(self, **body) -> dict:
-        """The job card; a part whose service is down says so (`status`, `reason`)."""
-        request = CardRequest.model_validate(body)
-        neighbours = [{"id": n.id, "class": n.class_} for n in request.neighbours]
-        answer = card.make_card(request.job_id, request.job, request.script, self.urls,
-                                similarity_jobid=request.similarity_jobid, neighbours=neighbours)
-        card.audit({"action": "card", "job_id": request.job_id, "short": answer["short"],
-                    "missing": answer["missing"], "versions": card.versions(answer)},
-                   config.audit_dir() / "card.jsonl")
-        return answer
+def job_card(body: CardRequest, services: card.Services, limits: CardLimits) -> dict:
+    """The job card; a part whose service is down says so (`status`, `reason`)."""
+    answer = card.make_card(body.model_dump(by_alias=True), services)
+    card.audit(answer, config.audit_dir() / "card.jsonl")
+    return answer
 
 
-harden(CardService)
+CardService = service("card", "Every registered card part in one answer: failure risk, binding resource, similar "
+                      "past jobs, ...", LIMITS, Route("/card", CardRequest, job_card),
+                      threads=16, resources=lambda: card.Services(card.service_urls()))  # threads: cards wait on HTTP

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.ports import free_port, wait_for  # noqa: F401 - the tests import them from here too
+
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "data" / "real"
 NREL_CSV = REAL / "nrel" / "eagle_sample_jobs.csv"
@@ -38,9 +40,8 @@ def synthetic(tmp_path_factory) -> tuple[Path, Path]:
 def champion(synthetic, tmp_path_factory) -> str:
     """A model trained on the synthetic jobs, registered and promoted in the session's registry."""
     from jobaware import gate, tracking
-    from jobaware.failure.train import log_trained
-    from jobaware.failure.train import train_in_memory
     from jobaware.failure.reader import read_jobs
+    from jobaware.failure.train import log_trained, train_in_memory
 
     jobs, _ = read_jobs(synthetic[0])
     bundle, evaluation = train_in_memory(jobs, {"max_iter": 80})
@@ -63,33 +64,6 @@ def in_home(conformance_home, monkeypatch) -> Path:
     monkeypatch.setenv("JOBAWARE_HOME", str(conformance_home))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     return conformance_home
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(url: str, seconds: float = 90.0, process=None) -> None:
-    """Poll `url` until it answers 200, at most `seconds` (bounded), or fail with the reason."""
-    import time
-
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode} before {url} answered")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
 
 
 @pytest.fixture(scope="session")

@@ -258,9 +258,16 @@ def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tm
     env.pop("MLFLOW_TRACKING_URI", None)
     classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
+    from jobaware.store import open_store
+
+    with open_store(str(tmp_path / "store")):  # an empty store: a missing one is refused (the command contract)
+        pass
+    live = run("report", "live", "--store", tmp_path / "store")
+    assert live.returncode == 0 and "now `jobaware failure accuracy`" in live.stderr, live.stderr
+    assert "no finished job with a verdict yet" in live.stdout
     listed = run("--help").stdout
     assert all(f"│ {old} " not in listed for old in ("classify", "similar", "events"))
-    assert all(f"│ {key} " in listed for key in ("hold", "resource", "similarity"))
+    assert all(f"│ {key} " in listed for key in ("failure", "hold", "resource", "similarity"))
 
 
 def test_stopping_the_demo_services_survives_a_second_ctrl_c(monkeypatch):
@@ -405,11 +412,12 @@ def test_follow_refuses_text_with_no_whole_event(tmp_path):
 
 
 def test_export_of_a_store_that_is_none_writes_nothing(tmp_path):
-    """`slurm export --store` of a missing folder or a regular file exited 0 with a header-only CSV."""
+    """`failure export --store` (formerly `slurm export`) of a missing folder or a regular file exited 0 with a
+    header-only CSV."""
     plain = tmp_path / "plain.txt"
     plain.write_text("not a store\n")
     for store in (tmp_path / "missing", plain):
-        result = run("slurm", "export", "--store", store, "--output", tmp_path / "jobs.csv")
+        result = run("failure", "export", "--store", store, "--output", tmp_path / "jobs.csv")
         assert result.returncode == 1 and "not a job store" in result.stderr, result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
 

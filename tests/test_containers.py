@@ -35,6 +35,13 @@ KEYS = capabilities.keys()
 BUILD_WAIT_SECONDS = 45 * 60
 
 
+def image_digest(tag: str) -> str:
+    """The source digest an image was built from (its label), empty for an image without one."""
+    label = containers.podman("image", "inspect", "--format", f'{{{{index .Labels "{containers.SOURCE_LABEL}"}}}}', tag,
+                              check=False)
+    return label.stdout.strip() if label.returncode == 0 else ""
+
+
 def wait_for_build(status: Path) -> None:
     """Wait (bounded) for the image build running beside the suite to write its exit status to `status`."""
     deadline = time.monotonic() + BUILD_WAIT_SECONDS
@@ -56,7 +63,7 @@ def require_image() -> None:
         reason = "podman is not installed (apt-get install podman runc)"
     elif not containers.image_exists(IMAGE):
         reason = f"no image {IMAGE}: build it with `make image`"
-    elif containers.image_digest(IMAGE) != containers.source_digest():
+    elif image_digest(IMAGE) != containers.source_digest():
         reason = f"{IMAGE} was built from other sources than this tree's: rebuild it with `make image`"
     else:
         return

@@ -127,3 +127,14 @@ def test_every_capability_has_its_pipeline_in_all():
     for key in capabilities.keys():
         assert f"{key}_data" in parameters, f"pipelines/all.py takes no data for the registered capability '{key}'"
         assert key in Versions._fields, f"pipelines/all.py returns no version for '{key}'"
+
+
+def test_the_committed_manifests_are_what_the_registry_renders():
+    """Each capability's service, the base's list of them, the gateway's URLs and the overlays' patches are rendered
+    from the registry (`python -m jobaware.manifests`): a capability joins by registering, and the files it adds
+    are generated."""
+    from jobaware import manifests
+
+    assert not manifests.differing(K8S), "run `python -m jobaware.manifests` and review the diff"
+    for key in capabilities.keys():
+        assert f"base/{key}.yaml" in manifests.rendered()

@@ -1,4 +1,5 @@
-"""The audit: one JSON object per line, appended and synced before anything is acted upon.
+"""The hold adapter's audit (`jobaware.audit`: written and synced before anything is acted upon, each record once
+under its id), where it is kept, and the records it holds.
 
 Records (field `kind`):
   hold     a new hold and what was made of it: the job, hold time, code, subcode and reason, NumJobStarts and
@@ -10,73 +11,43 @@ Records (field `kind`):
            removed (009) (a re-hold is a new `hold` record).
 Each record has an `id` (the event's job, time and byte offset in its file; `outcome:` and `acted:` in front
 for those), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
+A hold record's subject is its job, so a later event of the job is known for an outcome (`has_subject`).
+
+Where the audit lives: in the site's job store (the event stream `htcondor.holds`, beside the collector's and the
+Slurm adapter's records, written by every daemon of the node at once), or, for a follower without a store, in a
+JSON Lines file.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from jobaware.audit import Audit, StoreAudit, read_records
 from jobaware.errors import InputError
+from jobaware.store import JobStore
+
+STREAM = "htcondor.holds"  # the store's event stream of the follower's audit
 
 
-def read_records(path: str | Path) -> Iterator[dict]:
-    """The audit's records; an unfinished last line (a crash while writing) is left out, a bad one named."""
-    path = Path(path)
-    try:
-        handle = open(path, "rb")
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the audit ({error.strerror or error})") from None
-    with handle:
-        for number, line in enumerate(handle, 1):
-            if not line.endswith(b"\n"):
-                return
-            try:
-                record = json.loads(line)
-            except ValueError:
-                raise InputError(f"{path} line {number}: not a JSON audit record") from None
-            if not isinstance(record, dict) or "kind" not in record:
-                raise InputError(f"{path} line {number}: not an audit record (no `kind`)")
-            yield record
+def held_job(record: dict) -> str | None:
+    """The job a hold record is about (None for the other records)."""
+    return record.get("job") if record.get("kind") == "hold" else None
 
 
-class Audit:
-    """Appends records durably; knows the ids already recorded and the jobs with audited holds."""
+def hold_audit(place: str | Path | JobStore) -> Audit | StoreAudit:
+    """The hold adapter's audit, kept open: the store's stream when given a job store, else a JSON Lines file."""
+    if isinstance(place, JobStore):
+        return StoreAudit(place, STREAM, subject=held_job)
+    return Audit(place, subject=held_job)
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.ids: set[str] = set()
-        self.jobs: set[str] = set()
-        if self.path.exists():
-            for record in read_records(self.path):
-                self._remember(record)
-            self._drop_unfinished_line()
-        self._handle = open(self.path, "a")
 
-    def _drop_unfinished_line(self) -> None:
-        """A line cut by a crash is cut off (its record was never complete, so nothing followed from it)."""
-        data = self.path.read_bytes()
-        if data and not data.endswith(b"\n"):
-            with open(self.path, "rb+") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
-
-    def _remember(self, record: dict) -> None:
-        if record.get("id"):
-            self.ids.add(record["id"])
-        if record["kind"] == "hold":
-            self.jobs.add(record["job"])
-
-    def __contains__(self, record_id: str) -> bool:
-        return record_id in self.ids
-
-    def write(self, record: dict) -> None:
-        self._handle.write(json.dumps(record, default=str, allow_nan=False) + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        self._remember(record)
-
-    def close(self) -> None:
-        self._handle.close()
+def hold_records(place: str | Path | JobStore) -> Iterator[dict]:
+    """The records of an audit (a file, or a job store's stream), for reading only; a record without `kind` named."""
+    in_store = isinstance(place, JobStore)
+    records = iter(StoreAudit(place, STREAM)) if in_store else read_records(place)
+    for number, record in enumerate(records, 1):
+        if "kind" not in record:
+            raise InputError(f"{STREAM if in_store else place} {'event' if in_store else 'line'} {number}: "
+                             "not a hold audit record (no `kind`)")
+        yield record

@@ -1,9 +1,10 @@
 """The HTCondor adapter's commands (registered by `register(app)` from jobaware/cli.py):
 
-  jobaware hold follow --input LOG... --audit FILE [--service URL] [--act] [--policy FILE] [--state FILE] [--once|--seconds N]
+  jobaware hold follow --input LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE]
+                       [--state FILE] [--once|--seconds N]
   jobaware hold decide --input LOG --cluster C --proc P [--service URL]
   jobaware hold policy --print [--policy FILE]
-  jobaware report holds --audit FILE
+  jobaware report holds (--store URI | --audit FILE)
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, argument, given, option
+from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, show
 from jobaware.errors import InputError, JobawareError, UsageError
 
@@ -30,6 +31,18 @@ Timeout = Annotated[float, typer.Option(min=0.1, max=3600, help="seconds to wait
 Logs = Annotated[list[Path] | None, option("--input", "-i", role=SOURCE, metavar="LOG",
                                            help="event log (repeatable)")]
 OldLogs = Annotated[list[Path] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
+Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job store "
+                                    "(env JOBAWARE_STORE): the audit and the read position kept there, beside what "
+                                    "the other daemons keep")]
+ReadStore = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                  "JOBAWARE_STORE)")]
+
+
+def _audit_place(store: str, audit: Path | None) -> str | Path:
+    """The audit's place: a JSON Lines file when given, else the site's store; one line when neither is."""
+    if audit is None and not store:
+        raise UsageError("give the site's job store (--store or JOBAWARE_STORE) or an --audit file")
+    return audit if audit is not None else store
 
 
 def _log_to(path: Path) -> None:
@@ -49,29 +62,35 @@ def _log_to(path: Path) -> None:
 
 
 def follow_command(
-    audit: Annotated[Path, option(role=APPEND, help="the audit (JSON Lines), appended")],
     inputs: Logs = None,
     logs: OldLogs = None,
+    store: Store = "",
+    audit: Annotated[Path | None, option(role=APPEND, help="a JSON Lines audit (appended) instead of the store")]
+    = None,
     service: Service = DEFAULT_SERVICE,
     act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
     policy: PolicyFile = None,
-    state: Annotated[Path | None, option(role=APPEND, help="position file (default: AUDIT.state.json)")] = None,
+    state: Annotated[Path | None, option(role=APPEND, help="position file of an --audit file (default: "
+                                         "AUDIT.state.json)")] = None,
     once: Annotated[bool, typer.Option("--once", help="read what is there now, then stop")] = False,
     seconds: Annotated[float | None, typer.Option(min=0.1, help="stop after this many seconds (default: run until "
                                                   "stopped)")] = None,
     year: Year = None,
     timeout: Timeout = 5.0,
 ):
-    """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows. With
-    --once, logs holding no whole event are refused before anything is written.
+    """Follow event logs; decide every new hold over HTTP; audit it (in the site's store, or an --audit file), and
+    act only as the policy allows. With --once, logs holding no whole event are refused before anything is written.
 
     Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
     """
+    from adapters.htcondor.adapter import HoldAdapter, refuse_synthetic
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.policy import load_policy
-    from adapters.htcondor.watch import Watch, refuse_synthetic
+    from jobaware import config
+    from jobaware.store import open_store
 
     logs = given(inputs, logs)
+    place = _audit_place(store, audit)
     rules = load_policy(policy)
     acting = act or rules.mode == "act"
     if acting and not service:
@@ -81,17 +100,23 @@ def follow_command(
     client = DecisionClient(service, timeout=timeout) if service else None
     if acting:
         refuse_synthetic(client)
-    _log_to(Path(str(audit) + ".log"))
-    watch = Watch(logs, audit, state, client=client, policy=rules, act=act, year=year,
-                  on_line=lambda line: out.print(line, soft_wrap=True))
-    err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {audit}")
+    _log_to(Path(str(audit) + ".log") if audit is not None else config.logs_dir() / "hold-follow.log")
+    opened = open_store(place) if audit is None else None
     try:
-        total = watch.run(seconds=seconds, once=once)
+        adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
+                              on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
+        err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {place}",
+                  highlight=False, soft_wrap=True)
+        try:
+            total = adapter.run(seconds=seconds, once=once)
+        finally:
+            adapter.close()
     finally:
-        watch.close()
+        if opened is not None:
+            opened.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{watch.follower.bad_records}")
+              f"{adapter.follower.bad_records}", highlight=False)
 
 
 def _some_event(logs: list[Path], year: int | None) -> None:
@@ -143,11 +168,12 @@ def decide_command(
         raise InputError(f"{log}: job {cluster}.{proc}.{subproc} has no hold (012 event) in this log")
     client = DecisionClient(service, timeout=timeout)
     try:
-        answer, error = client.decide(cluster, proc, subproc, request)
+        reply = client.decide(cluster, proc, subproc, request)
     finally:
         client.close()
-    if answer is None:
-        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {error}")
+    if reply.status != "ok":
+        raise JobawareError(f"no decision for {cluster}.{proc}.{subproc}: {reply.status}: {reply.reason}")
+    answer = reply.answer
     trained = answer.get("trained_on") or {}
     row = {"job": f"{cluster}.{proc}.{subproc}", "hold_time": answer.get("hold_time"),
            "hold_reason": answer.get("hold_reason"), "p_release": answer.get("p_release"),
@@ -174,7 +200,9 @@ def policy_command(
 
 
 def report_holds_command(
-    audit: Annotated[Path, option(role=FILE, help="the follower's audit (JSON Lines)")],
+    store: ReadStore = "",
+    audit: Annotated[Path | None, option(role=FILE, help="the follower's audit (JSON Lines) instead of the store")]
+    = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
     """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds.
@@ -182,9 +210,15 @@ def report_holds_command(
     Example: jobaware report holds --audit holds.jsonl
     """
     from adapters.htcondor.report import summarize
+    from jobaware.store import open_store
 
-    rows = summarize(audit)
-    show(rows, as_json, rows=rows, title=f"holds in {audit}")
+    place = _audit_place(store, audit)
+    if audit is not None:
+        rows = summarize(audit)
+    else:
+        with open_store(store) as opened:
+            rows = summarize(opened, where=store)
+    show(rows, as_json, rows=rows, title=f"holds in {place}")
 
 
 def _group(app: typer.Typer, name: str) -> typer.Typer:

@@ -12,9 +12,10 @@ A rotated file whose last event stays unfinished for `settle_seconds` is given u
 bad record and the follower moves on. Events are decoded by the hold slice's reader (jobaware.hold.reader);
 records it cannot read are reported (file, line, reason) and skipped.
 
-The position is kept in a state file written atomically (a temporary file, fsync, rename) after the caller
-has recorded what it did with the events read (`commit`), so a restart after a SIGKILL reads again from the
-last committed position: nothing is skipped; repeats are recognised by the caller (by each event's identity).
+The position is kept in a job store's checkpoint, or in a state file written atomically (a temporary file, fsync,
+rename), after the caller has recorded what it did with the events read (`commit`), so a restart after a SIGKILL
+reads again from the last committed position: nothing is skipped; repeats are recognised by the caller (by each
+event's identity).
 """
 
 from __future__ import annotations
@@ -127,8 +128,9 @@ class Position:
 class Follower:
     """New whole events of several logs. `poll()` returns them; `commit(state)` makes their positions durable."""
 
-    def __init__(self, logs: list[str | Path], state_file: str | Path, *, year: int | None = None,
+    def __init__(self, logs: list[str | Path], state_file: str | Path | tuple, *, year: int | None = None,
                  settle_seconds: float = 5.0):
+        """`state_file`: a path, or (a job store, a checkpoint name) to keep the position in the store."""
         if not logs:
             raise InputError("no event log given to follow")
         self.logs = [Path(log) for log in logs]
@@ -137,7 +139,8 @@ class Follower:
                 raise InputError(f"{log}: no such folder")
             if not log.exists():
                 logger.warning("%s does not exist yet; it is read once it appears", log)
-        self.state_file = Path(state_file)
+        self.checkpoint = state_file if isinstance(state_file, tuple) else None
+        self.state_file = None if self.checkpoint else Path(state_file)
         self.options = ReadOptions(year=year)
         self.settle_seconds = settle_seconds
         self.positions = {str(log): Position() for log in self.logs}
@@ -146,23 +149,34 @@ class Follower:
         self._load()
 
     def _load(self) -> None:
-        if not self.state_file.exists():
+        if self.checkpoint:
+            store, name = self.checkpoint
+            state = store.checkpoint(name)
+            if not state:
+                return
+        elif not self.state_file.exists():
             return
+        origin = f"store checkpoint {self.checkpoint[1]}" if self.checkpoint else self.state_file
         try:
-            state = json.loads(self.state_file.read_text())
+            if not self.checkpoint:
+                state = json.loads(self.state_file.read_text())
             for log, where in state["positions"].items():
                 if log in self.positions:
                     self.positions[log] = Position(where["file"], where["head"], int(where["head_len"]),
                                                    int(where["offset"]), int(where["line"]))
             self.extra = state.get("extra", {})
         except (ValueError, KeyError, TypeError) as error:
-            raise InputError(f"{self.state_file}: not a follower state file ({error})") from None
+            raise InputError(f"{origin}: not a follower state file ({error})") from None
 
     def commit(self, extra: dict | None = None) -> None:
         """Write the positions (and the caller's `extra`) atomically."""
         if extra is not None:
             self.extra = extra
         state = {"positions": {log: p.__dict__ for log, p in self.positions.items()}, "extra": self.extra}
+        if self.checkpoint:
+            store, name = self.checkpoint
+            store.put_checkpoint(name, state)
+            return
         self.state_file.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.state_file.with_name(self.state_file.name + ".tmp")
         with open(temporary, "w") as handle:

@@ -19,24 +19,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
-import tomllib
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from jobaware.errors import InputError, one_line
+from jobaware import settings
 
 Code = tuple[int, int | None]
 _CODE = re.compile(r"^(\d{1,4})(?:/(-?\d{1,10}))?$")
@@ -99,26 +88,7 @@ def _show(code: Code) -> str:
 
 def load_policy(path: str | Path | None) -> Policy:
     """The policy of a YAML or TOML file (the defaults when None); bad fields refused with one line."""
-    if path is None:
-        return Policy()
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as error:
-        raise InputError(f"{path}: cannot read the policy file ({error.strerror or error})") from None
-    try:
-        raw = tomllib.loads(text) if path.suffix.lower() == ".toml" else yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
-        raise InputError(f"{path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'YAML'}: "
-                         f"{str(error).splitlines()[0]}") from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise InputError(f"{path}: expected a mapping of policy fields, got {type(raw).__name__}")
-    try:
-        return Policy.model_validate(raw)
-    except ValidationError as error:
-        raise InputError(f"{path}: {one_line(error)}") from None
+    return Policy() if path is None else settings.load(Policy, Path(path), "policy")
 
 
 def _matches(code: int | None, subcode: int | None, codes: list[Code]) -> bool:
@@ -218,24 +188,6 @@ def command_line(action: str, cluster: int, proc: int, reason: str) -> str:
     if action == "release":
         return f"condor_release {cluster}.{proc}"
     return f"condor_rm -reason {json.dumps(reason)} {cluster}.{proc}"
-
-
-class RateLimit:
-    """At most `per_minute` acts in any 60 seconds."""
-
-    def __init__(self, per_minute: int, clock=time.monotonic):
-        self.per_minute = per_minute
-        self.clock = clock
-        self.times: deque[float] = deque()
-
-    def allow(self) -> bool:
-        now = self.clock()
-        while self.times and self.times[0] <= now - 60:
-            self.times.popleft()
-        if len(self.times) >= self.per_minute:
-            return False
-        self.times.append(now)
-        return True
 
 
 class Actor:

@@ -17,8 +17,9 @@ import datetime as dt
 from collections import defaultdict
 from pathlib import Path
 
-from adapters.htcondor.audit import read_records
+from adapters.htcondor.audit import hold_records
 from jobaware.errors import InputError
+from jobaware.store import JobStore
 
 COLUMNS = ("week", "holds", "model release", "model remove", "model none", "no decision", "rule release",
            "rule remove", "rule none", "acted", "ended", "model right", "decision right", "rule right", "release-all right",
@@ -38,7 +39,7 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
     """Each hold record with `ended` (release / remove / None), `released_at` and `reheld_at` from what followed."""
     by_job: dict[str, list[dict]] = defaultdict(list)
     for record in records:
-        if record["kind"] in ("hold", "outcome"):
+        if record.get("kind") in ("hold", "outcome"):
             by_job[record["job"]].append(record)
     holds = []
     for events in by_job.values():
@@ -60,11 +61,11 @@ def hold_outcomes(records: list[dict]) -> list[dict]:
     return holds
 
 
-def summarize(audit: str | Path) -> list[dict]:
-    """One row per week of hold times, and a last row `all`."""
-    records = list(read_records(audit))
+def summarize(audit: str | Path | JobStore, where: str | None = None) -> list[dict]:
+    """One row per week of hold times, and a last row `all` (from an audit file, or a job store's audit)."""
+    records = list(hold_records(audit))
     if not any(r["kind"] == "hold" for r in records):
-        raise InputError(f"{audit}: no hold recorded in this audit")
+        raise InputError(f"{where or audit}: no hold recorded in this audit")
     acted = {r["hold_id"] for r in records if r["kind"] == "acted" and r.get("ok")}
     rows: dict[str, dict] = {}
     for hold in hold_outcomes(records):

@@ -1,5 +1,5 @@
-"""`python -m adapters.slurm collect|export`: the same commands as `jobaware slurm`, without the rest of the CLI (a
-collector beside slurmctld starts fast and loads no model library)."""
+"""`python -m adapters.slurm collect|adapt|plugins`: the same commands as `jobaware slurm`, without the rest of the CLI
+(a collector beside slurmctld starts fast and loads no model library)."""
 
 import sys
 

@@ -1,115 +1,97 @@
 """Bring the models' answers back into Slurm: for each pending job, a verdict in its comment, by a stated policy.
 
-Each pass: one `squeue --json --states=PENDING` call (the pending jobs read from its records); the job card of each pending job (`jobaware.card`: `failure`
-on its squeue record, `resource` on its batch script from the store or `scontrol write batch_script`); then, by
-the policy, the acts: write the card's short form into the job's comment (or admin comment), and optionally hold
-the jobs whose P(fail) is at or above the model's own registered threshold. Every verdict is kept in the job
-store (one per job and set of model versions) and every act in the audit log (who, what, why, model versions).
+Each pass: one `squeue --json` call (the pending jobs are judged; they and the running ones are the queue around
+each); the job card of each pending job (`jobaware.card`: the part of every capability whose registration declares
+one and that the policy leaves on, each given the job's squeue record, its batch script from the store or
+`scontrol write batch_script`, and the queue); then, by the policy, the acts: write the card's short form into the
+job's comment (or admin comment), and optionally hold the jobs a part gives a reason to hold (`failure`: its
+model's own flag, or the site's threshold). Every verdict is kept in the job store (one per job and set of model
+versions) and every act in the audit (who, what, why, model versions; an act's id is never acted on twice). The
+comment and the verdict cache say what the plugins say: the parts' words with what the store knows of jobs of the
+same user, account, partition and request shape (how they ended).
 
 Rules the cluster can rely on:
 - Dry-run unless `act`: nothing reaches `scontrol update`/`hold`; the audit says what would have been done.
 - Idempotent: a job gets one verdict per set of model versions; a pass repeated after a crash acts on none twice.
 - Rate-limited: at most `max_acts_per_minute` scontrol acts; the rest wait for the next pass.
-- Fails open: a service that is down or slow is backed off (doubling up to `backoff_max_s`) and its part left out;
-  without a `failure` answer a job gets no verdict yet and is judged when the service is back. The scheduler never
-  waits on the adapter, and a job never waits for a verdict.
+- Fails open, out loud: a service that is down or slow is backed off (`adapters.common.services.FailOpen`, which
+  warns once per outage) and its part left out; without a part its registration marks required, a job gets no
+  verdict yet and is judged when the service answers again, and the verdict cache is not rewritten (its header
+  keeps its age, so the plugins see it go stale instead of fresh). A capability the policy switches off is never
+  asked. The scheduler never waits on the adapter, and a job never waits for a verdict.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from adapters.slurm.collector import Slurm
+from adapters.common.pacing import RateLimit
+from adapters.common.services import FailOpen
+from adapters.slurm.collector import Slurm, state_of
+from adapters.slurm.verdicts import ADVICE_MAX, COMMENT_MAX, NAME, Shape, Verdict, write_cache
 from jobaware import card as cards
+from jobaware import settings
+from jobaware.audit import Audit, StoreAudit, stamp
 from jobaware.failure.reader.slurm import FieldError, from_squeue
-from jobaware.failure.schema import FAILURES
 from jobaware.store import JobKey, JobStore
 
 log = logging.getLogger(__name__)
-COMMENT_MAX = 250     # characters Slurm keeps in a comment that jobaware writes (the user's own text kept first)
-MARK = "jobaware:"
+STREAM = "slurm.adapt"  # the store's event stream of the adapter's audit (when it has no audit file)
+COMMENT_MAX_CHARS = 250  # characters Slurm keeps in a comment that jobaware writes (the user's own text first)
+MARK = cards.MARK.rstrip()
+ONE_LINE = re.compile(r"[\t\n\r]+")
 
 
 class Policy(BaseModel):
-    """What the adapter may do. Read from a YAML file (`--policy`); every field has a safe default."""
+    """What the adapter may do. Read from a YAML or TOML file (`--policy`); every field has a safe default."""
 
     model_config = ConfigDict(extra="forbid")
     comment: bool = Field(True, description="write the verdict into the job's comment field")
     comment_field: Literal["comment", "admin_comment"] = "comment"
-    hold: bool = Field(False, description="hold pending jobs whose P(fail) is at or above the threshold")
-    hold_threshold: float | None = Field(None, ge=0, le=1, description="default: the model's registered threshold")
-    pairing: bool = Field(False, description="add a co-scheduling hint from resource's /pairing")
+    hold: bool = Field(False, description="hold pending jobs a card part gives a reason to hold")
+    hold_threshold: float | None = Field(None, ge=0, le=1, description="the failure risk from which to hold; "
+                                         "default: the failure model's own flag (its registered threshold)")
+    pairing: bool = Field(False, description="let the parts see the jobs judged before in the same pass "
+                          "(resource's co-scheduling hint)")
+    capabilities: dict[str, bool] = Field(default_factory=dict, description="per capability with a card part: "
+                                          "off (false) where its service is not deployed: never asked, never warned")
     max_acts_per_minute: int = Field(60, ge=1, le=10_000)
     max_jobs_per_pass: int = Field(500, ge=1, le=100_000)
     max_scripts_per_pass: int = Field(50, ge=0, le=10_000)
     service_timeout_s: float = Field(5.0, gt=0, le=120)
-    cache_days: float = Field(30.0, gt=0, le=3650, description="jobs submitted this recently make the verdict cache")
+    cache_days: float = Field(30.0, gt=0, le=3650, description="jobs submitted this recently make the verdict "
+                              "cache; older verdicts are dropped by the plugins")
     cache_max_verdicts: int = Field(50_000, ge=1, le=1_000_000)
     cache_stale_after_s: int = Field(3600, ge=60, le=30 * 86_400, description="the plugins ignore an older cache")
     backoff_s: float = Field(5.0, gt=0, le=3600)
     backoff_max_s: float = Field(300.0, gt=0, le=86_400)
 
+    @field_validator("capabilities")
+    @classmethod
+    def _known(cls, value: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(value) - set(cards.declared()))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a capability with a card part "
+                             f"({', '.join(cards.declared())})")
+        return value
+
+    def keys(self) -> list[str]:
+        """The capabilities asked for cards: every one with a card part that this policy leaves on."""
+        return [key for key in cards.declared() if self.capabilities.get(key, True)]
+
 
 def read_policy(path: str | Path | None) -> Policy:
-    """The policy of a YAML file (defaults without one); a bad field is one line naming it."""
-    if path is None:
-        return Policy()
-    import yaml
-
-    from jobaware.capabilities import validate_params
-    from jobaware.errors import JobawareError
-
-    try:
-        raw = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise JobawareError(f"{path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise JobawareError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
-    return Policy(**validate_params(Policy, raw, f"the adapter policy {path}"))
-
-
-class Backoff:
-    """Per service: after a failure, skip it for `delay` seconds, doubling up to `most`; a success resets it."""
-
-    def __init__(self, first: float, most: float, clock: Callable[[], float] = time.monotonic):
-        self.first, self.most, self.clock = first, most, clock
-        self.until: dict[str, float] = {}
-        self.delay: dict[str, float] = {}
-
-    def open(self, name: str) -> bool:
-        return self.clock() >= self.until.get(name, 0.0)
-
-    def failed(self, name: str) -> None:
-        self.delay[name] = min(self.delay.get(name, self.first / 2) * 2, self.most)
-        self.until[name] = self.clock() + self.delay[name]
-
-    def ok(self, name: str) -> None:
-        self.delay.pop(name, None)
-        self.until.pop(name, None)
-
-
-class RateLimit:
-    """At most `per_minute` acts in any 60 seconds."""
-
-    def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic):
-        self.per_minute, self.clock = per_minute, clock
-        self.times: list[float] = []
-
-    def take(self, count: int) -> bool:
-        """Take `count` acts at once, or none (False) when they would go over the limit."""
-        now = self.clock()
-        self.times = [t for t in self.times if now - t < 60]
-        if len(self.times) + count > self.per_minute:
-            return False
-        self.times += [now] * count
-        return True
+    """The policy of a YAML or TOML file (defaults without one); a bad field is one line naming it."""
+    return Policy() if path is None else settings.load(Policy, Path(path), "adapter policy")
 
 
 @dataclass
@@ -119,16 +101,12 @@ class PassResult:
     acted: int = 0          # scontrol acts done (or, dry-run, that would have been done)
     deferred: int = 0       # verdicts or acts left for the next pass (rate limit, services backed off)
     missing: list[str] = field(default_factory=list)  # services backed off or down this pass
+    cached: int | None = None  # verdicts in the rewritten cache; None when it was not rewritten
 
 
-RESOURCE_NAMES = {"cpu": "cpu", "mem": "memory", "network": "network", "io": "io"}
-
-
-def shape_of(row: dict):
+def shape_of(row: dict) -> Shape:
     """A job's request shape as `job_submit.lua` reads it from a job descriptor (`verdicts.Shape`), from its
     canonical row: minutes, nodes, total CPUs, memory in MiB (squeue's per node, or per CPU times CPUs), GPUs."""
-    from adapters.slurm.verdicts import Shape
-
     def number(name: str, scale: float = 1.0, default: float | None = None) -> float | None:
         value = row.get(name)
         return default if value is None or value != value or value < 0 else value * scale
@@ -138,53 +116,89 @@ def shape_of(row: dict):
                  gpus=number("gpus_req", default=0.0))
 
 
-def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | None = None) -> list:
-    """The verdict cache's lines from the store: per user, account, partition and request shape, the latest
-    verdict's risk, likely failure and binding resource, and how the finished jobs of that shape ended."""
-    from adapters.slurm.verdicts import NAME, Verdict
+def _answered(card: dict) -> bool:
+    """Whether every part of `card` that a registration marks required has answered."""
+    required = [key for key, part in cards.declared().items() if part.required and key in card["parts"]]
+    return all(card["parts"][key]["status"] in cards.ANSWERED for key in required)
 
-    since = (time.time() if now is None else now) - policy.cache_days * 86_400
-    groups: dict[tuple, dict] = {}
-    for key in reversed(store.keys()):  # newest first: the first verdict met for a shape is its latest
-        if key.submit_time < since or len(groups) >= policy.cache_max_verdicts:
-            break
-        record = store.get(key)
-        if key.cluster != cluster or not record:
-            continue
-        row = record["row"]
+
+@dataclass
+class Group:
+    """Jobs of one user, account, partition and request shape: the finished ones, and the latest verdict."""
+
+    user: str
+    account: str
+    partition: str
+    shape: Shape
+    finished: list[dict] = field(default_factory=list)  # records (row, states, final), newest first
+    card: dict | None = None
+
+
+class Groups:
+    """The jobs of one cluster in the store, submitted in the last `cache_days`, by user, account, partition and
+    request shape (at most `cache_max_verdicts` groups), with how many finished jobs ended in each state."""
+
+    def __init__(self, store: JobStore, cluster: str, policy: Policy, now: float | None = None):
+        self.now = time.time() if now is None else now
+        self.max_age = policy.cache_days * 86_400
+        self.groups: dict[tuple, Group] = {}
+        self.site: Counter = Counter()
+        # newest first: the first verdict met for a shape is its latest; only the window is read, a page at a time
+        for record in store.records(cluster, since=self.now - self.max_age, newest_first=True,
+                                    predictions="adapter:"):
+            if len(self.groups) >= policy.cache_max_verdicts:
+                break
+            group = self._group(record["row"])
+            if group is None:
+                continue
+            if record["final"]:
+                self.site[record["final"]["state"]] += 1
+                group.finished.append({name: record.get(name) for name in ("row", "states", "final")})
+            if group.card is None:
+                kept = cards.kept_cards(record["predictions"], prefix="adapter:")
+                if kept and _answered(kept[-1]):
+                    group.card = kept[-1]
+
+    def _group(self, row: dict) -> Group | None:
+        """The job's group (made when new), or None for names the cache cannot hold."""
         user, account, partition = (str(row.get(k) or "") for k in ("user", "account", "partition"))
         if not user or not partition or not all(NAME.fullmatch(v) for v in (user, account, partition)):
-            continue
+            return None
         shape = shape_of(row)
-        group = groups.setdefault((user, account, partition, shape.buckets()), {
-            "user": user, "account": account, "partition": partition, "shape": shape, "card": None,
-            "n_similar": 0, "n_failed": 0, "n_timeout": 0})
-        if record["final"] and record["final"]["state"] in ("COMPLETED", *FAILURES):
-            group["n_similar"] += 1
-            group["n_failed"] += record["final"]["state"] != "COMPLETED"
-            group["n_timeout"] += record["final"]["state"] == "TIMEOUT"
-        if group["card"] is None:
-            verdicts = [v for n, v in store.predictions(key).items() if n.startswith("adapter:")]
-            if verdicts and verdicts[-1]["card"]["parts"]["failure"]["status"] == "ok":
-                group["card"] = verdicts[-1]["card"]
-    lines = []
-    for group in groups.values():
-        card = group.pop("card")
-        if card is None:
-            continue
-        failure, resource = card["parts"]["failure"], card["parts"]["resource"]
-        risky = failure.get("likely_fail")
-        risky = failure["p_fail"] >= 0.5 if risky is None else risky
-        lines.append(Verdict(**group, p_fail=failure["p_fail"], kind=failure["likely"] if risky else "",
-                             resource=RESOURCE_NAMES.get(resource.get("binding"), "")
-                             if resource["status"] == "ok" else "",
-                             model_version=str(failure["model_version"])))
-    return lines
+        return self.groups.setdefault((user, account, partition, shape.buckets()),
+                                      Group(user, account, partition, shape))
+
+    def history(self, row: dict) -> dict:
+        """What the store knows of jobs like this one (`jobaware.card`'s history)."""
+        group = self._group(row)
+        return {"similar": group.finished if group else [], "site": dict(self.site)}
+
+    def add(self, row: dict, card: dict) -> None:
+        """A verdict made now: its group's latest."""
+        group = self._group(row)
+        if group is not None:
+            group.card = card
+
+    def verdicts(self) -> list[Verdict]:
+        """The verdict cache's lines: per group with a verdict younger than `cache_days`, what its parts say."""
+        lines = []
+        for group in self.groups.values():
+            if group.card is None or self.now - group.card["created"] > self.max_age:
+                continue
+            history = {"similar": group.finished, "site": dict(self.site)}
+            comment = ONE_LINE.sub(" ", "; ".join(cards.words(group.card, history)))[:COMMENT_MAX]
+            advice = ONE_LINE.sub(" ", cards.advice(group.card, history))[:ADVICE_MAX]
+            if comment:
+                lines.append(Verdict(user=group.user, account=group.account, partition=group.partition,
+                                     shape=group.shape, n_similar=len(group.finished),
+                                     created=int(group.card["created"]), comment=comment, advice=advice))
+        return lines
 
 
-def _pending(record: dict) -> bool:
-    state = record.get("job_state")
-    return (state[0] if isinstance(state, list) and state else state) == "PENDING"
+def cached_verdicts(store: JobStore, cluster: str, policy: Policy, now: float | None = None) -> list[Verdict]:
+    """The verdict cache's lines from the store: per user, account, partition and request shape, what the parts
+    of the latest verdict say, with how the finished jobs of that shape ended."""
+    return Groups(store, cluster, policy, now).verdicts()
 
 
 def verdict_name(versions: dict[str, str]) -> str:
@@ -196,75 +210,104 @@ def comment_with(existing: str | None, verdict: str) -> str:
     """The job's comment with the verdict: the user's own text kept first, an earlier verdict replaced."""
     own = (existing or "").split(MARK, 1)[0].rstrip(" |")
     text = f"{own} | {verdict}" if own else verdict
-    return text[:COMMENT_MAX]
+    return text[:COMMENT_MAX_CHARS]
 
 
-class Adapter:
+class PendingJobAdapter:
+    """Judges a cluster's pending jobs pass by pass and writes the verdicts back by the policy; every act audited in
+    the file `audit`, or without one in the store's event stream `slurm.adapt`."""
+
     def __init__(self, store: JobStore, cluster: str, urls: dict[str, str], policy: Policy, *, act: bool = False,
-                 audit: str | Path, cache: str | Path | None = None, slurm: Slurm | None = None,
+                 audit: str | Path | None = None, cache: str | Path | None = None, slurm: Slurm | None = None,
                  clock: Callable[[], float] = time.monotonic):
-        self.store, self.cluster, self.urls, self.policy, self.act = store, cluster, urls, policy, act
+        self.store, self.cluster, self.policy, self.act = store, cluster, policy, act
         self.cache = Path(cache) if cache else None
-        self.audit_path, self.slurm = Path(audit), slurm or Slurm()
-        self.backoff = Backoff(policy.backoff_s, policy.backoff_max_s, clock)
+        self.slurm = slurm or Slurm()
+        self.keys = policy.keys()
+        self.required = [key for key in self.keys if cards.declared()[key].required]
+        self.services = FailOpen({key: url for key, url in urls.items() if key in self.keys},
+                                 policy.service_timeout_s, backoff_s=policy.backoff_s,
+                                 backoff_max_s=policy.backoff_max_s, log=log, clock=clock)
         self.rate = RateLimit(policy.max_acts_per_minute, clock)
+        # the audit: a JSON Lines file when given, else the store's stream (acts known once across the site's adapters)
+        self.audit = Audit(audit) if audit is not None else StoreAudit(store, STREAM)
         self.versions: dict[str, str] = {}  # the model versions the services answered with last
+
+    def close(self) -> None:
+        self.audit.close()
+        self.services.close()
+
+    def __enter__(self) -> PendingJobAdapter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def run_pass(self) -> PassResult:
         result = PassResult()
-        listed = self.slurm.jobs("squeue", "--json", "--states=PENDING")
+        # Slurm 22.05's --json lists every job whatever --states says: the state is read from each record
+        listed = self.slurm.jobs("squeue", "--json", "--states=PENDING,RUNNING")
         if listed is None:
             result.missing.append("squeue")
             return result
-        # Slurm 22.05's --json lists every job whatever --states says: the state is read from each record
-        pending = [job for job in listed if isinstance(job.get("job_id"), int) and _pending(job)]
-        pending = pending[: self.policy.max_jobs_per_pass]
+        queue = [job for job in listed if isinstance(job.get("job_id"), int) and state_of(job) in ("PENDING", "RUNNING")]
+        pending = [job for job in queue if state_of(job) == "PENDING"][: self.policy.max_jobs_per_pass]
         result.pending = len(pending)
+        groups: Groups | None = None
         scripts_left = self.policy.max_scripts_per_pass
-        judged_classes: list[dict] = []
+        neighbours: list[dict] = []
+        waiting: set[str] = set()  # required capabilities a job waited for (the cache is then left as it was)
         for record in pending:
-            if not self.backoff.open("failure"):
+            down = [key for key in self.required if not self.services.available(key)]
+            if down:
                 result.deferred += 1
-                result.missing.append("failure")
+                waiting.update(down)
                 continue
             found = self._stored(record)
             if found is None or self._judged(found[0], self.versions):
                 continue
-            key, stored = found
+            key, stored, row = found
             script = stored.get("script")
             if script is None and scripts_left > 0:
                 scripts_left -= 1
                 script = self.slurm.run("scontrol", "write", "batch_script", str(key.job_id), "-")
                 if script is not None:
                     self.store.put_script(key, script)
-            card = self._card(key, record, script, judged_classes if self.policy.pairing else [])
+            groups = groups or Groups(self.store, self.cluster, self.policy)
+            context = {"job_id": key.job_id, "job": record, "script": script, "queue": queue,
+                       "neighbours": neighbours if self.policy.pairing else []}
+            card = cards.make_card(context, self.services, keys=self.keys, history=groups.history(row))
+            self.versions.update(cards.versions(card))
             result.missing += card["missing"]
-            if card["parts"]["failure"]["status"] != "ok":
+            lacking = [k for k in self.required if card["parts"][k]["status"] not in cards.ANSWERED]
+            if lacking:
                 result.deferred += 1
+                waiting.update(k for k in lacking if card["parts"][k]["status"] == "unavailable")
                 continue
-            if card["parts"]["resource"]["status"] == "ok":
-                judged_classes.append({"id": key.job_id, "class": card["parts"]["resource"]["binding"]})
-            if self._judged(key, cards.versions(card)):
+            neighbours.append({"id": key.job_id, "parts": card["parts"]})
+            versions = cards.versions(card)
+            if self._judged(key, versions):
                 continue
             acts = self._acts(key, record, card)
             if acts is None:
                 result.deferred += 1
                 continue  # over the rate limit: judged again next pass
-            self.store.put_prediction(key, self._name(cards.versions(card)),
-                                      {"card": card, "acts": acts, "dry_run": not self.act})
+            self.store.put_prediction(key, self._name(versions), cards.kept(card, acts=acts, dry_run=not self.act))
+            groups.add(row, card)
             result.judged += 1
             result.acted += len(acts)
-        result.missing = sorted(set(result.missing))
-        if self.cache is not None:
-            self.write_cache()
+        result.missing = sorted(set(result.missing) | waiting)
+        if self.cache is not None and not waiting:
+            result.cached = self.write_cache(groups)
+        elif self.cache is not None:
+            log.warning("verdict cache %s not rewritten: no answer from %s", self.cache, ", ".join(sorted(waiting)))
         return result
 
-    def write_cache(self) -> int:
+    def write_cache(self, groups: Groups | None = None) -> int:
         """Rewrite the verdict cache the Slurm plugins read (atomically); returns how many verdicts it holds."""
-        from adapters.slurm.verdicts import write_cache
-
-        verdicts = cached_verdicts(self.store, self.cluster, self.policy)
-        write_cache(self.cache, verdicts, stale_after=self.policy.cache_stale_after_s)
+        verdicts = (groups or Groups(self.store, self.cluster, self.policy)).verdicts()
+        write_cache(self.cache, verdicts, stale_after=self.policy.cache_stale_after_s,
+                    max_age=int(self.policy.cache_days * 86_400))
         return len(verdicts)
 
     def _name(self, versions: dict[str, str]) -> str:
@@ -273,10 +316,11 @@ class Adapter:
 
     def _judged(self, key: JobKey, versions: dict[str, str]) -> bool:
         """Whether the job has a verdict of these model versions already (then it is not asked or acted on)."""
-        return "failure" in versions and self._name(versions) in self.store.predictions(key)
+        return all(k in versions for k in self.required) and self._name(versions) in self.store.predictions(key)
 
-    def _stored(self, record: dict) -> tuple[JobKey, dict] | None:
-        """The job's key and its record in the store (put there first if the collector has not seen it yet)."""
+    def _stored(self, record: dict) -> tuple[JobKey, dict, dict] | None:
+        """The job's key, its record in the store and its canonical row (put there first if the collector has not
+        seen the job yet)."""
         submit = record.get("submit_time")
         submit = submit.get("number") if isinstance(submit, dict) else submit
         if not isinstance(submit, int) or submit <= 0:
@@ -284,50 +328,41 @@ class Adapter:
             return None
         key = JobKey(self.cluster, record["job_id"], submit)
         stored = self.store.get(key)
-        if stored is None:
-            try:
-                self.store.put_job(key, {k: v for k, v in from_squeue(record).items() if v is not None})
-            except (FieldError, AttributeError, TypeError) as exc:
-                log.warning("job %s left out: %s", record.get("job_id"), exc)
-                return None
-        return key, stored or {}
-
-    def _card(self, key: JobKey, record: dict, script: str | None, neighbours: list[dict]) -> dict:
-        """The job's card, asking only the services not backed off; a service that failed is backed off."""
-        skip = {name for name in cards.PARTS if not self.backoff.open(name)}
-        card = cards.make_card(key.job_id, record, script, self.urls, neighbours=neighbours, skip=skip,
-                               timeout=self.policy.service_timeout_s)
-        self.versions.update(cards.versions(card))
-        for name, part in card["parts"].items():
-            if part["status"] == "unavailable" and name not in skip:
-                self.backoff.failed(name)
-                log.warning("%s service unavailable (%s); backing off %.0f s", name, part["reason"],
-                            self.backoff.delay[name])
-            elif part["status"] in ("ok", "refused"):
-                self.backoff.ok(name)
-        return card
+        if stored is not None:
+            return key, stored, stored["row"]
+        try:
+            row = {k: v for k, v in from_squeue(record).items() if v is not None}
+        except (FieldError, AttributeError, TypeError) as exc:
+            log.warning("job %s left out: %s", record.get("job_id"), exc)
+            return None
+        self.store.put_job(key, row)
+        return key, {}, row
 
     def _acts(self, key: JobKey, record: dict, card: dict) -> list[dict] | None:
         """The policy's acts for one verdict, done (or, dry-run, only audited); None when over the rate limit."""
         wanted = []
-        failure = card["parts"]["failure"]
         if self.policy.comment:
             field_name = "Comment" if self.policy.comment_field == "comment" else "AdminComment"
             text = comment_with(record.get(self.policy.comment_field), card["short"])
             wanted.append((["scontrol", "update", f"JobId={key.job_id}", f"{field_name}={text}"],
                            f"verdict written into {self.policy.comment_field}"))
-        threshold = self.policy.hold_threshold if self.policy.hold_threshold is not None else failure.get("threshold")
-        if self.policy.hold and threshold is not None and failure["p_fail"] >= threshold:
-            wanted.append((["scontrol", "hold", str(key.job_id)],
-                           f"p(fail)={failure['p_fail']:.3f} >= threshold {threshold:.3f}"))
+        reasons = cards.hold_reasons(card, self.policy.hold_threshold) if self.policy.hold else []
+        if reasons:
+            wanted.append((["scontrol", "hold", str(key.job_id)], "; ".join(reasons)))
         if not self.rate.take(len(wanted)):
             return None
+        versions = cards.versions(card)
         acts = []
         for command, why in wanted:
+            act_id = f"{key.text()} {self._name(versions)} {command[1]}"
+            if act_id in self.audit:  # audited before a crash cut the pass short: never acted on twice
+                acts.append({"command": command, "why": why, "done": None, "audited_before": True})
+                continue
             done = self.slurm.run(*command) is not None if self.act else None
             acts.append({"command": command, "why": why, "done": done})
-            cards.audit({"actor": "jobaware slurm adapt", "cluster": key.cluster, "job_id": key.job_id,
-                         "submit_time": key.submit_time, "action": command[1], "command": command, "why": why,
-                         "dry_run": not self.act, "done": done, "short": card["short"],
-                         "versions": cards.versions(card), "missing": card["missing"]}, self.audit_path)
+            self.audit.write(stamp({
+                "id": act_id, "actor": "jobaware slurm adapt", "cluster": key.cluster, "job_id": key.job_id,
+                "submit_time": key.submit_time, "action": command[1], "command": command, "why": why,
+                "dry_run": not self.act, "done": done, "short": card["short"], "versions": versions,
+                "missing": card["missing"]}))
         return acts

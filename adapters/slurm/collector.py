@@ -1,7 +1,7 @@
 """Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state.
 
 Each interval: one `squeue --json --states=all` (pending, running and recently finished jobs), two `sacct` calls
-(`--json`, and the parsable exit codes) over a bounded window that starts at the checkpoint kept in the store, and at most
+(`--json`, and the parsable exit codes with the steps' memory) over a bounded window that starts at the checkpoint kept in the store, and at most
 `max_calls` `scontrol` calls (`write batch_script` once per job, `show job -o` for a job squeue no longer lists).
 Every call has a timeout; a failed call is logged and tried again next interval, so the scheduler never waits on
 the collector. Every store write is idempotent and the checkpoint moves only after what it covers is stored, so a
@@ -18,7 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jobaware.failure.reader.slurm import FieldError, from_squeue
+from jobaware.failure.reader.slurm import (
+    SACCT_ENDS,
+    FieldError,
+    SacctEnd,
+    end_state,
+    exit_status,
+    from_squeue,
+    memory_killed,
+    sacct_as_squeue,
+    sacct_ends,
+)
 from jobaware.failure.schema import normalize_state
 from jobaware.store import JobKey, JobStore
 
@@ -31,6 +41,7 @@ MAX_WINDOW = 86_400       # seconds of accounting one sacct call covers at most 
 OVERLAP = 300             # seconds each sacct window re-reads before the checkpoint (late accounting records)
 SCRIPT_TRIES = 3          # `scontrol write batch_script` attempts per job before the collector stops asking
 NOTICE_TRIES = 3          # squeue attempts for a batch of notices before it is acknowledged (a poll finds the jobs)
+ERROR_TAIL = 65_536       # bytes read from the end of a job killed by signal 9's error file, for Slurm's memory words
 
 
 def is_final(state: str | None) -> bool:
@@ -69,33 +80,22 @@ class Slurm:
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
 
 
-def sacct_as_squeue(job: dict) -> dict:
-    """An `sacct --json` job record (Slurm 22.05) with squeue's field names, so `from_squeue` reads both alike."""
-    times, required = job.get("time") or {}, job.get("required") or {}
-    memory, cpus = required.get("memory"), required.get("CPUs")
-    per_cpu = isinstance(memory, int) and memory >= 2**63  # Slurm's MEM_PER_CPU flag bit
-    requested = (job.get("tres") or {}).get("requested") or []
-    tres = ",".join(f"{t.get('type')}{'/' + t['name'] if t.get('name') else ''}={t.get('count')}"
-                    for t in requested if isinstance(t, dict))
-    state = (job.get("state") or {}).get("current")
-    return {"job_id": job.get("job_id"), "job_state": state, "user_name": job.get("user"),
-            "account": job.get("account"), "partition": job.get("partition"), "qos": job.get("qos"),
-            "name": job.get("name"), "current_working_directory": job.get("working_directory"),
-            "cpus": cpus, "node_count": job.get("allocation_nodes"),
-            "memory_per_cpu" if per_cpu else "memory_per_node": memory - 2**63 if per_cpu else memory,
-            "time_limit": times.get("limit"), "submit_time": times.get("submission"),
-            "start_time": times.get("start"), "end_time": times.get("end"), "tres_req_str": tres}
+def state_of(record: dict) -> str | None:
+    """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
+    state = record.get("job_state")
+    return state[0] if isinstance(state, list) and state else state
 
 
-def exit_codes(parsable: str) -> dict[int, int]:
-    """Job id -> exit code, from `sacct -P -n -X -o JobIDRaw,ExitCode` (`3:0` is code 3, signal 0)."""
-    codes = {}
-    for line in parsable.splitlines():
-        job_id, _, code = line.partition("|")
-        code = code.split(":")[0]
-        if job_id.isdigit() and code.isdigit():
-            codes[int(job_id)] = int(code)
-    return codes
+def said_memory(path) -> bool:
+    """Whether the job's error file (when this host can read it) ends with Slurm's words for a memory kill."""
+    if not isinstance(path, str) or not path:
+        return False
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - ERROR_TAIL))
+            return memory_killed(handle.read(ERROR_TAIL).decode(errors="replace"))
+    except OSError:
+        return False
 
 
 @dataclass
@@ -165,8 +165,10 @@ class Collector:
         return result
 
     # ------------------------------------------------------------------ what each call brings
-    def _observe(self, record: dict, source: str, now: float, result: PollResult, code: int | None = None) -> JobKey | None:
-        """Store one squeue (or sacct-as-squeue) record: row, state change, final state, script."""
+    def _observe(self, record: dict, source: str, now: float, result: PollResult,
+                 end: SacctEnd | None = None) -> JobKey | None:
+        """Store one squeue (or sacct-as-squeue) record: row, state change, final state (with the exit code and
+        signal: `end` from accounting, else the record's own), script."""
         try:
             row = from_squeue(record)
             job_id, submit = record.get("job_id"), record.get("submit_time")
@@ -178,19 +180,26 @@ class Collector:
             result.failed.append(f"job {str(record.get('job_id'))[:40]}")
             return None
         key = JobKey(self.cluster, job_id, submit)
-        if code is None and source == "observed" and type(record.get("exit_code")) is int:
-            code = record["exit_code"] >> 8  # squeue (22.05) gives the wait status: the code is its high byte
+        end = end or SacctEnd()
+        if source == "observed" and type(record.get("exit_code")) is int:
+            status = record["exit_code"]  # squeue (22.05) gives the wait status: the code, or the signal that killed
+            end = SacctEnd(status >> 8, (status & 0x7F) or None)
         stored = self.store.get(key)
         if stored is None:
             result.new += 1
+        said = row["state"]  # the state changes are Slurm's words; the row and the final state its end's class
+        if is_final(said):  # killed for memory: an earlier observation saw Slurm say so, or it says so now
+            memory = ((stored or {}).get("final") or {}).get("state") == "OUT_OF_MEMORY" or (
+                end.signal == 9 and said_memory(record.get("standard_error")))
+            row["state"] = end_state(said, end.signal, end.rss_share, memory)
         state = row["state"]
         if stored is None or not stored["final"] or stored["final"]["source"] != "sacct" or source == "sacct":
             merged = {**(stored or {}).get("row", {}), **{k: v for k, v in row.items() if v is not None}}
             if stored is None or merged != stored["row"]:
                 self.store.put_job(key, merged)
-        if state and (stored is None or not stored["states"] or stored["states"][-1]["state"] != state):
-            self.store.add_state(key, state, now)
-        if is_final(state) and self.store.put_final(key, state, source, code):
+        if said and (stored is None or not stored["states"] or stored["states"][-1]["state"] != said):
+            self.store.add_state(key, said, now)
+        if is_final(state) and self.store.put_final(key, state, source, end.exit_code, end.signal):
             result.finished += 1
         if (stored is None or stored["script"] is None) and self.budget > 0 and self.script_tries.get(key, 0) < SCRIPT_TRIES:
             self._script(key, result)
@@ -227,18 +236,19 @@ class Collector:
             log.warning("sacct: output is not sacct --json output")
             result.failed.append("sacct")
             return
-        # Slurm 22.05's --json gives every exit code as 0: the parsable output of the same window has them
+        # Slurm 22.05's --json gives every exit code as 0: the parsable output of the same window has them, with the
+        # steps' largest resident sizes and memory limits (a job killed for memory)
         window = (f"--starttime={stamp(since)}", f"--endtime={stamp(until)}")
-        codes = self.slurm.run("sacct", "--allusers", "-P", "-n", "-X", "-o", "JobIDRaw,ExitCode", *window)
-        if codes is None:
+        ends = self.slurm.run("sacct", "--allusers", "-P", "-n", "-o", ",".join(SACCT_ENDS), *window)
+        if ends is None:
             result.failed.append("sacct")
             return
-        codes = exit_codes(codes)
+        ends = sacct_ends(ends)
         for job in jobs if isinstance(jobs, list) else []:
             if isinstance(job, dict) and (job.get("cluster") in (None, self.cluster)):
                 record = sacct_as_squeue(job)
                 if is_final(normalize_state(str(record["job_state"] or ""))):
-                    self._observe(record, "sacct", now, result, codes.get(job.get("job_id")))
+                    self._observe(record, "sacct", now, result, ends.get(job.get("job_id")))
         self.store.put_checkpoint(self.cluster, {**checkpoint, "sacct_until": until})
 
     def _accounting_configured(self) -> bool | None:
@@ -258,10 +268,11 @@ class Collector:
         shown = self.slurm.run("scontrol", "show", "job", "-o", str(key.job_id))
         fields = dict(part.split("=", 1) for part in (shown or "").split() if "=" in part)
         if fields.get("JobState") and is_final(normalize_state(fields["JobState"])):
-            state = normalize_state(fields["JobState"])
-            self.store.add_state(key, state, now)
-            code = fields.get("ExitCode", "").split(":")[0]
-            if self.store.put_final(key, state, "scontrol", int(code) if code.isdigit() else None):
+            code, signal = exit_status(fields.get("ExitCode", ""))
+            said = normalize_state(fields["JobState"])
+            state = end_state(said, signal, message=signal == 9 and said_memory(fields.get("StdErr")))
+            self.store.add_state(key, said, now)
+            if self.store.put_final(key, state, "scontrol", code, signal):
                 result.finished += 1
         elif shown is None and self.accounting is False:
             self.gone.add(key)

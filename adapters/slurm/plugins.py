@@ -21,22 +21,19 @@ def _lua_string(text: str) -> str:
 
 
 def render(cache: str = DEFAULT_CACHE, field: Literal["comment", "admin_comment"] = "comment",
-           stale_after: int = 3600, advise_above: float = 0.5,
-           timing_level: Literal["info", "debug"] = "debug") -> dict[str, str]:
+           stale_after: int = 3600, timing_level: Literal["info", "debug"] = "debug") -> dict[str, str]:
     """The text of both plugins. `stale_after`: seconds after which a cache is ignored (the stricter of this
     and the file's own limit wins). `timing_level`: the slurmctld log level of the hook's per-call line."""
     if field not in ("comment", "admin_comment"):
         raise JobawareError(f"--field {field!r}: expected comment or admin_comment")
     if stale_after <= 0:
         raise JobawareError(f"--stale-after {stale_after}: expected a positive number of seconds")
-    if not 0 <= advise_above <= 1:
-        raise JobawareError(f"--advise-above {advise_above}: expected a probability between 0 and 1")
     if not os.path.isabs(cache):
         raise JobawareError(f"--cache {cache!r}: expected an absolute path (slurmctld does not run in your folder)")
     lua = resources.files("adapters.slurm") / "lua"
     code = (lua / "cache.lua").read_text().replace("@CACHE_PATH@", _lua_string(cache)).replace(
         "@STALE_AFTER@", str(int(stale_after)))
-    values = {"@FIELD@": field, "@TIMING_LEVEL@": timing_level, "@ADVISE_ABOVE@": repr(float(advise_above))}
+    values = {"@FIELD@": field, "@TIMING_LEVEL@": timing_level}
     rendered = {}
     for name in NAMES:
         text = (lua / name).read_text().replace("--@CACHE_CODE@", code)

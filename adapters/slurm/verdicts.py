@@ -1,4 +1,4 @@
-"""The verdict cache: the adapter's answers, keyed by who asks for what, in a file `job_submit.lua` reads.
+"""The verdict cache: the adapter's verdicts, keyed by who asks for what, in a file the Slurm plugins read.
 
 A job that does not exist yet gets the verdict of its nearest known request shape. A shape is five numbers
 (wall time in minutes, nodes, CPUs, memory per node in MiB, GPUs), each put into a doubling bucket:
@@ -6,15 +6,28 @@ A job that does not exist yet gets the verdict of its nearest known request shap
 shapes is the sum over the five dimensions of the difference of their buckets; a dimension the job did not
 state counts 0. Lookup: the exact shape for (user, account, partition); else the nearest shape for the same
 (user, account, partition); else the nearest shape for (user, partition) under any account; else no verdict.
-Ties go to the verdict with more similar jobs, then to the first in the file. The Lua plugins implement the
-same rule over the same file (`adapters/slurm/lua/cache.lua`).
+Ties go to the verdict with more similar jobs, then to the first in the file. A verdict older than the header's
+MAX_AGE when it is read is left out. The Lua plugins implement the same rule over the same file
+(`adapters/slurm/lua/cache.lua`).
 
-File format (text, UTF-8, tab-separated, one record a line):
-    jobaware-verdicts  1  GENERATION  CREATED_EPOCH  STALE_AFTER_S  DEFAULT_PARTITION  COUNT
-    USER ACCOUNT PARTITION T N C M G  P_FAIL KIND RESOURCE N_SIMILAR N_FAILED N_TIMEOUT MODEL_VERSION CREATED
+A verdict holds text, not numbers: what the card parts say (`jobaware.card`), so that a capability joins the
+plugins by its registration alone. COMMENT is the parts' words (`job_submit.lua` writes `jobaware: COMMENT` into the
+job's comment, with `; nearest shape` or `; user+partition shape` when the shape was not cached exactly); ADVICE
+is the parts' advice, empty for none (`cli_filter.lua` prints `jobaware: ADVICE`, after filling in the values the
+job asks for: `{time_minutes}`, `{nodes}`, `{cpus}`, `{mem_mib}`, `{gpus}`; words in square brackets around such
+a name are left out when the job does not state the value).
+
+File format 2 (text, UTF-8, tab-separated, one record a line):
+    jobaware-verdicts  2  GENERATION  CREATED_EPOCH  STALE_AFTER_S  DEFAULT_PARTITION  COUNT  MAX_AGE_S
+    USER ACCOUNT PARTITION T N C M G  N_SIMILAR  CREATED  COMMENT  ADVICE
     ... (COUNT lines)
     end  COUNT
-The trailer lets a reader tell a complete file from a truncated one.
+CREATED of a line is when its verdict was made (a card's time), CREATED_EPOCH when the file was written: the
+adapter rewrites the file only after a pass that could judge every job it had to, so a file older than
+STALE_AFTER_S means the verdicts are not being kept up (the plugins then use none). The trailer lets a reader
+tell a complete file from a truncated one. Format 1 (the numbers P_FAIL KIND RESOURCE N_FAILED N_TIMEOUT
+MODEL_VERSION in place of the texts) is refused by the plugins of this version: render them again
+(`jobaware slurm plugins`) when the adapter is upgraded.
 """
 
 from __future__ import annotations
@@ -31,12 +44,14 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from jobaware.errors import InputError, one_line
 
 MAGIC = "jobaware-verdicts"
-FORMAT_VERSION = 1
-FIELDS = 16
+FORMAT_VERSION = 2
+FIELDS = 12
+HEADER_FIELDS = 8
 DIMENSIONS = ("time_minutes", "nodes", "cpus", "mem_mib", "gpus")
-KINDS = ("", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
-# Slurm user, account and partition names, model versions: no tab, newline or space can reach the file
+# Slurm user, account and partition names: no tab, newline or space can reach the file
 NAME = re.compile(r"[A-Za-z0-9._@+-]*")
+TEXT = re.compile(r"[^\t\n\r\x00-\x1f\x7f]*")  # a comment or advice: one line, no tab, no control character
+COMMENT_MAX, ADVICE_MAX = 200, 1000
 
 
 def bucket(value: float) -> int:
@@ -69,26 +84,29 @@ def distance(query: tuple[int | None, ...], cached: tuple[int, ...]) -> int:
 
 
 class Verdict(BaseModel):
-    """What the models said about jobs of one user, account, partition and request shape."""
+    """What the card parts said about jobs of one user, account, partition and request shape."""
 
     user: str = Field(min_length=1, max_length=64)
     account: str = Field("", max_length=64)
     partition: str = Field(min_length=1, max_length=64)
     shape: Shape
-    p_fail: float = Field(ge=0, le=1)
-    kind: Literal[KINDS] = ""  # the likely way such jobs fail; "" when none stands out
-    resource: Literal["", "cpu", "memory", "network", "io"] = ""  # the binding resource, where known
-    n_similar: int = Field(0, ge=0)
-    n_failed: int = Field(0, ge=0)  # how many of n_similar did not complete (any kind)
-    n_timeout: int = Field(0, ge=0)  # how many of n_similar ran out of time
-    model_version: str = Field(min_length=1, max_length=64)
-    created: int = Field(default_factory=lambda: int(time.time()), ge=0)
+    n_similar: int = Field(0, ge=0)  # finished jobs of this shape in the store (ties go to more)
+    created: int = Field(default_factory=lambda: int(time.time()), ge=0)  # when the verdict was made
+    comment: str = Field(min_length=1, max_length=COMMENT_MAX)  # the parts' words
+    advice: str = Field("", max_length=ADVICE_MAX)  # the parts' advice; "" for none
 
-    @field_validator("user", "account", "partition", "model_version")
+    @field_validator("user", "account", "partition")
     @classmethod
     def _name(cls, value: str) -> str:
         if not NAME.fullmatch(value):
             raise ValueError(f"{value!r} has characters outside letters, digits and ._@+-")
+        return value
+
+    @field_validator("comment", "advice")
+    @classmethod
+    def _text(cls, value: str) -> str:
+        if not TEXT.fullmatch(value):
+            raise ValueError("a tab, line break or control character cannot be cached")
         return value
 
     @field_validator("shape")
@@ -99,32 +117,28 @@ class Verdict(BaseModel):
             raise ValueError(f"a cached shape states every dimension; missing {', '.join(missing)}")
         return shape
 
-    def model_post_init(self, _context) -> None:
-        if self.n_failed > self.n_similar or self.n_timeout > self.n_failed:
-            raise ValueError(f"counts must satisfy n_timeout <= n_failed <= n_similar, got "
-                             f"{self.n_timeout}, {self.n_failed}, {self.n_similar}")
-
     def key(self) -> tuple:
         return (self.user, self.account, self.partition, *self.shape.buckets())
 
     def line(self) -> str:
-        fields = [self.user, self.account, self.partition, *map(str, self.shape.buckets()), f"{self.p_fail:.4f}",
-                  self.kind, self.resource, str(self.n_similar), str(self.n_failed), str(self.n_timeout),
-                  self.model_version, str(self.created)]
+        fields = [self.user, self.account, self.partition, *map(str, self.shape.buckets()), str(self.n_similar),
+                  str(self.created), self.comment, self.advice]
         return "\t".join(fields)
 
 
 def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_after: int = 3600,
-                default_partition: str = "", mode: int = 0o644, now: int | None = None) -> int:
+                max_age: int = 30 * 86_400, default_partition: str = "", mode: int = 0o644,
+                now: int | None = None) -> int:
     """Write the cache atomically (a temporary file in the same folder, then rename); return its generation.
 
-    `stale_after`: seconds after which the plugins ignore this file (fail open). `mode`: the file must be
-    readable by slurmctld's user (job_submit.lua) and by every user who runs sbatch (cli_filter.lua).
+    `stale_after`: seconds after which the plugins ignore this file (fail open); `max_age`: seconds after which
+    they ignore a verdict (its own `created`). `mode`: the file must be readable by slurmctld's user
+    (job_submit.lua) and by every user who runs sbatch (cli_filter.lua).
     One verdict per key: a second one for the same key is an error.
     """
     path = Path(path)
-    if stale_after <= 0:
-        raise InputError(f"stale_after must be positive seconds, got {stale_after}")
+    if stale_after <= 0 or max_age <= 0:
+        raise InputError(f"stale_after and max_age must be positive seconds, got {stale_after} and {max_age}")
     if not NAME.fullmatch(default_partition):
         raise InputError(f"default_partition {default_partition!r} has characters outside letters, digits and ._@+-")
     checked, seen = [], {}
@@ -142,7 +156,7 @@ def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_a
     generation = _generation(path) + 1
     created = int(time.time()) if now is None else now
     header = [MAGIC, str(FORMAT_VERSION), str(generation), str(created), str(stale_after), default_partition,
-              str(len(checked))]
+              str(len(checked)), str(max_age)]
     text = "\t".join(header) + "\n" + "".join(v.line() + "\n" for v in checked) + f"end\t{len(checked)}\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -178,7 +192,13 @@ class Cache(BaseModel):
     created: int
     stale_after: int
     default_partition: str
+    max_age: int
     verdicts: list[Verdict]
+
+    def current(self, now: float | None = None) -> list[Verdict]:
+        """The verdicts not older than `max_age` (what the plugins look up)."""
+        now = time.time() if now is None else now
+        return [v for v in self.verdicts if now - v.created <= self.max_age]
 
 
 def read_cache(path: str | Path) -> Cache:
@@ -189,7 +209,7 @@ def read_cache(path: str | Path) -> Cache:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the verdict cache: {exc}") from None
     head = lines[0].split("\t")
-    if len(head) != 7 or head[0] != MAGIC or head[1] != str(FORMAT_VERSION):
+    if len(head) != HEADER_FIELDS or head[0] != MAGIC or head[1] != str(FORMAT_VERSION):
         raise InputError(f"{path}:1: not a version {FORMAT_VERSION} jobaware verdict cache")
     count = int(head[6])
     if len(lines) != count + 3 or lines[count + 1] != f"end\t{count}" or lines[-1] != "":
@@ -204,15 +224,14 @@ def read_cache(path: str | Path) -> Cache:
         except (ValidationError, ValueError) as exc:
             raise InputError(f"{path}:{number}: {_first_error(exc)}") from None
     return Cache(generation=int(head[2]), created=int(head[3]), stale_after=int(head[4]),
-                 default_partition=head[5], verdicts=verdicts)
+                 default_partition=head[5], max_age=int(head[7]), verdicts=verdicts)
 
 
 def _from_fields(f: list[str]) -> Verdict:
     # buckets come back as the smallest raw value of each bucket, which buckets to the same number
     shape = Shape(**{d: 2 ** int(b) - 1 for d, b in zip(DIMENSIONS, f[3:8])})
-    return Verdict(user=f[0], account=f[1], partition=f[2], shape=shape, p_fail=float(f[8]), kind=f[9],
-                   resource=f[10], n_similar=int(f[11]), n_failed=int(f[12]), n_timeout=int(f[13]),
-                   model_version=f[14], created=int(f[15]))
+    return Verdict(user=f[0], account=f[1], partition=f[2], shape=shape, n_similar=int(f[8]), created=int(f[9]),
+                   comment=f[10], advice=f[11])
 
 
 Match = Literal["exact", "nearest", "user+partition"]

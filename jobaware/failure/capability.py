@@ -1,11 +1,11 @@
 """Registration of `failure`: will this Slurm job fail, and how?"""
 
-from jobaware.capabilities import Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.failure.params import FailureParams
 
 # Bump whenever the features a model is fed change: a bundle trained with other feature code is never
 # scored or served through this code.
-FEATURE_VERSION = "4"
+FEATURE_VERSION = "5"
 
 CAPABILITY = Capability(
     key="failure",
@@ -30,7 +30,12 @@ CAPABILITY = Capability(
         "wallclock_req": 3600.0, "nodes_req": 2, "processors_req": 72, "gpus_req": 0, "mem_req": 0.0,
         "submit_time": "2019-03-01 10:00:00"}]}),
     smoke=(6000, {"max_iter": 40}),
-    from_store=Ref("jobaware.failure.from_store:from_store"),
+    from_store=Ref("jobaware.failure.export:from_store"),
+    commands=Ref("jobaware.failure.commands:register"),
     train=Ref("jobaware.failure.train:train"),
+    service_memory=("1Gi", "3Gi"),
     metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
+    card=CardPart(answer=Ref("jobaware.failure.card:answer"), shown=Ref("jobaware.failure.card:shown"),
+                  words=Ref("jobaware.failure.card:words"), advice=Ref("jobaware.failure.card:advice"),
+                  hold=Ref("jobaware.failure.card:hold"), required=True),
 )

@@ -6,7 +6,8 @@ compiled loop, so folding the events in several batches gives bit for bit the st
 what lets the featurizer work window by window in bounded memory and equal the in-memory answer exactly.
 
 A job's end event happens at its end time, or at its submit time if the record ends it earlier: no job's end is
-known before the job exists.
+known before the job exists. A job cancelled before it ever started (no start time, or none before its end: held
+test jobs, a submission withdrawn) did no work and has no end event.
 """
 
 from __future__ import annotations
@@ -102,10 +103,16 @@ def _state_rows(sums, codes, out):
         _state_row(sums[codes[i]], out[i])
 
 
+def never_started(jobs: pd.DataFrame) -> pd.Series:
+    """Jobs cancelled before they started: Slurm's accounting gives them no start; squeue gives their end as start."""
+    start = jobs["start_time"]
+    return (jobs["state"] == "CANCELLED").fillna(False) & (start.isna() | (start >= jobs["end_time"]).fillna(False))
+
+
 def end_events(jobs: pd.DataFrame) -> pd.DataFrame:
     """The end events of prepared jobs (those with a final state and an end time): event time (int64 seconds),
     the job's sequence number `seq`, its entity columns, and the EVENT columns the fold reads."""
-    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED)
+    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED) & ~never_started(jobs)
     ended = jobs.loc[done]
     state = ended["state"].astype("object").to_numpy()
     run = ended["run_time"].astype(float).to_numpy()

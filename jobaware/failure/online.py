@@ -21,8 +21,15 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.features import (
-    CATEGORICAL, ENTITIES, REQUEST_NUMBERS, SUBMIT_WINDOWS, feature_block, features_frame, history_columns,
-    history_timelines, job_class_keys,
+    CATEGORICAL,
+    ENTITIES,
+    REQUEST_NUMBERS,
+    SUBMIT_WINDOWS,
+    feature_block,
+    features_frame,
+    history_columns,
+    history_timelines,
+    job_class_keys,
 )
 from jobaware.failure.reader.common import JobColumns
 

@@ -27,11 +27,15 @@ def expected_calibration_error(failed: np.ndarray, p_fail: np.ndarray, bins: int
 
 
 def at_threshold(failed: np.ndarray, p_fail: np.ndarray, threshold: float) -> dict[str, float]:
+    """`at_flags` when jobs with P(fail) >= threshold are flagged."""
+    return at_flags(failed, np.asarray(p_fail, dtype=float) >= threshold)
+
+
+def at_flags(failed: np.ndarray, flagged: np.ndarray) -> dict[str, float]:
     """Accuracy of the flag (fail / complete), the failed class's precision, recall and F1, and the false-alarm
-    rate, when jobs with P(fail) >= threshold are flagged. A ratio over nothing is NaN, except precision with no
-    job flagged, which is 0 (as scikit-learn's zero_division=0)."""
-    failed = np.asarray(failed, dtype=bool)
-    flagged = np.asarray(p_fail, dtype=float) >= threshold
+    rate. A ratio over nothing is NaN, except precision with no job flagged, which is 0 (as scikit-learn's
+    zero_division=0)."""
+    failed, flagged = np.asarray(failed, dtype=bool), np.asarray(flagged, dtype=bool)
     tp, fp = int(np.sum(flagged & failed)), int(np.sum(flagged & ~failed))
     fn, tn = int(np.sum(~flagged & failed)), int(np.sum(~flagged & ~failed))
 

@@ -114,30 +114,6 @@ TIME_TEXT_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
                      r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
 
 
-def request_record_schema() -> dict:
-    """The JSON schema of one canonical job record in a prediction request, built from the bounds above (the
-    service's OpenAPI document shows it; the service checks requests with the same bounds)."""
-
-    def field(column: str) -> dict:
-        if column in INTEGER or column in NUMERIC:
-            low, high = LIMITS[column]
-            kind = {"type": "integer" if column in INTEGER else "number", "minimum": low, "maximum": high}
-        elif column in TIME_COLUMNS:
-            kind = {"oneOf": [{"type": "string", "pattern": TIME_TEXT_PATTERN},
-                              {"type": "integer", "minimum": EPOCH_RANGE[0] * 1000, "maximum": EPOCH_RANGE[1] * 1000}],
-                    "description": "'YYYY-MM-DD HH:MM:SS' or epoch milliseconds"}
-        elif column == "state":
-            kind = {"type": "string", "enum": list(STATES)}
-        else:
-            kind = {"type": "string", "maxLength": max_text(column)}
-        return kind if column == "job_id" else {"oneOf": [kind, {"type": "null"}]}
-
-    return {"type": "object", "properties": {column: field(column) for column in COLUMNS}, "required": ["job_id"],
-            "additionalProperties": False,
-            "description": "a job in the canonical schema; a missing submit_time is now; post-run fields describe "
-                           "ended jobs of the history"}
-
-
 def jobs_table(dataset: str | Path) -> Path:
     """The one canonical job table of a dataset folder (NREL- or SWF-sourced)."""
     tables = sorted(Path(dataset).glob("*_jobs.parquet"))

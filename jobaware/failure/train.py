@@ -23,9 +23,9 @@ from jobaware.errors import JobawareError
 from jobaware.failure.bundle import FailureBundle
 from jobaware.failure.evaluate import metrics, plots
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer, build_features, labels
-from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.model import FailureModel, baselines, time_split
 from jobaware.failure.params import check_params
+from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.schema import jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.model import Evaluation

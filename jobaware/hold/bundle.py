@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold import features as F
+from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold.labels import current_holds, decisions, describe_hold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
 from jobaware.model import Bundle

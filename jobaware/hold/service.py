@@ -1,21 +1,22 @@
-"""Request handling of `POST /hold-decision` as plain functions (the BentoML service only wires them).
+"""Request handling of `POST /hold-decision` as plain functions (`serving/hold.py` only wires them).
 
-A request names the held job and gives the event log around it, either as text or as the path of a log the
-service may read (only under its configured folder):
+A request names the held job and gives the event log around it, either as text or, where the service was started
+with a log folder (`JOBAWARE_HOLD_LOG_DIR`), as the path of a log in that folder:
   {"cluster": 14736943, "proc": 0, "subproc": 0, "log": "000 (14736943.000.000) ...\\n...\\n"}
   {"cluster": 14736943, "proc": 0, "path": "ap40/EventLog"}
-`request_model` declares the body, bounds and all (the service's OpenAPI document shows it); errors are
-`InputError`s whose message starts with the JSON path of the bad field, a size over a limit a `TooLargeError`. A
-log with a bad record, a job the log does not know, and a job that is not on hold at the end of the log are
-refused, each saying which. The answer: P(release), the
-decision, the hold reason in words (and as the log wrote it), the model version and what it was trained on.
+Reading files on the service's host is opt-in: without a log folder a `path` is refused, saying so, and the OpenAPI
+document shows no `path`. `Limits` are what the service accepts (`JOBAWARE_HOLD_*`); `request_model` declares the
+body under them, bounds and all (`HoldRequest`: under the limits read at start); errors are `InputError`s whose
+message starts with the JSON path of the bad field, a size over a limit a `TooLargeError`. A log with a bad record,
+a job the log does not know, and a job that is not on hold at the end of the log are refused, each saying which.
+The answer (`hold_decision`): P(release), the decision, the hold reason in words (and as the log wrote it), the
+model version and what it was trained on.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,13 +26,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pydantic import ConfigDict, Field, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, parse_body
+from jobaware.bodies import Body
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
 from jobaware.hold.labels import current_holds, decisions
 from jobaware.hold.reader import EventLogReader, ReadOptions, Source, read_events, to_frame
 from jobaware.hold.schema import CONTRACT, SCHEMA
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
@@ -41,24 +45,20 @@ JobNumber = Annotated[int, Field(ge=0, le=MAX_ID)]
 MAX_REASON_CHARS = 1000  # the hold reason echoed in an answer: longer ones are cut, with a marker that says so
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What the service accepts: the log size, the path length, and the folder paths must lie in."""
+class Limits(BaseLimits):
+    """What the service accepts (JOBAWARE_HOLD_LOG_DIR, JOBAWARE_HOLD_MAX_LOG_BYTES, JOBAWARE_HOLD_MAX_PATH_CHARS):
+    the folder a `path` must lie in (none: no path is read), the size of a log and the length of a path."""
 
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_HOLD_")
     log_dir: Path | None = None
-    max_log_bytes: int = 32 << 20
-    max_path_chars: int = 4096
-
-    @classmethod
-    def from_env(cls) -> Limits:
-        """JOBAWARE_HOLD_LOG_DIR (no path requests without it) and JOBAWARE_HOLD_MAX_LOG_BYTES."""
-        folder = os.environ.get("JOBAWARE_HOLD_LOG_DIR")
-        size = os.environ.get("JOBAWARE_HOLD_MAX_LOG_BYTES")
-        return cls(Path(folder) if folder else None, int(size) if size and size.isdigit() else 32 << 20)
+    max_log_bytes: int = Field(32 << 20, ge=1)
+    max_path_chars: int = Field(4096, ge=1)
 
 
 @dataclass(frozen=True)
-class HoldRequest:
+class CheckedRequest:
+    """A body checked beyond its model: the log as bytes, or the resolved path of a log file."""
+
     cluster: int
     proc: int
     subproc: int
@@ -72,7 +72,16 @@ def request_model(limits: Limits) -> type[Body]:
     sources = ("log", "path") if limits.log_dir is not None else ("log",)
 
     class HoldRequestBody(Body):
-        model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": [field]} for field in sources]})
+        model_config = ConfigDict(title="HoldRequest",
+                                  json_schema_extra={"oneOf": [{"required": [field]} for field in sources]})
+
+        @model_validator(mode="before")
+        @classmethod
+        def _path_only_with_a_folder(cls, data):
+            if isinstance(data, dict) and "path" in data and limits.log_dir is None:
+                raise ValueError("path: this service reads no log files (it was started without "
+                                 "JOBAWARE_HOLD_LOG_DIR); send the log text as `log`")
+            return data
 
         cluster: JobNumber = Field(description="the held job's cluster id")
         proc: JobNumber = Field(description="its proc id")
@@ -93,16 +102,23 @@ def request_model(limits: Limits) -> type[Body]:
     return HoldRequestBody
 
 
-def parse_request(payload: object, limits: Limits) -> HoldRequest:
-    """Check a request body (already parsed JSON) against the limits; raise InputError naming the field."""
-    if isinstance(payload, dict) and "path" in payload and limits.log_dir is None:
-        raise InputError("path: this service reads no log files (no log folder configured); send the log text")
-    body = parse_body(request_model(limits), payload)
+LIMITS = Limits.load()
+HoldRequest = request_model(LIMITS)
+
+
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state. The log must be an event log in which the job is on hold.
+UNSTATABLE = (r"^log: # bad record", r"^log: no event in the log", r"^cluster: job [#.]+ (has no event|is not on hold)")
+
+
+def checked(body, limits: Limits) -> CheckedRequest:
+    """A body of `request_model(limits)` checked beyond its model: the log's size in bytes, the path inside the
+    log folder; raise InputError naming the field."""
     if body.log is not None:
         data = body.log.encode("utf-8", "replace")
         if len(data) > limits.max_log_bytes:
             raise TooLargeError(f"log: {len(data):,} bytes, more than the limit of {limits.max_log_bytes:,}")
-        return HoldRequest(body.cluster, body.proc, body.subproc, data, None)
+        return CheckedRequest(body.cluster, body.proc, body.subproc, data, None)
     path = body.path
     if "\x00" in path:
         raise InputError("path: contains a NUL character")
@@ -118,10 +134,10 @@ def parse_request(payload: object, limits: Limits) -> HoldRequest:
         raise InputError(f"path: {path!r:.200} cannot be read: {error.strerror or error}") from None
     if size > limits.max_log_bytes:
         raise TooLargeError(f"path: {size:,} bytes, more than the limit of {limits.max_log_bytes:,}")
-    return HoldRequest(body.cluster, body.proc, body.subproc, None, target)
+    return CheckedRequest(body.cluster, body.proc, body.subproc, None, target)
 
 
-def read_request_log(request: HoldRequest, options: ReadOptions | None = None) -> pd.DataFrame:
+def read_request_log(request: CheckedRequest, options: ReadOptions | None = None) -> pd.DataFrame:
     """The request's log as events; a log with any bad record, or with no event, is refused."""
     where = "log" if request.log is not None else "path"
     source = Source.text(request.log, "log") if request.log is not None else Source.file(request.path)
@@ -142,7 +158,7 @@ def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return text[: limit - len(marker)] + marker
 
 
-def decide(bundle, request: HoldRequest, version: str, options: ReadOptions | None = None,
+def decide(bundle, request: CheckedRequest, version: str, options: ReadOptions | None = None,
            trained: dict | None = None) -> dict:
     """The decision for the request's held job, as a plain JSON-ready dict (no NaN); `fit` says where the log is
     unlike what the model was `trained` on (its profile, `jobaware.fit`)."""
@@ -180,6 +196,11 @@ def decide(bundle, request: HoldRequest, version: str, options: ReadOptions | No
         "trained_on": dict(bundle.trained_on) or {"source": "unrecorded"},
         "fit": fit.answer_flags(trained, version, fit.numeric_columns(events)),
     }
+
+
+def hold_decision(body, model: Served, limits: Limits = LIMITS) -> dict:
+    """P(release), the decision and the hold reason for a held job, from the event log around it."""
+    return decide(model.bundle, checked(body, limits), model.version, trained=model.profile)
 
 
 def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from jobaware import settings
 from jobaware.errors import JobawareError, one_line
 from jobaware.hold.params import Params, check_params
 
@@ -94,21 +94,10 @@ def load_space(source: str | Path | dict | Space | None = None) -> Space:
     if source is None:
         source = DEFAULT_SPACE
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
-        path = Path(source)
-        if not path.is_file():
-            raise JobawareError(f"{path}: no such search-space file")
-        source = path.read_text()
-    if isinstance(source, str):
-        try:
-            source = yaml.safe_load(source)
-        except yaml.YAMLError as exc:
-            raise JobawareError(f"search space: not YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(source, dict):
-        raise JobawareError(f"search space: expected a mapping, got {type(source).__name__}")
-    try:
-        return Space.model_validate(source)
-    except ValidationError as exc:
-        raise JobawareError(f"search space: {one_line(exc)}") from None
+        source = Path(source)
+        if not source.is_file():
+            raise JobawareError(f"{source}: no such search-space file")
+    return settings.load(Space, source, "search space")
 
 
 def trials(source: str | Path | dict | Space | None = None) -> list[dict[str, Any]]:

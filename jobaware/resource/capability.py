@@ -1,6 +1,6 @@
 """Registration of `resource`: is this job script CPU-, memory-, network- or I/O-bound?"""
 
-from jobaware.capabilities import Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.resource.params import Params
 
 # Bump whenever the script features change: a bundle built by other feature code is refused.
@@ -35,5 +35,8 @@ CAPABILITY = Capability(
     smoke=(200, {"cv_repeats": 1, "candidates": ["rich"]}),
     commands=Ref("jobaware.resource.commands:register"),
     train=Ref("jobaware.resource.train:train"),
+    service_memory=("1Gi", "3Gi"),
     metrics_table=("macro_f1", "macro_f1_std", "f1_cpu", "f1_mem", "f1_network", "f1_io"),
+    card=CardPart(answer=Ref("jobaware.resource.card:answer"), shown=Ref("jobaware.resource.card:shown"),
+                  words=Ref("jobaware.resource.card:words")),
 )

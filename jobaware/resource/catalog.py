@@ -9,6 +9,7 @@ default category (`requests` -> http).
 
 from __future__ import annotations
 
+
 def _names(text: str) -> frozenset[str]:
     return frozenset(text.split())
 

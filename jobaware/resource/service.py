@@ -8,10 +8,12 @@
 `POST /pairing` body: `{"jobs": [{"id", "class"} | {"id", "text"} | {"id", "base64"}], "threshold": 0.5}`
 -> each job's class and probabilities and the hints of `pairing.plan`.
 
-`request_models` declares both bodies, bounds and all; errors are InputError whose message starts with the JSON
-path of the bad field (`scripts[1].base64: ...`); a request over a size limit raises PayloadTooLarge (an
-InputError the service answers with 413). Bytes that are not UTF-8 are answered
-(decoded with replacement, `decode_errors` true), never refused. Answers are plain JSON (no NaN).
+`Limits` are what the service accepts (`JOBAWARE_RESOURCE_*`); `request_models` declares both bodies under them,
+bounds and all (`ClassifyRequest`, `PairingRequest`: under the limits read at start); `classify` and `pairing`
+answer a checked body. Errors are InputError whose message starts with the JSON path of the bad field
+(`scripts[1].base64: ...`); a request over a size limit raises TooLargeError (the service answers 413). Bytes that
+are not UTF-8 are answered (decoded with replacement, `decode_errors` true), never refused. Answers are plain JSON
+(no NaN).
 """
 
 from __future__ import annotations
@@ -23,18 +25,19 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 import numpy as np
 import pandas as pd
+from pydantic import ConfigDict, Field, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, Matching, parse_body, worded
+from jobaware.bodies import Body, Matching, worded
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import Problem, write_quarantine
-from jobaware.reading import binary_reason
+from jobaware.reading import Problem, binary_reason, write_quarantine
 from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, CONTRACT, NOT_A_JOB
 from jobaware.sources import files as source_files
@@ -43,12 +46,10 @@ BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=
 SAFE_INTEGER = 2**53 - 1  # integers every JSON reader keeps exactly (a float64 holds them)
 
 
-class PayloadTooLarge(TooLargeError):
-    """A request over a size limit (HTTP 413)."""
+class Limits(BaseLimits):
+    """What the service accepts, each read from JOBAWARE_RESOURCE_<NAME> (JOBAWARE_RESOURCE_MAX_SCRIPTS, ...)."""
 
-
-class ServiceLimits(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_RESOURCE_")
 
     max_scripts: int = Field(64, ge=1, le=10_000)
     max_script_bytes: int = Field(1024 * 1024, ge=1024, le=64 * 1024 * 1024)
@@ -63,7 +64,7 @@ class ServiceLimits(BaseModel):
 
 
 @cache
-def request_models(limits: ServiceLimits) -> tuple[type[Body], type[Body]]:
+def request_models(limits: Limits) -> tuple[type[Body], type[Body]]:
     """The bodies of `POST /classify` and `POST /pairing` under `limits` (the service's OpenAPI document shows
     them). Beyond them: the bytes of all scripts together are bounded, and job ids differ."""
     Identifier = worded(Annotated[str, Field(max_length=limits.max_name_chars)]
@@ -138,40 +139,42 @@ def request_models(limits: ServiceLimits) -> tuple[type[Body], type[Body]]:
     return ClassifyRequest, PairingRequest
 
 
-def _script(item, path: str, limits: ServiceLimits) -> tuple[bytes | str, int]:
+LIMITS = Limits.load()
+ClassifyRequest, PairingRequest = request_models(LIMITS)
+
+
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state. Most valid bodies need nothing beyond the document: at least VALID_ANSWERED of
+# them must be answered.
+UNSTATABLE = (r"^jobs\[#\]\.id: duplicate of jobs\[#\]\.id",)
+VALID_ANSWERED = 0.6
+
+
+def _script(item, path: str, limits: Limits) -> tuple[bytes | str, int]:
     """(script, size in bytes) of a checked script; the bytes of a text bounded (base64 is, by its length)."""
     if item.text is None:
         data = base64.b64decode(item.base64)
         return data, len(data)
     size = len(item.text.encode("utf-8", errors="surrogatepass"))
     if size > limits.max_script_bytes:
-        raise PayloadTooLarge(f"{path}.text: {size:,} bytes; at most {limits.max_script_bytes:,}".lstrip("."))
+        raise TooLargeError(f"{path}.text: {size:,} bytes; at most {limits.max_script_bytes:,}".lstrip("."))
     return item.text, size
 
 
-def _within_total(total: int, path: str, limits: ServiceLimits) -> None:
+def _within_total(total: int, path: str, limits: Limits) -> None:
     if total > limits.max_total_bytes:
-        raise PayloadTooLarge(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
+        raise TooLargeError(f"{path}: request over {limits.max_total_bytes:,} bytes of scripts in all")
 
 
-def parse_classify(payload, limits: ServiceLimits | None = None) -> tuple[list[tuple[str, bytes | str, int]], int]:
-    """The scripts of a /classify body (name, script, bytes) and how many features to report."""
-    limits = limits or ServiceLimits()
-    body = _parse(request_models(limits)[0], payload)
+def scripts_of(body, limits: Limits) -> list[tuple[str, bytes | str, int]]:
+    """The scripts of a /classify body (name, script, bytes), their bytes bounded one by one and in all."""
     items = [(body, "")] if body.scripts is None else [(s, f"scripts[{i}]") for i, s in enumerate(body.scripts)]
     scripts, total = [], 0
     for item, path in items:
         scripts.append((str(item.name), *_script(item, path, limits)))
         total += scripts[-1][2]
         _within_total(total, path or "text", limits)
-    return scripts, body.top
-
-
-def _parse(model: type[Body], payload) -> Body:
-    try:
-        return parse_body(model, payload)
-    except TooLargeError as error:
-        raise PayloadTooLarge(str(error)) from None
+    return scripts
 
 
 def _answer(name: str, size: int, result: dict) -> dict:
@@ -182,21 +185,20 @@ def _answer(name: str, size: int, result: dict) -> dict:
             "complete": result["complete"], "decode_errors": result["decode_errors"]}
 
 
-def classify_request(payload, bundle, model_version: str | None = None,
-                     limits: ServiceLimits | None = None, trained: dict | None = None) -> dict:
-    """Answer a /classify body; `fit` says where the scripts are unlike what the model was `trained` on (its
-    profile, `jobaware.fit`)."""
-    limits = limits or ServiceLimits()
-    scripts, top = parse_classify(payload, limits)
+def classify(body, model: Served, limits: Limits = LIMITS) -> dict:
+    """Each script's class, probabilities and deciding features; `fit` says where the scripts are unlike what the
+    model was trained on (its profile, `jobaware.fit`)."""
+    scripts = scripts_of(body, limits)
+    bundle = model.bundle
     features = analyse_within(bundle, [(name, script) for name, script, _ in scripts], limits.request_seconds)
-    results = bundle.classify_features(features, top)
-    return {"model_version": model_version, "feature_version": bundle.feature_version,
+    results = bundle.classify_features(features, body.top)
+    return {"model_version": model.version, "feature_version": bundle.feature_version,
             "results": [_answer(name, size, r) for (name, _, size), r in zip(scripts, results, strict=True)],
-            "fit": _fit(trained, model_version, [size for _, _, size in scripts])}
+            "fit": _fit(model, [size for _, _, size in scripts])}
 
 
-def _fit(trained: dict | None, version: str | None, sizes: list[int]) -> list[str]:
-    return fit.answer_flags(trained, str(version), {"n_bytes": np.array(sizes, dtype="float64")}) if sizes else []
+def _fit(model: Served, sizes: list[int]) -> list[str]:
+    return model.fit({"n_bytes": np.array(sizes, dtype="float64")}) if sizes else []
 
 
 def analyse_within(bundle, scripts: list[tuple[str, bytes | str]], seconds: float) -> list:
@@ -209,10 +211,8 @@ def analyse_within(bundle, scripts: list[tuple[str, bytes | str]], seconds: floa
     return features
 
 
-def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[dict], float]:
-    """The jobs of a /pairing body: dicts with `id` and either `class` or a script; and the threshold."""
-    limits = limits or ServiceLimits()
-    body = _parse(request_models(limits)[1], payload)
+def jobs_of(body, limits: Limits) -> list[dict]:
+    """The jobs of a /pairing body: dicts with `id` and either `class` or a script; ids differ."""
     parsed, seen, total = [], {}, 0
     for i, job in enumerate(body.jobs):
         path = f"jobs[{i}]"
@@ -227,31 +227,29 @@ def parse_pairing(payload, limits: ServiceLimits | None = None) -> tuple[list[di
         total += size
         _within_total(total, path, limits)
         parsed.append({"id": job_id, "script": script})
-    return parsed, body.threshold
+    return parsed
 
 
-def pairing_request(payload, bundle=None, model_version: str | None = None,
-                    limits: ServiceLimits | None = None, trained: dict | None = None) -> dict:
-    """Answer a /pairing body: classes (given or classified) and the pairs (`fit` as for /classify, over the
-    scripts classified)."""
-    limits = limits or ServiceLimits()
-    jobs, threshold = parse_pairing(payload, limits)
+def pairing(body, model: Served | None, limits: Limits = LIMITS) -> dict:
+    """Each job's class (given or classified) and the pairs whose bottlenecks differ (`fit` as for /classify, over
+    the scripts classified)."""
+    jobs = jobs_of(body, limits)
     scripts = [j for j in jobs if "script" in j]
     sizes = [len(j["script"]) for j in scripts]
     if scripts:
-        if bundle is None:
+        if model is None:
             raise InputError("jobs: scripts given but no model is loaded; give classes instead")
-        features = analyse_within(bundle, [(j["id"], j["script"]) for j in scripts], limits.request_seconds)
-        for job, result in zip(scripts, bundle.classify_features(features, top=0), strict=True):
+        features = analyse_within(model.bundle, [(j["id"], j["script"]) for j in scripts], limits.request_seconds)
+        for job, result in zip(scripts, model.bundle.classify_features(features, top=0), strict=True):
             job.update({"class": result["class"], "probabilities": result["probabilities"], "source": "classified"})
     for job in jobs:
         job.pop("script", None)
         if "probabilities" not in job:
             job.update({"probabilities": {c: float(c == job["class"]) for c in (*BINDING, "other")},
                         "source": "given"})
-    hints = plan(jobs, threshold, limits.max_pairs)
-    return {"model_version": model_version if scripts else None, "threshold": threshold, "jobs": jobs, **hints,
-            "fit": _fit(trained, model_version, sizes)}
+    hints = plan(jobs, body.threshold, limits.max_pairs)
+    return {"model_version": model.version if scripts else None, "threshold": body.threshold, "jobs": jobs, **hints,
+            "fit": _fit(model, sizes) if scripts else []}
 
 
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # read of a script at most: the largest parse limit a bundle may have

@@ -30,12 +30,14 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError, JobawareError
 from jobaware.model import Evaluation
 from jobaware.resource.bundle import ResourceBundle, limits_from, make_model
+from jobaware.resource.capability import FEATURE_VERSION, MIN_EVAL_ROWS, PRIMARY_METRIC
 from jobaware.resource.evaluate import (
     CVResult,
     confusion,
@@ -45,10 +47,9 @@ from jobaware.resource.evaluate import (
     plot_confusion,
     training_set,
 )
-from jobaware.resource.capability import FEATURE_VERSION, MIN_EVAL_ROWS, PRIMARY_METRIC
 from jobaware.resource.features import extract
-from jobaware.resource.params import Params, check_params
 from jobaware.resource.model import does_work
+from jobaware.resource.params import Params, check_params
 from jobaware.resource.parsing import parse_script
 from jobaware.resource.reader import load_table, near_duplicate_groups, read_scripts
 from jobaware.resource.schema import BINDING

@@ -12,5 +12,6 @@ Modules (the lead's wiring calls these):
   evaluate    `PRIMARY_METRIC`, `MIN_EVAL_ROWS`, `make_eval`, `evaluate`, `timings`
   train       `build`, `train(dataset_dir, params, workdir) -> (bundle, Evaluation)`, `score(bundle, eval_dir)`
   report      `report(index, reference, out, ...) -> (html, pngs)`, `evaluation_plots`
-  service     `similar_request`, `job_request`, `similar` (CLI), `open_index`, `predict_file`
+  service     `Limits`, `SimilarBody`, `JobBody`, `similar_to` and `job` (the routes), `similar` (CLI), `open_index`,
+              `predict_file`
 """

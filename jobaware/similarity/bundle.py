@@ -40,7 +40,8 @@ class SimilarityBundle(Bundle):
         Columns in: `jobid` (a pool job) or an inline reference: `coding` (binary, ':'-separated) and/or
         `levels` (JSON object of the nine metrics' ':'-separated levels); optional `algorithm` and `top_k`
         (else the bundle's)."""
-        from jobaware.similarity.service import parse_request
+        from jobaware.bodies import parse_body
+        from jobaware.similarity.service import SimilarBody, request_of
 
         unknown = sorted(set(frame.columns) - set(INPUT_COLUMNS))
         if unknown:
@@ -54,7 +55,7 @@ class SimilarityBundle(Bundle):
                 except json.JSONDecodeError as exc:
                     raise InputError(f"levels: not a JSON object ({exc.msg})") from None
             try:
-                request = parse_request(payload, self.index, self.algorithm, self.top_k)
+                request = request_of(parse_body(SimilarBody, payload), self.index, self.algorithm, self.top_k)
             except InputError as exc:
                 raise InputError(f"row {position}: {exc}") from None
             answer = self.index.query(request.reference, request.algorithm, request.top_k, self.workers)

@@ -1,6 +1,6 @@
 """Registration of `similarity`: which past jobs had I/O behaviour like this one?"""
 
-from jobaware.capabilities import Capability, Ref
+from jobaware.capabilities import Capability, CardPart, Ref
 from jobaware.similarity.params import Params
 
 # Bump whenever the index's tables or algorithms change: an index built by other code is refused.
@@ -31,4 +31,5 @@ CAPABILITY = Capability(
     commands=Ref("jobaware.similarity.commands:register"),
     train=Ref("jobaware.similarity.train:train"),
     metrics_table=("precision_at_k", "self_match_rate", "references", "pool_jobs"),
+    card=CardPart(answer=Ref("jobaware.similarity.card:answer"), shown=Ref("jobaware.similarity.card:shown")),
 )

@@ -37,7 +37,16 @@ from jobaware.similarity.capability import PRIMARY_METRIC
 from jobaware.similarity.flat import parse
 from jobaware.similarity.index import SimilarityIndex, rank
 from jobaware.similarity.schema import (
-    CODINGS, FAMILIES, FLOATS, JOBS, LEVELS, METRICS, NODE_VALUES, SCHEMAS, SEGMENT_SECONDS, aggregate_zeros,
+    CODINGS,
+    FAMILIES,
+    FLOATS,
+    JOBS,
+    LEVELS,
+    METRICS,
+    NODE_VALUES,
+    SCHEMAS,
+    SEGMENT_SECONDS,
+    aggregate_zeros,
     format_sequence,
 )
 

@@ -29,12 +29,27 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.reading import QUARANTINE, Problem, ReadReport, line_blocks
-from jobaware.sources import files as source_files
 from jobaware.similarity.flat import sequences_equal
 from jobaware.similarity.schema import (
-    CODINGS, COLUMNS, FAMILIES, FLOATS, JOBS, LEVEL_MAX, LEVELS, MAX_NAME, MAX_SEGMENTS, METRICS, NODE_VALUES,
-    SCHEMAS, SCORE_MAX, SOURCE_COLUMNS, SYMBOL_MAX, aggregate_zeros_flat, table_of_header,
+    CODINGS,
+    COLUMNS,
+    FAMILIES,
+    FLOATS,
+    JOBS,
+    LEVEL_MAX,
+    LEVELS,
+    MAX_NAME,
+    MAX_SEGMENTS,
+    METRICS,
+    NODE_VALUES,
+    SCHEMAS,
+    SCORE_MAX,
+    SOURCE_COLUMNS,
+    SYMBOL_MAX,
+    aggregate_zeros_flat,
+    table_of_header,
 )
+from jobaware.sources import files as source_files
 
 BLOCK_BYTES = 16 << 20
 SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".txt")

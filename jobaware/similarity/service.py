@@ -3,9 +3,10 @@
 `POST /similar` takes {"jobid": J} or an inline reference ({"coding": "0:256:..."} and/or {"levels": {metric:
 "0:3:..."}} and/or {"values": {metric: [..]}}), with "algorithm" (default: the bundle's), "top_k" (default:
 the bundle's) and optionally "consensus": [algorithms]; it answers the ranked jobs, the histogram, the
-counts and the index version. `POST /job` ({"jobid": J}) answers a job's codings and metadata. `SimilarBody` and
-`JobBody` declare both bodies, bounds and all (the service's OpenAPI document shows them); a bad request raises
-`InputError` whose message starts with the JSON path of the bad field.
+counts and the index version (`similar_to`). `POST /job` ({"jobid": J}) answers a job's codings and metadata (`job`).
+`Limits` are what the service accepts (`JOBAWARE_SIMILARITY_*`); `SimilarBody` and `JobBody` declare both bodies
+under them, bounds and all (the service's OpenAPI document shows them); a bad request raises `InputError` whose
+message starts with the JSON path of the bad field.
 """
 
 from __future__ import annotations
@@ -18,24 +19,35 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import ConfigDict, Field, create_model, model_validator
+from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
-from jobaware.bodies import Body, parse_body, worded
+from jobaware.bodies import Body, worded
+from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
+from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.index import Reference, SimilarityIndex
-from jobaware.similarity.schema import (CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX,
-                                        SYMBOL_MAX)
+from jobaware.similarity.schema import CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX, SYMBOL_MAX
 
-MAX_TOP_K = 1000
-MAX_VALUES = 200_000
-# segments of an inline reference (about a week; the pool may hold jobs of up to MAX_SEGMENTS): Q-native and
-# Q-phases compare every segment of the reference with every segment of the pool, so this bounds a request's cost
-MAX_REFERENCE_SEGMENTS = 1_000
+
+class Limits(BaseLimits):
+    """What the service accepts (JOBAWARE_SIMILARITY_MAX_TOP_K, _MAX_VALUES, _MAX_REFERENCE_SEGMENTS): results per
+    answer, node values per metric of an inline reference, and its segments (about a week; the pool may hold jobs
+    of up to MAX_SEGMENTS): Q-native and Q-phases compare every segment of the reference with every segment of the
+    pool, so this bounds a request's cost."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_SIMILARITY_")
+    max_top_k: int = Field(1000, ge=1)
+    max_values: int = Field(200_000, ge=KS_MIN_VALUES)
+    max_reference_segments: int = Field(1_000, ge=1)
+
+
+LIMITS = Limits.load()
 MAX_JOBID = 2**62
 REFERENCE_FIELD = {CODINGS: "coding", LEVELS: "levels", NODE_VALUES: "values"}  # an algorithm's table, inline
 INLINE = tuple(REFERENCE_FIELD.values())
@@ -66,16 +78,16 @@ def _show(value) -> str:
 
 
 def _sequence(high: int, value: str) -> Any:
-    """1 to MAX_REFERENCE_SEGMENTS integers 0..high (each matching `value`): a ':'-separated string or a list."""
-    listed = rf"^(?:{value})(?::(?:{value})){{0,{MAX_REFERENCE_SEGMENTS - 1}}}$"
+    """1 to `max_reference_segments` integers 0..high (each matching `value`): a ':'-separated string or a list."""
+    most = LIMITS.max_reference_segments
+    listed = rf"^(?:{value})(?::(?:{value})){{0,{most - 1}}}$"
     return worded(Annotated[str, Field(pattern=listed)]
-                  | Annotated[list[Annotated[int, Field(ge=0, le=high)]],
-                              Field(min_length=1, max_length=MAX_REFERENCE_SEGMENTS)],
-                  f"expected 1 to {MAX_REFERENCE_SEGMENTS:,} integers 0..{high}, ':'-separated or as a list")
+                  | Annotated[list[Annotated[int, Field(ge=0, le=high)]], Field(min_length=1, max_length=most)],
+                  f"expected 1 to {most:,} integers 0..{high}, ':'-separated or as a list")
 
 
 Coding = _sequence(SYMBOL_MAX, "[0-9]|[1-9][0-9]|[1-4][0-9]{2}|50[0-9]|51[01]")  # 0..511
-Values = Annotated[list[Annotated[float, Field(ge=0, le=SCORE_MAX)]], Field(min_length=KS_MIN_VALUES, max_length=MAX_VALUES)]
+Values = Annotated[list[Annotated[float, Field(ge=0, le=SCORE_MAX)]], Field(min_length=KS_MIN_VALUES, max_length=LIMITS.max_values)]
 Levels = create_model("Levels", __base__=Body, **{m: (_sequence(LEVEL_MAX, "[0-9]|1[0-6]"), ...) for m in METRICS})
 NodeValues = create_model("NodeValues", __base__=Body, **{m: (Values, ...) for m in METRICS})
 JobId = Annotated[int, Field(ge=1, le=MAX_JOBID, description="a job of the pool")]
@@ -97,7 +109,7 @@ class SimilarBody(Body):
     reference have as many values each (levels: as many as the coding's segments), and without `algorithm` the
     model's own decides which coding an inline reference needs."""
 
-    model_config = ConfigDict(json_schema_extra={
+    model_config = ConfigDict(title="SimilarRequest", json_schema_extra={
         "oneOf": [{"required": ["jobid"], "not": _INLINE},
                   {"not": {"required": ["jobid"]}, **_INLINE, "allOf": [_needed_by(field) for field in INLINE]}],
         "description": "a pool job or an inline reference; without `algorithm`, the model's own decides which "
@@ -108,7 +120,7 @@ class SimilarBody(Body):
     levels: Levels | None = Field(None, description="inline per-metric levels, as many as the coding's segments")
     values: NodeValues | None = Field(None, description="inline per-node values of each metric (for ks)")
     algorithm: Algorithm | None = None
-    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] | None = None
+    top_k: Annotated[int, Field(ge=1, le=LIMITS.max_top_k)] | None = None
     consensus: Annotated[list[Algorithm], Field(min_length=1, max_length=len(ALGORITHMS))] | None = Field(
         None, description="several algorithms whose ranks are combined")
 
@@ -125,7 +137,16 @@ class SimilarBody(Body):
 class JobBody(Body):
     """The body of `POST /job`."""
 
+    model_config = ConfigDict(title="JobRequest")
+
     jobid: JobId
+
+
+# Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
+# #): what no JSON Schema can state: a jobid must be in the pool, an inline reference's metrics as long as each other.
+UNSTATABLE = (r"^jobid: unknown job #", r"^(levels|values)\.\w+: # values, \w+ has #$", r"^levels: # segments, coding has #$",
+              r"needs the reference's .*, which job # lacks$",  # a pool job without that coding
+              r"^coding: b-aggz needs the reference's binary coding$")  # no algorithm named: the model's own
 
 
 def _numbers(value: str | list[int]) -> np.ndarray:
@@ -139,9 +160,8 @@ def _per_metric(where: str, sequences: list[np.ndarray]) -> list[np.ndarray]:
     return sequences
 
 
-def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -> SimilarRequest:
-    """Check a `POST /similar` body; `algorithm` and `top_k` are the defaults."""
-    body = parse_body(SimilarBody, payload)
+def request_of(body: SimilarBody, index: SimilarityIndex, algorithm: str, top_k: int) -> SimilarRequest:
+    """The reference, algorithm and `top_k` of a /similar body; `algorithm` and `top_k` are the defaults."""
     if body.jobid is not None:
         ref = index.reference(body.jobid)
     else:
@@ -159,9 +179,9 @@ def parse_request(payload, index: SimilarityIndex, algorithm: str, top_k: int) -
     return SimilarRequest(ref, name, body.top_k or top_k, body.consensus)
 
 
-def similar_request(bundle, payload) -> dict:
-    """`POST /similar`: ranked jobs with scores, the histogram and the index version (JSON-ready)."""
-    request = parse_request(payload, bundle.index, bundle.algorithm, bundle.top_k)
+def rank(bundle, body: SimilarBody) -> dict:
+    """The ranked jobs with scores, the histogram and the index version of a /similar body (JSON-ready)."""
+    request = request_of(body, bundle.index, bundle.algorithm, bundle.top_k)
     reference = ({"jobid": request.reference.jobid} if request.reference.jobid is not None
                  else {"inline": [k for k in INLINE if getattr(request.reference, k) is not None]})
     if request.consensus:
@@ -177,9 +197,14 @@ def similar_request(bundle, payload) -> dict:
                      "feature_version": bundle.feature_version})
 
 
-def job_request(bundle, payload) -> dict:
-    """`POST /job`: the job's codings and metadata (JSON-ready)."""
-    return jsonable(bundle.index.job(parse_body(JobBody, payload).jobid))
+def similar_to(body: SimilarBody, model: Served, limits: Limits = LIMITS) -> dict:
+    """The pool's jobs ranked by similarity to a pool job or an inline reference, with the histogram."""
+    return {**rank(model.bundle, body), "model_version": model.version, "fit": model.fit()}
+
+
+def job(body: JobBody, model: Served, limits: Limits = LIMITS) -> dict:
+    """A pool job's codings and metadata."""
+    return {**jsonable(model.bundle.index.job(body.jobid)), "model_version": model.version}
 
 
 def open_index(data: list[str] | str | None = None, index: str | Path | None = None, *, progress=None) -> SimilarityIndex:
@@ -206,7 +231,7 @@ def similar(jobid: int, *, data=None, index=None, algorithm: str = "b-aggz", top
     """`jobaware similarity rank JOBID`: `[{"jobid": ..., "similarity": ...}]`, similarity descending, ties by jobid.
     With `consensus`, the jobs every named algorithm ranks in its top `top`, by mean similarity."""
     pool = index if isinstance(index, SimilarityIndex) else open_index(data, index)
-    top = _integer(top, "top", 1, MAX_TOP_K)
+    top = _integer(top, "top", 1, LIMITS.max_top_k)
     ref = pool.reference(_integer(jobid, "jobid", 1, MAX_JOBID))
     if consensus:
         for name in consensus:

@@ -35,8 +35,17 @@ from jobaware.errors import InputError
 from jobaware.similarity import variants
 from jobaware.similarity.flat import row_of
 from jobaware.similarity.schema import (
-    CODINGS, FAMILIES, FLOATS, JOBS, LEVELS, METRICS, NODE_VALUES, SEGMENT_SECONDS, SOURCE_COLUMNS,
-    aggregate_zeros_flat, quantise,
+    CODINGS,
+    FAMILIES,
+    FLOATS,
+    JOBS,
+    LEVELS,
+    METRICS,
+    NODE_VALUES,
+    SEGMENT_SECONDS,
+    SOURCE_COLUMNS,
+    aggregate_zeros_flat,
+    quantise,
 )
 
 MIN_JOBS, MAX_JOBS = 100, 20_000_000

@@ -19,7 +19,6 @@ from jobaware.similarity.index import SimilarityIndex
 from jobaware.similarity.params import check_params
 
 
-
 @dataclass(kw_only=True)
 class SimilarityEvaluation(Evaluation):
     report: Path | None = None  # the HTML page of the example reference

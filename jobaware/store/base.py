@@ -1,11 +1,11 @@
-"""The job store's interface and the rules both backends share (which final state wins, what a record holds)."""
+"""The job store's interface and the rules every backend shares (which final state wins, what a record holds)."""
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 # Where a final state came from, weakest first: a later, stronger source replaces an earlier one, never the reverse.
@@ -28,17 +28,30 @@ class JobKey(NamedTuple):
         return cls(cluster, int(job_id), int(submit))
 
 
+def order(key: JobKey) -> tuple:
+    """The order of every listing: submit time, then cluster, then job id."""
+    return key.submit_time, key.cluster, key.job_id
+
+
 def empty_record(key: JobKey) -> dict:
     return {"cluster": key.cluster, "job_id": key.job_id, "submit_time": key.submit_time, "row": {},
             "states": [], "script": None, "final": None}
 
 
+def in_window(key: JobKey, cluster: str | None, since: float | None, until: float | None) -> bool:
+    """Whether `key` is of `cluster` (any when None) and was submitted in [since, until)."""
+    return ((cluster is None or key.cluster == cluster) and (since is None or key.submit_time >= since)
+            and (until is None or key.submit_time < until))
+
+
 class JobStore(ABC):
-    """Job records, state changes, scripts, final states, predictions, outcomes and a collector checkpoint.
+    """Job records, state changes, scripts, final states, predictions, outcomes, checkpoints and event streams.
 
     Every write is idempotent: replaying the same calls leaves the same records (a collector restarted after a
-    crash repeats its last interval)."""
+    crash repeats its last interval). Listings are bounded by what they are asked for: a submit-time window, a
+    cluster's open jobs, predictions by name; none of them needs the whole store in memory."""
 
+    # ------------------------------------------------------------------ jobs
     @abstractmethod
     def put_job(self, key: JobKey, row: dict) -> None:
         """Set the job's canonical row (the latest observation of its fields)."""
@@ -52,35 +65,86 @@ class JobStore(ABC):
         """Keep the job's batch script (the first one given)."""
 
     @abstractmethod
-    def _write_final(self, key: JobKey, final: dict) -> None: ...
+    def _write_final(self, key: JobKey, final: dict, unless: dict | None) -> bool:
+        """Write `final` unless the record's final state changed from `unless` meanwhile; True when written."""
+
+    @abstractmethod
+    def put_record(self, record: dict) -> None:
+        """Set a whole record as `get` returns it (row, states, script, final): what `store copy` writes."""
 
     @abstractmethod
     def get(self, key: JobKey) -> dict | None:
         """The job's record, or None."""
 
     @abstractmethod
-    def keys(self) -> list[JobKey]:
-        """Every job's key, by submit time then cluster and id."""
+    def keys(self, cluster: str | None = None, since: float | None = None, until: float | None = None) -> list[JobKey]:
+        """The keys of the jobs of `cluster` (every cluster when None) submitted in [since, until), in `order`."""
+
+    @abstractmethod
+    def records(self, cluster: str | None = None, since: float | None = None, until: float | None = None, *,
+                newest_first: bool = False, predictions: str | None = None) -> Iterator[dict]:
+        """The records of `keys(cluster, since, until)`, read a page at a time (oldest first, or newest first).
+        With `predictions` (a name prefix; "" for all) each record also holds `predictions`: name -> answer of
+        the job's predictions whose name starts with it."""
+
+    @abstractmethod
+    def count(self, cluster: str | None = None, since: float | None = None, until: float | None = None) -> int:
+        """How many jobs `keys(cluster, since, until)` lists."""
 
     @abstractmethod
     def open_keys(self, cluster: str) -> list[JobKey]:
-        """The jobs of `cluster` without a final state from accounting yet."""
+        """The jobs of `cluster` without a final state yet, in `order`."""
 
+    # ------------------------------------------------------------------ predictions
     @abstractmethod
     def put_prediction(self, key: JobKey, model_version: str, answer: dict) -> None:
-        """Keep a model version's answer for the job (one per version: the latest given)."""
+        """Keep a model version's answer for the job (one per name: the latest given)."""
 
     @abstractmethod
     def predictions(self, key: JobKey) -> dict[str, dict]:
-        """Model version -> answer, for the job."""
+        """Name (model version) -> answer, for the job, by name."""
 
     @abstractmethod
+    def predictions_by_name(self, prefix: str = "", cluster: str | None = None, since: float | None = None,
+                            until: float | None = None) -> Iterator[tuple[JobKey, str, dict]]:
+        """(key, name, answer) of every prediction whose name starts with `prefix`, for the jobs in the window,
+        in key `order` then name (a job needs no record to hold predictions)."""
+
+    # ------------------------------------------------------------------ checkpoints
+    @abstractmethod
     def checkpoint(self, cluster: str) -> dict:
-        """The collector's checkpoint for `cluster` ({} before the first)."""
+        """The checkpoint named `cluster` ({} before the first): a collector's, a follower's position."""
 
     @abstractmethod
     def put_checkpoint(self, cluster: str, checkpoint: dict) -> None: ...
 
+    @abstractmethod
+    def checkpoints(self) -> dict[str, dict]:
+        """Every checkpoint, by name."""
+
+    # ------------------------------------------------------------------ event streams (audits)
+    @abstractmethod
+    def put_event(self, stream: str, event_id: str, record: dict, subject: str | None = None) -> bool:
+        """Append `record` to `stream` under `event_id` unless the stream holds that id already (True when
+        appended): an audit a restarted daemon writes again holds each event once. `subject` (a job, say) can be
+        asked for with `has_subject`."""
+
+    @abstractmethod
+    def has_event(self, stream: str, event_id: str) -> bool: ...
+
+    @abstractmethod
+    def has_subject(self, stream: str, subject: str) -> bool:
+        """Whether any event of `stream` was put with this subject."""
+
+    @abstractmethod
+    def events(self, stream: str) -> Iterator[dict]:
+        """The stream's events in the order they were appended: {"id", "subject", "record"}."""
+
+    @abstractmethod
+    def streams(self) -> list[str]:
+        """The names of the streams that hold events, sorted."""
+
+    # ------------------------------------------------------------------ shared behaviour
     def close(self) -> None:
         """Release the backend's resources."""
 
@@ -95,31 +159,28 @@ class JobStore(ABC):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def put_final(self, key: JobKey, state: str, source: str, exit_code: int | None = None) -> bool:
-        """Set the final state from `source` (see FINAL_SOURCES) unless a stronger source already gave one.
-        True when it changed the record."""
+    def put_final(self, key: JobKey, state: str, source: str, exit_code: int | None = None,
+                  signal: int | None = None) -> bool:
+        """Set the final state from `source` (see FINAL_SOURCES), with the exit code and the signal that ended the
+        job, unless a stronger source already gave one. True when it changed the record."""
         if source not in FINAL_SOURCES:
             raise ValueError(f"final state source: expected one of {', '.join(FINAL_SOURCES)}, got {source!r}")
-        current = (self.get(key) or {}).get("final")
-        final = {"state": state, "source": source, "exit_code": exit_code}
-        if current == final or (current and FINAL_SOURCES.index(current["source"]) > FINAL_SOURCES.index(source)):
-            return False
-        self._write_final(key, final)
-        return True
+        final = {"state": state, "source": source, "exit_code": exit_code, "signal": signal}
+        for _ in range(100):  # another writer may change the final state between the read and the write
+            current = (self.get(key) or {}).get("final")
+            if current == final or (current and FINAL_SOURCES.index(current["source"]) > FINAL_SOURCES.index(source)):
+                return False
+            if self._write_final(key, final, current):
+                return True
+        raise RuntimeError(f"job {key.text()}: its final state kept changing under another writer")
 
-    def records(self) -> Iterator[dict]:
-        """Every job's record, in `keys()` order."""
-        for key in self.keys():
-            record = self.get(key)
-            if record is not None:
-                yield record
-
-    def outcomes(self) -> Iterator[dict]:
-        """Finished jobs with the predictions made for them: {key, final, predictions}, in `keys()` order."""
-        for key in self.keys():
-            record = self.get(key)
-            if record and record["final"]:
-                yield {"key": key, "final": record["final"], "predictions": self.predictions(key)}
+    def outcomes(self, cluster: str | None = None, since: float | None = None,
+                 until: float | None = None) -> Iterator[dict]:
+        """Finished jobs with the predictions made for them: {key, final, predictions}, in `order`."""
+        for record in self.records(cluster, since, until, predictions=""):
+            if record["final"]:
+                key = JobKey(record["cluster"], record["job_id"], record["submit_time"])
+                yield {"key": key, "final": record["final"], "predictions": record["predictions"]}
 
 
 def now() -> float:

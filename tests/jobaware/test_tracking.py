@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from jobaware import gate, tracking
-from jobaware.failure.train import log_trained
-from jobaware.failure.train import train_in_memory
 from jobaware.failure.reader import read_jobs
+from jobaware.failure.train import log_trained, train_in_memory
 from tests.conftest import free_port, wait_for
 
 

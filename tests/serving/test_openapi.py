@@ -1,5 +1,5 @@
-"""Each registered service's OpenAPI document shows every request body exactly as the slice declared it, and
-declares every field's type. BentoML rewrites a schema on its way into the document (it keeps only the first
+"""Each registered service's OpenAPI document shows every request body exactly as the slice's body model states it
+(`openapi_schema` of the route's body, `serving.base.json_body`), and declares every field's type. BentoML rewrites a schema on its way into the document (it keeps only the first
 alternative of an `anyOf` or `allOf` in a field, and stores bounds as floats): the slices' schemas say
 alternatives with `oneOf` and keep bounds float-exact, and this test finds any that does not."""
 
@@ -24,7 +24,7 @@ def _bodies(key: str) -> list[tuple[str, dict, dict]]:
     """(route, declared schema, served schema) of each of the service's endpoints."""
     service = _service(key)
     document = json.loads(json.dumps(service.openapi_spec.asdict(), default=str))
-    return [(api.route, api.input_spec.model_json_schema(),
+    return [(api.route, api.input_spec.document,
              document["paths"][api.route]["post"]["requestBody"]["content"]["application/json"]["schema"])
             for api in service.apis.values()]
 

@@ -7,12 +7,12 @@ import httpx
 import pytest
 
 from adapters.slurm.collector import Collector, Slurm
+from harness.slurm_cluster import SlurmCluster, require_slurm
 from jobaware.contracts import validate_frames
-from jobaware.failure.from_store import export
+from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
 from jobaware.failure.reader.slurm import read_squeue_json
 from jobaware.store import open_store
-from tests.slurm.cluster import SlurmCluster, require_slurm
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ JOBAWARE_STALE_AFTER = @STALE_AFTER@   -- seconds; the stricter of this and the 
 JOBAWARE_MAX_BYTES = 64 * 1024 * 1024  -- a larger file is refused (fail open): parsing stays bounded
 JOBAWARE_CACHE = JOBAWARE_CACHE or {header = nil}
 
-local FIELDS = 16
+local FIELDS = 12
 local NO_VAL = 4294967294  -- Slurm's "not set" for 32-bit fields; larger numbers are "not set" too
 
 local function split(line)
@@ -38,9 +38,6 @@ local function integer(text)
     return tonumber(text)
 end
 
-local KINDS = {[""] = true, FAILED = true, TIMEOUT = true, OUT_OF_MEMORY = true, NODE_FAIL = true}
-local RESOURCES = {[""] = true, cpu = true, memory = true, network = true, io = true}
-
 -- One record, or nil when any field is not what verdicts.py writes (a hand-edited or damaged line)
 local function parse_record(f)
     if #f ~= FIELDS then return nil end
@@ -49,16 +46,10 @@ local function parse_record(f)
         shape[i - 3] = integer(f[i])
         if shape[i - 3] == nil then return nil end
     end
-    local p = tonumber(f[9])
-    local n, failed, timeout, created = integer(f[12]), integer(f[13]), integer(f[14]), integer(f[16])
-    if p == nil or p ~= p or p < 0 or p > 1 or not n or not failed or not timeout or not created
-            or f[1] == "" or f[3] == "" or not KINDS[f[10]] or not RESOURCES[f[11]]
-            or not string.find(f[15], "^[%w._@+-]+$") then
-        return nil
-    end
-    return {user = f[1], account = f[2], partition = f[3], shape = shape, p_fail = p, kind = f[10],
-            resource = f[11], n_similar = n, n_failed = failed, n_timeout = timeout, model = f[15],
-            created = created}
+    local n, created = integer(f[9]), integer(f[10])
+    if not n or not created or f[1] == "" or f[3] == "" or f[11] == "" then return nil end
+    return {user = f[1], account = f[2], partition = f[3], shape = shape, n_similar = n, created = created,
+            comment = f[11], advice = f[12]}
 end
 
 -- Read the file behind `header` (already read from `f`). A file without its trailer, or whose trailer
@@ -66,9 +57,9 @@ end
 -- lazily, a user's lines at that user's first lookup, so a new file costs one read, not one parse of every line.
 local function parse(f, header)
     local h = split(header)
-    if #h ~= 7 or h[1] ~= "jobaware-verdicts" or h[2] ~= "1" or not integer(h[3]) or not integer(h[4])
-            or not integer(h[5]) or not integer(h[7]) then
-        return {header = header, error = "not a version 1 jobaware verdict cache"}
+    if #h ~= 8 or h[1] ~= "jobaware-verdicts" or h[2] ~= "2" or not integer(h[3]) or not integer(h[4])
+            or not integer(h[5]) or not integer(h[7]) or not integer(h[8]) then
+        return {header = header, error = "not a version 2 jobaware verdict cache"}
     end
     local body = "\n" .. (f:read("*a") or "")
     local trailer = "\nend\t" .. h[7] .. "\n"
@@ -76,7 +67,7 @@ local function parse(f, header)
         return {header = header, error = "truncated: no trailer for " .. h[7] .. " verdicts"}
     end
     return {header = header, created = tonumber(h[4]), stale_after = tonumber(h[5]), default_partition = h[6],
-            body = body, users = {}}
+            max_age = tonumber(h[8]), body = body, users = {}}
 end
 
 -- The verdicts of one user, indexed: exact[key], groups[account\tpartition], wider[partition]
@@ -111,7 +102,8 @@ local function user_index(cache, user)
     return index
 end
 
--- The parsed cache, or nil and why there is none (missing, too large, corrupt, stale).
+-- The parsed cache, or nil and why there is none (missing, too large, corrupt, stale). Lookups in it leave
+-- out the verdicts older than the file's max age at `now`.
 function jobaware_load(now)
     local f = io.open(JOBAWARE_CACHE_PATH, "rb")
     if f == nil then return nil, "missing" end
@@ -137,35 +129,44 @@ function jobaware_load(now)
     if now - cache.created > limit then
         return nil, "stale (written " .. (now - cache.created) .. " s ago, limit " .. limit .. " s)"
     end
+    cache.now = now
     return cache
 end
 
-local function nearest(candidates, query)
+local function current(cache, r)
+    return cache.now - r.created <= cache.max_age
+end
+
+local function nearest(cache, candidates, query)
     local best, best_d = nil, nil
     for _, r in ipairs(candidates) do
-        local d = 0
-        for i = 1, 5 do
-            if query[i] ~= nil then d = d + math.abs(query[i] - r.shape[i]) end
-        end
-        if best == nil or d < best_d or (d == best_d and r.n_similar > best.n_similar) then
-            best, best_d = r, d
+        if current(cache, r) then
+            local d = 0
+            for i = 1, 5 do
+                if query[i] ~= nil then d = d + math.abs(query[i] - r.shape[i]) end
+            end
+            if best == nil or d < best_d or (d == best_d and r.n_similar > best.n_similar) then
+                best, best_d = r, d
+            end
         end
     end
     return best
 end
 
 -- The verdict for (user, account, partition, shape buckets {t, n, c, m, g}; nil = not stated), and how
--- it was found: "exact", "nearest" or "user+partition". nil when the cache holds nothing for this user.
+-- it was found: "exact", "nearest" or "user+partition". nil when the cache holds no current verdict for it.
 function jobaware_lookup(cache, user, account, partition, query)
     local index = user_index(cache, user)
     local group = (account or "") .. "\t" .. partition
     local complete = query[1] and query[2] and query[3] and query[4] and query[5]
     if complete then
         local r = index.exact[group .. "\t" .. table.concat(query, ",")]
-        if r then return r, "exact" end
+        if r and current(cache, r) then return r, "exact" end
     end
-    if index.groups[group] then return nearest(index.groups[group], query), "nearest" end
-    if index.wider[partition] then return nearest(index.wider[partition], query), "user+partition" end
+    local r = index.groups[group] and nearest(cache, index.groups[group], query)
+    if r then return r, "nearest" end
+    r = index.wider[partition] and nearest(cache, index.wider[partition], query)
+    if r then return r, "user+partition" end
     return nil
 end
 
@@ -183,18 +184,29 @@ function jobaware_gpus(tres)
     return 0
 end
 
-local KIND_TEXT = {TIMEOUT = "TIMEOUT likely", OUT_OF_MEMORY = "OUT_OF_MEMORY likely", FAILED = "FAILED likely",
-                   NODE_FAIL = "NODE_FAIL likely"}
-
--- The short verdict for a job's comment, e.g. "jobaware: p(fail)=0.71 TIMEOUT likely; io-bound; ..."
+-- The verdict for a job's comment, e.g. "jobaware: failure risk 71%, TIMEOUT likely; model 3; io-bound"
 function jobaware_comment(r, how)
-    local parts = {string.format("jobaware: p(fail)=%.2f", r.p_fail)}
-    if KIND_TEXT[r.kind] then parts[1] = parts[1] .. " " .. KIND_TEXT[r.kind] end
-    if r.resource ~= "" then parts[#parts + 1] = r.resource .. "-bound" end
-    if r.n_similar > 0 then
-        parts[#parts + 1] = string.format("%d/%d similar failed", r.n_failed, r.n_similar)
+    if how ~= "exact" then return "jobaware: " .. r.comment .. "; " .. how .. " shape" end
+    return "jobaware: " .. r.comment
+end
+
+-- `text` with {name} replaced by asked[name] (a number the job asks for); words in square brackets around a
+-- name the job does not state are left out
+function jobaware_fill(text, asked)
+    local function value(name)
+        local v = asked[name]
+        if v == nil then return nil end
+        return string.format("%d", math.floor(v + 0.5))
     end
-    parts[#parts + 1] = "model " .. r.model
-    if how ~= "exact" then parts[#parts + 1] = how .. " shape" end
-    return table.concat(parts, "; ")
+    text = string.gsub(text, "%b[]", function(words)
+        local missing = false
+        local filled = string.gsub(string.sub(words, 2, -2), "{([%w_]+)}", function(name)
+            local v = value(name)
+            if v == nil then missing = true end
+            return v or ""
+        end)
+        if missing then return "" end
+        return filled
+    end)
+    return (string.gsub(text, "{([%w_]+)}", function(name) return value(name) or "?" end))
 end

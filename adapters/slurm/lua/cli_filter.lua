@@ -6,8 +6,6 @@
 JOBAWARE_LOG = slurm.log_debug  -- the cache's own notes stay out of the user's terminal
 --@CACHE_CODE@
 
-local ADVISE_ABOVE = @ADVISE_ABOVE@  -- print advice only for a failure risk at least this high
-
 local function number(text)
     return tonumber(string.match(text or "", "^%d+"))
 end
@@ -30,7 +28,8 @@ local function user_name()
     return name
 end
 
--- the same shape buckets job_submit.lua computes from the job descriptor slurmctld receives
+-- the same shape buckets job_submit.lua computes from the job descriptor slurmctld receives, and the values
+-- the job asks for (what the advice may name)
 local function shape_of(options)
     local minutes = options["time"] and slurm.time_str2mins(options["time"])
     if minutes ~= nil and minutes <= 0 then minutes = nil end
@@ -44,31 +43,10 @@ local function shape_of(options)
     if mem == nil and per_cpu ~= nil then mem = per_cpu * math.ceil(cpus / math.max(nodes, 1)) end
     local gpus = jobaware_gpus(options["gres"]) or number(options["gpus-per-node"]) or number(options["gpus"]) or 0
     return {jobaware_bucket(minutes), jobaware_bucket(nodes), jobaware_bucket(cpus), jobaware_bucket(mem),
-            jobaware_bucket(gpus)}, minutes
+            jobaware_bucket(gpus)}, {time_minutes = minutes, nodes = nodes, cpus = cpus, mem_mib = mem, gpus = gpus}
 end
 
--- One plain sentence: the risk, its likely cause and what to change.
-function jobaware_advice(r, minutes)
-    local seen = ""
-    if r.n_similar > 0 then
-        seen = string.format(" in %d of their last %d runs", r.n_failed, r.n_similar)
-    end
-    local risk = string.format(" (failure risk %d%%, model %s)", math.floor(r.p_fail * 100 + 0.5), r.model)
-    if r.kind == "TIMEOUT" then
-        if r.n_similar > 0 then seen = string.format(" in %d of their last %d runs", r.n_timeout, r.n_similar) end
-        local asked = minutes and string.format(" than the %d minutes asked", minutes) or ""
-        return "jobaware: jobs like this one ran out of time" .. seen .. "; ask for more --time" .. asked .. risk .. "."
-    elseif r.kind == "OUT_OF_MEMORY" then
-        return "jobaware: jobs like this one failed" .. seen .. ", most likely out of memory; ask for more --mem"
-            .. " or --mem-per-cpu" .. risk .. "."
-    elseif r.kind == "NODE_FAIL" then
-        return "jobaware: jobs like this one failed" .. seen .. ", most likely when a node failed; add --requeue"
-            .. " so Slurm runs it again" .. risk .. "."
-    end
-    return "jobaware: jobs like this one failed" .. seen .. "; check how the last ones ended (sacct) before"
-        .. " submitting again" .. risk .. "."
-end
-
+-- The cached advice for jobs like this one (the adapter decided whether there is any), with what the job asks
 local function advise(options)
     local kind = options["type"]
     if kind == "srun" and os.getenv("SLURM_JOB_ID") then return end  -- a step inside a job: no advice
@@ -78,9 +56,9 @@ local function advise(options)
     local user = user_name()
     local partition = string.match(options["partition"] or cache.default_partition, "^[^,]+")
     if user == nil or partition == nil then return end
-    local shape, minutes = shape_of(options)
+    local shape, asked = shape_of(options)
     local r = jobaware_lookup(cache, user, options["account"], partition, shape)
-    if r and r.p_fail >= ADVISE_ABOVE then io.stderr:write(jobaware_advice(r, minutes) .. "\n") end
+    if r and r.advice ~= "" then io.stderr:write("jobaware: " .. jobaware_fill(r.advice, asked) .. "\n") end
 end
 
 function slurm_cli_setup_defaults(options, early_pass)

@@ -8,9 +8,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobaware.errors import InputError
+from jobaware.failure.schema import (
+    CANONICAL,
+    COLUMNS,
+    EPOCH_RANGE,
+    INTEGER,
+    LIMITS,
+    NUMERIC,
+    STATES,
+    TIME_COLUMNS,
+    max_text,
+    normalize_state,
+    normalize_states,
+)
 from jobaware.reading import MAX_EXAMPLES, Problem
-from jobaware.failure.schema import (CANONICAL, COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_state, normalize_states)
 
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 

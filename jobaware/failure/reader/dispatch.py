@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.common import Batch, to_canonical_dtypes
-from jobaware.reading import QUARANTINE, ReadReport
-from jobaware.sources import files as source_files
 from jobaware.failure.reader.nrel import iter_csv, iter_json, iter_parquet
 from jobaware.failure.reader.swf import iter_swf
 from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
+from jobaware.reading import QUARANTINE, ReadReport
+from jobaware.sources import files as source_files
 
 READERS: dict[str, Callable[..., Iterator[Batch]]] = {
     ".csv": iter_csv,

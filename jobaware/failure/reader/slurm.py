@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import repeat
 from pathlib import Path
@@ -17,9 +18,19 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.common import NAT, JobColumns
+from jobaware.failure.schema import (
+    COLUMNS,
+    EPOCH_RANGE,
+    INTEGER,
+    LIMITS,
+    NUMERIC,
+    STATES,
+    TIME_COLUMNS,
+    max_text,
+    normalize_state,
+    number_problem,
+)
 from jobaware.reading import abbreviated
-from jobaware.failure.schema import (COLUMNS, EPOCH_RANGE, INTEGER, LIMITS, NUMERIC, STATES, TIME_COLUMNS,
-                                     max_text, normalize_state, number_problem, request_record_schema)
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")
@@ -95,10 +106,10 @@ def _state(value) -> str | None:
 
 
 # the squeue fields `from_squeue` reads as numbers: (the canonical column whose bounds hold, JSON type, scale)
-_SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
+SQUEUE_NUMBERS = {"cpus": ("processors_req", "integer", 1), "node_count": ("nodes_req", "integer", 1),
                    "memory_per_node": ("mem_req", "number", 1), "memory_per_cpu": ("mem_req", "number", 1),
                    "time_limit": ("wallclock_req", "integer", 60)}  # minutes
-_SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
+SQUEUE_TEXTS = {"user_name": "user", "account": "account", "partition": "partition", "qos": "qos", "name": "name",
                  "current_working_directory": "work_dir", "command": "submit_line"}
 
 
@@ -131,12 +142,12 @@ def from_squeue(record: dict) -> dict:
         "run_time": float(end - start) if ended and start is not None and end is not None else None,
         "state": state,
     }
-    return row | {column: _text(record, field, column) for field, column in _SQUEUE_TEXTS.items()}
+    return row | {column: _text(record, field, column) for field, column in SQUEUE_TEXTS.items()}
 
 
 def _squeue_number(record: dict, field: str):
     """An squeue number field, checked against the bounds of the canonical column it becomes."""
-    return _checked(field, record.get(field), _SQUEUE_NUMBERS[field][0])
+    return _checked(field, record.get(field), SQUEUE_NUMBERS[field][0])
 
 
 def read_squeue_json(path: str | Path) -> tuple[pd.DataFrame, list[dict], list[str]]:
@@ -233,42 +244,6 @@ def _canonical_value(where: str, field: str, value):
 
 
 _FIELDS = frozenset(COLUMNS)
-
-
-def request_schema(max_jobs: int) -> dict:
-    """The JSON schema of a prediction request's job list, as `parse_request` reads it: canonical records exactly
-    (`request_record_schema`), `squeue --json` records by the fields `from_squeue` reads (`squeue_record_schema`)."""
-    return {"type": "array", "minItems": 1, "maxItems": max_jobs,
-            "items": {"oneOf": [request_record_schema(), squeue_record_schema()]}}
-
-
-def squeue_record_schema() -> dict:
-    """The JSON schema of one `squeue --json` job record as `from_squeue` reads it: each field it reads with the
-    bounds it checks (a number plain or in Slurm 23's {"set", "infinite", "number"} wrapper), any other field
-    ignored. Two rules no JSON Schema states: memory_per_cpu times cpus within mem_req's bound, and the GPUs
-    named in the tres strings within gpus_req's."""
-
-    def number(kind: str, low, high) -> dict:
-        plain = {"type": kind, "minimum": low, "maximum": high}
-        wrapped = {"type": "object", "additionalProperties": False,
-                   "properties": {"set": {"type": "boolean"}, "infinite": {"type": "boolean"}, "number": plain}}
-        return {"oneOf": [plain, wrapped, {"type": "null"}]}
-
-    state = {"type": "string", "maxLength": 64, "description": "a Slurm job state such as PENDING"}
-    properties = {
-        "job_id": {"type": "integer", "minimum": 0, "maximum": LIMITS["job_id"][1]},
-        "job_state": {"oneOf": [state, {"type": "array", "items": state, "minItems": 1}]},
-        **{field: number(kind, LIMITS[column][0], LIMITS[column][1] // scale)
-           for field, (column, kind, scale) in _SQUEUE_NUMBERS.items()},
-        **{field: number("integer", *EPOCH_RANGE) for field in ("submit_time", "start_time", "end_time")},
-        **{field: {"oneOf": [{"type": "string", "maxLength": max_text(column)}, {"type": "null"}]}
-           for field, column in _SQUEUE_TEXTS.items()},
-        **{field: {"oneOf": [{"type": "string", "description": "Slurm's TRES text; GPUs are read from `gres/gpu=N`"},
-                             {"type": "null"}]} for field in ("tres_per_node", "tres_per_job", "tres_req_str")},
-    }
-    return {"type": "object", "required": ["job_id", "job_state"], "additionalProperties": True,
-            "properties": properties,
-            "description": "an `squeue --json` job record (Slurm's field names, read as `jobaware predict` reads them)"}
 
 
 def parse_request(jobs, max_jobs: int | None = None) -> JobColumns:
@@ -370,6 +345,87 @@ def _valid_column(field: str, values: list):
     return np.array(texts, dtype=object)
 
 
-def parse_request_jobs(jobs) -> pd.DataFrame:
-    """Request records as a canonical table (`parse_request`'s columns in the canonical pandas dtypes)."""
-    return parse_request(jobs).frame()
+# ---------------------------------------------------------------- accounting (`sacct`) records
+# Slurm's own words when it kills a job for memory (jobacct_gather's OverMemoryKill, the cgroup OOM killer)
+MEMORY_KILLED = re.compile(r"exceeded (?:job )?memory limit|oom[-_ ]kill event|out of memory", re.IGNORECASE)
+OOM_RSS_SHARE = 0.95  # a step whose largest resident size reached this share of its memory per node hit its limit
+SACCT_ENDS = ("JobIDRaw", "ExitCode", "MaxRSS", "AllocTRES", "NNodes")  # the fields `sacct_ends` reads, in order
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
+_UNITS = {"": 1 / 2**20, "K": 1 / 2**10, "M": 1.0, "G": 2.0**10, "T": 2.0**20, "P": 2.0**30}  # to MiB
+
+
+def sacct_as_squeue(job: dict) -> dict:
+    """An `sacct --json` job record (Slurm 22.05) with squeue's field names, so `from_squeue` reads both alike."""
+    times, required = job.get("time") or {}, job.get("required") or {}
+    memory, cpus = required.get("memory"), required.get("CPUs")
+    per_cpu = isinstance(memory, int) and memory >= 2**63  # Slurm's MEM_PER_CPU flag bit
+    requested = (job.get("tres") or {}).get("requested") or []
+    tres = ",".join(f"{t.get('type')}{'/' + t['name'] if t.get('name') else ''}={t.get('count')}"
+                    for t in requested if isinstance(t, dict))
+    state = (job.get("state") or {}).get("current")
+    return {"job_id": job.get("job_id"), "job_state": state, "user_name": job.get("user"),
+            "account": job.get("account"), "partition": job.get("partition"), "qos": job.get("qos"),
+            "name": job.get("name"), "current_working_directory": job.get("working_directory"),
+            "cpus": cpus, "node_count": job.get("allocation_nodes"),
+            "memory_per_cpu" if per_cpu else "memory_per_node": memory - 2**63 if per_cpu else memory,
+            "time_limit": times.get("limit"), "submit_time": times.get("submission"),
+            "start_time": times.get("start"), "end_time": times.get("end"), "tres_req_str": tres}
+
+
+def _mib(text: str) -> float | None:
+    """A size as sacct prints it (`201304K`, `100M`, `1.5G`) in MiB; None when there is none."""
+    found = _SIZE.match(text.strip())
+    return float(found.group(1)) * _UNITS[found.group(2)] if found else None
+
+
+@dataclass
+class SacctEnd:
+    """How a job ended, by accounting: its exit code, the signal that killed it, and the largest share of its
+    memory limit (per node) that any of its steps reached."""
+
+    exit_code: int | None = None
+    signal: int | None = None
+    rss_share: float | None = None
+
+
+def exit_status(text: str) -> tuple[int | None, int | None]:
+    """(exit code, signal) of Slurm's `CODE:SIGNAL` (`0:9` is code 0, killed by signal 9; signal None when 0)."""
+    code, _, signal = text.strip().partition(":")
+    return (int(code) if code.isdigit() else None), (int(signal) if signal.isdigit() and int(signal) else None)
+
+
+def sacct_ends(parsable: str) -> dict[int, SacctEnd]:
+    """Job id -> how it ended, from `sacct -P -n -o JobIDRaw,ExitCode,MaxRSS,AllocTRES,NNodes` (the job's line and
+    its steps' lines: `5`, `5.batch`, `5.0`). A line that cannot be read is skipped."""
+    ends: dict[int, SacctEnd] = {}
+    for line in parsable.splitlines():
+        fields = line.split("|")
+        if len(fields) < 2:
+            continue
+        job, _, step = fields[0].partition(".")
+        if not job.isdigit():
+            continue
+        end = ends.setdefault(int(job), SacctEnd())
+        if not step:
+            end.exit_code, end.signal = exit_status(fields[1])
+            continue
+        rss = _mib(fields[2]) if len(fields) > 2 else None
+        tres = dict(part.split("=", 1) for part in (fields[3] if len(fields) > 3 else "").split(",") if "=" in part)
+        limit = _mib(tres.get("mem", ""))
+        nodes = int(fields[4]) if len(fields) > 4 and fields[4].isdigit() and int(fields[4]) > 0 else 1
+        if rss is not None and limit:
+            end.rss_share = max(end.rss_share or 0.0, rss / (limit / nodes))
+    return ends
+
+
+def memory_killed(text: str) -> bool:
+    """Whether a job's error output holds Slurm's words for a job killed for memory."""
+    return MEMORY_KILLED.search(text) is not None
+
+
+def end_state(state: str | None, signal: int | None, rss_share: float | None = None, message: bool = False) -> str | None:
+    """The job's end state, OUT_OF_MEMORY for a job that Slurm reports FAILED (or CANCELLED) killed by signal 9
+    when its memory reached its limit (`rss_share` at least OOM_RSS_SHARE) or Slurm said so (`message`): with
+    jobacct_gather's OverMemoryKill, Slurm reports such a job `FAILED 0:9` and names no memory."""
+    hit = message or (rss_share is not None and rss_share >= OOM_RSS_SHARE)
+    return "OUT_OF_MEMORY" if state in ("FAILED", "CANCELLED") and signal == 9 and hit else state

@@ -9,15 +9,15 @@ import subprocess
 import time
 from pathlib import Path
 
-from adapters.htcondor.audit import read_records
+from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, ROOT, real_events
-from tests.adapters.htcondor.test_watch import renumber
+from tests.adapters.htcondor.test_adapter import renumber
 
 TEMPLATE = real_events(CONDOR / "mldag_standalone" / "metl_12634462.log")  # 217 events, 3 holds
 
 
 def _start(log: Path, audit: Path, seconds: float = 90) -> subprocess.Popen:
-    return subprocess.Popen([*ADAPTER, "follow", str(log), "--audit", str(audit), "--seconds", str(seconds)],
+    return subprocess.Popen([*ADAPTER, "follow", "--input", str(log), "--audit", str(audit), "--seconds", str(seconds)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(audit.with_suffix(".err"), "wb"),
                             start_new_session=True)
 

@@ -8,11 +8,11 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from adapters.htcondor.audit import read_records
+from adapters.htcondor.adapter import HoldAdapter
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Policy
 from adapters.htcondor.report import summarize
-from adapters.htcondor.watch import Watch
+from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import (
     ADAPTER,
     CONDOR,
@@ -20,7 +20,7 @@ from tests.adapters.htcondor.conftest import (
     ROOT,
     real_events,
 )
-from tests.adapters.htcondor.test_watch import RecordedSchedd, _live
+from tests.adapters.htcondor.test_adapter import RecordedSchedd, _live
 from tests.conftest import wait_for
 
 LOG = CONDOR / "mldag_standalone" / "metl_12636334.log"  # a job held five times, then removed
@@ -45,7 +45,7 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
         schedd = RecordedSchedd()
         policy = Policy(mode="act", release_above=0.51, remove_below=0.49, release_codes=[26])  # every call acts...
-        watch = Watch([log], audit, client=DecisionClient(url, timeout=60), policy=policy, actor=Actor(schedd))
+        watch = HoldAdapter([log], audit, client=DecisionClient(url, timeout=60), policy=policy, actor=Actor(schedd))
         _live(watch, log, real_events(LOG))
         watch.close()
         holds = [r for r in read_records(audit) if r["kind"] == "hold"]
@@ -57,18 +57,18 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         assert called and all(h["not_acted_because"] == "the model was not trained on real logs" for h in called)
         assert holds[0]["fired"] == "manual_codes"
 
-        refused = subprocess.run([*ADAPTER, "follow", str(log), "--audit", str(tmp_path / "again.jsonl"),
+        refused = subprocess.run([*ADAPTER, "follow", "--input", str(log), "--audit", str(tmp_path / "again.jsonl"),
                                   "--service", url, "--act", "--once"], capture_output=True, text=True, cwd=ROOT,
                                  timeout=120)
         assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
         assert f"the hold model (version {version}) was trained on synthetic logs" in refused.stderr
 
-        one = CliRunner().invoke(app, ["hold", "decide", str(LOG), "--cluster", "12636334", "--service", url, "--json"])
+        one = CliRunner().invoke(app, ["hold", "decide", "--input", str(LOG), "--cluster", "12636334", "--service", url, "--json"])
         assert one.exit_code == 0, one.output
         assert '"hold_time": "2025-05-22 10:56:18"' in one.output and f'"model_version": "{version}"' in one.output
 
         # every real hold, each asked with the log cut just after it: the model's real-log accuracy
-        real = Watch(REAL_LOGS, tmp_path / "real.jsonl", client=DecisionClient(url, timeout=60))
+        real = HoldAdapter(REAL_LOGS, tmp_path / "real.jsonl", client=DecisionClient(url, timeout=60))
         real.step()
         real.close()
         total = summarize(tmp_path / "real.jsonl")[-1]

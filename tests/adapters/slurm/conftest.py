@@ -3,7 +3,7 @@
 
 import pytest
 
-from tests.slurm.cluster import SlurmCluster, require_slurm
+from harness.slurm_cluster import SlurmCluster, require_slurm
 
 
 @pytest.fixture(scope="package")

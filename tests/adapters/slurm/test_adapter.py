@@ -14,52 +14,30 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.adapter import Backoff, Policy, RateLimit, comment_with, read_policy
+from adapters.slurm.adapter import Policy, comment_with, read_policy
 from adapters.slurm.verdicts import read_cache
+from harness.slurm_cluster import SlurmCluster, require_slurm
 from jobaware.card import short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
-from tests.slurm.cluster import SlurmCluster, require_slurm
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 CPU_SCRIPT = "#!/bin/bash\npython3 -c 'print(sum(i * i for i in range(10**6)))'\n"
 
 
 # ---------------------------------------------------------------- the rules, without a cluster
-def test_the_rate_limit_takes_all_of_a_verdicts_acts_or_none():
-    now = [0.0]
-    rate = RateLimit(3, clock=lambda: now[0])
-    assert rate.take(2) and not rate.take(2) and rate.take(1) and not rate.take(1)
-    now[0] = 60.0
-    assert rate.take(3)
-
-
-def test_backoff_doubles_up_to_its_cap_and_a_success_resets_it():
-    now = [0.0]
-    backoff = Backoff(5, 12, clock=lambda: now[0])
-    backoff.failed("failure")
-    assert not backoff.open("failure") and backoff.delay["failure"] == 5
-    now[0] = 5.0
-    assert backoff.open("failure")
-    backoff.failed("failure")
-    backoff.failed("failure")
-    assert backoff.delay["failure"] == 12
-    backoff.ok("failure")
-    assert backoff.open("failure") and "failure" not in backoff.delay
-
-
 def test_a_verdict_keeps_the_users_own_comment_and_replaces_an_earlier_verdict():
-    assert comment_with(None, "jobaware: p(fail)=0.10") == "jobaware: p(fail)=0.10"
+    assert comment_with(None, "jobaware: failure risk 10%") == "jobaware: failure risk 10%"
     assert comment_with("my run 3", "jobaware: a") == "my run 3 | jobaware: a"
     assert comment_with("my run 3 | jobaware: a", "jobaware: b") == "my run 3 | jobaware: b"
     assert len(comment_with("x" * 400, "jobaware: b")) == 250
 
 
-def test_the_short_form_says_the_risk_its_kind_and_the_binding_resource():
+def test_the_short_form_is_the_parts_words_in_registry_order():
     card = {"parts": {"failure": {"status": "ok", "p_fail": 0.71, "likely": "TIMEOUT", "threshold": 0.3,
-                                  "likely_fail": True},
+                                  "likely_fail": True, "model_version": "4"},
                       "resource": {"status": "ok", "binding": "io"}, "similarity": {"status": "not_applicable"}}}
-    assert short(card) == "jobaware: p(fail)=0.71 TIMEOUT likely; io-bound"
+    assert short(card) == "jobaware: failure risk 71%, TIMEOUT likely; model 4; io-bound"
     card["parts"]["failure"] = {"status": "unavailable"}
     assert short(card) == "jobaware: failure risk unknown; io-bound"
 
@@ -69,11 +47,18 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
     path.write_text("hold: true\nhold_threshold: 1.5\n")
     with pytest.raises(JobawareError, match="hold_threshold"):
         read_policy(path)
-    path.write_text("comment: false\nmax_acts_per_minute: 5\n")
-    assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5)
+    path.write_text("comment: false\nmax_acts_per_minute: 5\ncapabilities: {resource: off}\n")
+    assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5, capabilities={"resource": False})
+    assert read_policy(path).keys() == ["failure", "similarity"]
     path.write_text("holdd: true\n")
-    with pytest.raises(JobawareError, match="holdd: unknown parameter"):
+    with pytest.raises(JobawareError, match="holdd: unknown field"):
         read_policy(path)
+    path.write_text("capabilities: {colour: off}\n")
+    with pytest.raises(JobawareError, match="capabilities: colour: not a capability with a card part"):
+        read_policy(path)
+    toml = tmp_path / "policy.toml"
+    toml.write_text('hold = true\n[capabilities]\nsimilarity = "off"\n')
+    assert read_policy(toml).keys() == ["failure", "resource"] and read_policy(toml).hold
 
 
 # ---------------------------------------------------------------- live
@@ -187,33 +172,36 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
     shown = adapt(cluster, store, services, "--audit", str(audit), "--act", "--passes", "2")
     for job in waiting:
         comment = cluster.run("scontrol", "show", "job", str(job))
-        assert "Comment=run 7 | jobaware: p(fail)=" in comment, comment
+        assert "Comment=run 7 | jobaware: failure risk " in comment, comment
     acts = [json.loads(line) for line in audit.read_text().splitlines()][len(dry):]
     assert len(acts) == len(waiting) and all(r["done"] and r["versions"]["failure"] for r in acts)
     assert all(set(r["versions"]) == {"failure", "resource"} for r in acts)
     assert "pass 2: 2 pending, 0 new verdicts, 0 acts" in shown  # once per job and model versions
 
-    # the services go down: the adapter backs off, writes nothing, and the cluster runs on
+    # the services go down: the adapter backs off, writes nothing, leaves the cache to age, and the cluster runs on
+    written = read_cache(cluster.root / "verdicts.tsv").created
+    time.sleep(1.1)
     for service in services.values():
         service.stop()
     narrow = cluster.sbatch("#!/bin/bash\necho narrow\n", "-c", "1", "--time=1", "--job-name=narrow")
     late = cluster.sbatch("#!/bin/bash\nexit 3\n", "-c", "2", "--time=1", "--job-name=late")
     shown = adapt(cluster, store, services, "--audit", str(audit), "--act", "--passes", "2")
-    assert "0 new verdicts" in shown and "waiting for: failure" in shown
+    assert "0 new verdicts" in shown and "waiting for: failure" in shown and "cache not rewritten" in shown
+    assert read_cache(cluster.root / "verdicts.tsv").created == written  # old verdicts never look fresh
     assert wait_states(cluster, [narrow], {"COMPLETED"})[narrow] == "COMPLETED"  # ran while jobaware was down
     audited = lambda job: [r for r in map(json.loads, audit.read_text().splitlines()) if r["job_id"] == job]  # noqa: E731
     assert audited(late) == []  # the adapter wrote nothing; the hook gave `late` its shape's cached verdict
-    assert "Comment=jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(late))
+    assert "Comment=jobaware: failure risk " in cluster.run("scontrol", "show", "job", str(late))
     # back: the job that waited gets its own verdict
     for service in services.values():
         service.start()
     shown = adapt(cluster, store, services, "--audit", str(audit), "--act")
-    assert "1 new verdicts" in shown and [r["done"] for r in audited(late)] == [True]
+    assert "1 new verdicts" in shown and "cached" in shown and [r["done"] for r in audited(late)] == [True]
     # the loop closed inside slurmctld: a new job of a judged shape gets its verdict at submission, from the cache
     cached = read_cache(cluster.root / "verdicts.tsv").verdicts
     assert cached and {(v.user, v.partition) for v in cached} == {("root", "debug")}
     same_shape = cluster.sbatch(CPU_SCRIPT, "-c", "2", "--time=1", "--hold", "--job-name=same")
-    assert "Comment=jobaware: p(fail)=" in cluster.run("scontrol", "show", "job", str(same_shape))
+    assert "Comment=jobaware: failure risk " in cluster.run("scontrol", "show", "job", str(same_shape))
     cluster.run("scancel", str(same_shape))
 
     # the jobs end; the collector keeps their ends; live accuracy by week and model version
@@ -223,7 +211,7 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
     collected = subprocess.run([JOBAWARE, "slurm", "collect", "--store", str(store), "--polls", "2", "--interval",
                                 "1"], env=cluster.env, capture_output=True, text=True, timeout=120)
     assert collected.returncode == 0, collected.stderr
-    report = subprocess.run([JOBAWARE, "report", "live", "--store", str(store), "--json"], capture_output=True,
+    report = subprocess.run([JOBAWARE, "failure", "accuracy", "--store", str(store), "--json"], capture_output=True,
                             text=True, timeout=60)
     assert report.returncode == 0, report.stderr
     rows = json.loads(report.stdout)
@@ -242,7 +230,7 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     card = json.loads(shown.stdout)
     assert card["parts"]["failure"]["status"] == "ok" and card["parts"]["resource"]["status"] == "ok"
     assert card["parts"]["similarity"]["status"] == "not_applicable" and card["missing"] == []
-    assert card["short"].startswith("jobaware: p(fail)=")
+    assert card["short"].startswith("jobaware: failure risk ")
     # the gateway: one HTTP answer; a service that is down is named, not fatal
     gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
                       tmp_path / "card.log", {**env, "JOBAWARE_RESOURCE_URL": f"http://127.0.0.1:{free_port()}"})
@@ -275,13 +263,17 @@ def test_the_cache_holds_per_shape_the_latest_verdict_and_how_such_jobs_ended(tm
         store.put_job(key, {**row, "processors_req": 4 + i % 2})  # 4 and 5 CPUs: the same doubling bucket
         if state:
             store.put_final(key, state, "sacct", 0)
-        card = {"parts": {"failure": {"status": "ok", "p_fail": p_fail, "likely": "TIMEOUT", "threshold": 0.5,
-                                      "likely_fail": p_fail >= 0.5, "model_version": "3"},
-                          "resource": {"status": "ok", "binding": "mem", "model_version": "2"}}}
+        card = {"created": now - 50 + i, "parts": {
+            "failure": {"status": "ok", "p_fail": p_fail, "likely": "TIMEOUT", "threshold": 0.5,
+                        "likely_fail": p_fail >= 0.5, "model_version": "3"},
+            "resource": {"status": "ok", "binding": "mem", "model_version": "2"}}}
         store.put_prediction(key, verdict_name({"failure": "3", "resource": "2"}), {"card": card, "acts": []})
     store.put_job(JobKey("c", 99, int(now)), {**row, "user": "bad name"})  # no name the cache can hold
     [verdict] = cached_verdicts(store, "c", Policy())
     assert (verdict.user, verdict.account, verdict.partition) == ("alice", "chem", "debug")
-    assert (verdict.p_fail, verdict.kind, verdict.resource, verdict.model_version) == (0.8, "TIMEOUT", "memory", "3")
-    assert (verdict.n_similar, verdict.n_failed, verdict.n_timeout) == (2, 1, 1)
+    assert verdict.comment == "failure risk 80%, TIMEOUT likely; 1/2 similar failed; model 3; memory-bound"
+    assert verdict.advice == ("failure risk 80%, TIMEOUT likely: jobs like this one ran out of time in 1 of their "
+                              "last 2 runs; ask for more --time[ than the {time_minutes} minutes asked] (model 3).")
+    assert (verdict.n_similar, verdict.created) == (2, int(now - 48))
     assert cached_verdicts(store, "other-cluster", Policy()) == []
+    assert cached_verdicts(store, "c", Policy(), now=now + 31 * 86_400) == []  # older than cache_days: none

@@ -4,16 +4,20 @@ import json
 
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm, exit_codes, sacct_as_squeue
+from adapters.slurm.collector import Collector, Slurm
 from adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
-from jobaware.failure.from_store import export
+from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
-from jobaware.failure.reader.slurm import from_squeue
-from jobaware.store import open_store
+from jobaware.failure.reader.slurm import SacctEnd, end_state, from_squeue, sacct_as_squeue, sacct_ends
+from jobaware.store import JobKey, open_store
 from tests.conftest import ROOT, SQUEUE
 
 SACCT = ROOT / "tests" / "data" / "sacct_22.05.json"  # `sacct --json -X` of the live test cluster with slurmdbd
+# the test cluster enforcing memory (OverMemoryKill): jobs killed for memory, completed, exit 3, held then cancelled,
+# cancelled with SIGKILL; `sacct --json -X`, `sacct -P -n -o JobIDRaw,ExitCode,MaxRSS,AllocTRES,NNodes`, squeue
+OOM_SACCT, OOM_ENDS, OOM_SQUEUE = (ROOT / "tests" / "data" / name for name in (
+    "sacct_oom_22.05.json", "sacct_oom_22.05.txt", "squeue_oom_22.05.json"))
 
 
 class Replay(Slurm):
@@ -68,11 +72,11 @@ def test_accounting_gives_final_states_exit_codes_and_moves_the_checkpoint(tmp_p
     collector = Collector(store, "jobaware-test", slurm, clock=lambda: now)
     collector.poll()
     finals = {r["job_id"]: r["final"] for r in store.records()}
-    assert finals == {1: {"state": "COMPLETED", "source": "sacct", "exit_code": 0},
-                      2: {"state": "FAILED", "source": "sacct", "exit_code": 1},
-                      3: {"state": "OUT_OF_MEMORY", "source": "sacct", "exit_code": 0},
-                      4: {"state": "COMPLETED", "source": "sacct", "exit_code": 0},
-                      5: {"state": "CANCELLED", "source": "sacct", "exit_code": 0}}
+    assert finals == {1: {"state": "COMPLETED", "source": "sacct", "exit_code": 0, "signal": None},
+                      2: {"state": "FAILED", "source": "sacct", "exit_code": 1, "signal": None},
+                      3: {"state": "OUT_OF_MEMORY", "source": "sacct", "exit_code": 0, "signal": 125},
+                      4: {"state": "COMPLETED", "source": "sacct", "exit_code": 0, "signal": None},
+                      5: {"state": "CANCELLED", "source": "sacct", "exit_code": 0, "signal": 15}}
     row = store.get(store.keys()[2])["row"]
     assert (row["mem_req"], row["processors_req"], row["wallclock_req"], row["nodes_req"]) == (50.0, 1, 60.0, 1)
     assert store.checkpoint("jobaware-test") == {"sacct_until": int(now)}
@@ -88,7 +92,49 @@ def test_an_sacct_record_reads_as_its_squeue_record_would():
     assert (row["job_id"], row["state"], row["user"], row["partition"], row["name"]) == (2, "FAILED", "root", "debug", "job1.sh")
     per_cpu = dict(job, required={"CPUs": 4, "memory": 2**63 + 100})
     assert from_squeue(sacct_as_squeue(per_cpu))["mem_req"] == 400.0
-    assert exit_codes("7|2:0\n8|0:9\nbad|x\n") == {7: 2, 8: 0}
+    assert sacct_ends("7|2:0\n8|0:9\nbad|x\n") == {7: SacctEnd(2, None), 8: SacctEnd(0, 9)}
+
+
+def test_a_job_killed_for_memory_is_out_of_memory_with_its_exit_code_and_signal(tmp_path):
+    """Real records of the test cluster with OverMemoryKill: Slurm says `FAILED 0:9`, the batch step's MaxRSS is
+    3 times its 100 MiB; the held-then-cancelled job never started."""
+    ends = sacct_ends(OOM_ENDS.read_text())
+    assert ends[1].signal == 9 and ends[1].exit_code == 0 and ends[1].rss_share == pytest.approx(313988 / 1024 / 100)
+    assert ends[3] == SacctEnd(3, None, None) and ends[4] == SacctEnd(0, None, None) and ends[5].rss_share < 0.1
+    slurm = Replay(squeue='{"jobs": []}', sacct=lambda c: OOM_SACCT.read_text() if "--json" in c else OOM_ENDS.read_text(),
+                   scontrol_write=lambda c: "#!/bin/bash\n")
+    store = open_store(str(tmp_path / "store"))
+    Collector(store, "jobaware-test", slurm, clock=lambda: 1_795_747_600.0).poll()
+    finals = {r["job_id"]: r["final"] for r in store.records()}
+    assert finals == {1: {"state": "OUT_OF_MEMORY", "source": "sacct", "exit_code": 0, "signal": 9},
+                      2: {"state": "COMPLETED", "source": "sacct", "exit_code": 0, "signal": None},
+                      3: {"state": "FAILED", "source": "sacct", "exit_code": 3, "signal": None},
+                      4: {"state": "CANCELLED", "source": "sacct", "exit_code": 0, "signal": None},
+                      5: {"state": "CANCELLED", "source": "sacct", "exit_code": 0, "signal": None}}
+    assert store.get(store.keys()[0])["row"]["state"] == "OUT_OF_MEMORY"
+
+
+def test_without_accounting_the_signal_is_kept_and_slurm_s_words_name_a_memory_kill(tmp_path):
+    """squeue gives the wait status (9: killed by signal 9) and no memory; `scontrol show job` names the error file,
+    where Slurm wrote why it killed the job."""
+    store = open_store(str(tmp_path / "store"))
+    Collector(store, "jobaware-test", Replay(squeue=OOM_SQUEUE.read_text(), **NO_ACCOUNTING)).poll()
+    finals = {r["job_id"]: r["final"] for r in store.records()}
+    assert finals[1] == {"state": "FAILED", "source": "observed", "exit_code": 0, "signal": 9}
+    assert finals[3] == {"state": "FAILED", "source": "observed", "exit_code": 3, "signal": None}
+    errors = tmp_path / "slurm-1.out"  # the killed job's real error output
+    errors.write_text("slurmstepd-localhost: error: StepId=1.batch exceeded memory limit (321523712 > 104857600), "
+                      "being killed\nslurmstepd-localhost: error: Exceeded job memory limit\n")
+    shown = f"JobId=1 JobState=FAILED Reason=JobLaunchFailure ExitCode=0:9 StdErr={errors} StdOut={errors}\n"
+    store = open_store(str(tmp_path / "other"))
+    collector = Collector(store, "jobaware-test", Replay(squeue='{"jobs": []}', **{**NO_ACCOUNTING, "scontrol_show": lambda c:
+                          "AccountingStorageType = accounting_storage/none\n" if c[2] == "config" else shown}))
+    store.put_job(JobKey("jobaware-test", 1, 1_795_747_497), {"job_id": 1})
+    collector.poll()
+    assert store.get(JobKey("jobaware-test", 1, 1_795_747_497))["final"] == {
+        "state": "OUT_OF_MEMORY", "source": "scontrol", "exit_code": 0, "signal": 9}
+    assert end_state("FAILED", 9) == "FAILED" and end_state("FAILED", 15, 1.2) == "FAILED"
+    assert end_state("CANCELLED", 9, 0.97) == "OUT_OF_MEMORY" and end_state("COMPLETED", 9, 2.0) == "COMPLETED"
 
 
 @pytest.mark.parametrize("squeue", [None, "hello", '{"jobs": [{"job_id": "x", "job_state": "PENDING"}]}'])

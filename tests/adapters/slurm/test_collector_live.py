@@ -8,7 +8,7 @@ import pytest
 
 from adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
-from jobaware.failure.from_store import export
+from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
 from jobaware.store import open_store
 

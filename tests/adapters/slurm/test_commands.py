@@ -1,4 +1,5 @@
-"""`jobaware slurm collect|export` and the old `jobaware collect slurm`, through the CLI, on the live cluster."""
+"""`jobaware slurm collect`, `jobaware failure export` and the old spellings (`jobaware slurm export`, `jobaware
+collect slurm`), through the CLI, on the live cluster."""
 
 import pytest
 from typer.testing import CliRunner
@@ -22,12 +23,15 @@ def test_collect_then_export_through_the_cli(accounted, tmp_path, monkeypatch, f
             if record and record["final"] and record["final"]["source"] == "sacct":
                 break
         assert "poll 1:" in result.output and "calls, ok" in result.output
-        assert record["final"] == {"state": "FAILED", "source": "sacct", "exit_code": 4}
+        assert record["final"] == {"state": "FAILED", "source": "sacct", "exit_code": 4, "signal": None}
         out = tmp_path / "jobs.csv"
-        result = runner.invoke(app, ["slurm", "export", "--store", store, "--output", str(out)])
+        result = runner.invoke(app, ["failure", "export", "--store", store, "--output", str(out)])
         assert result.exit_code == 0 and "finished job(s)" in result.output, result.output
         table, report = read_jobs(out)
         assert report.bad_rows == 0 and job_id in set(table["job_id"])
+    # the old spelling: a notice, then the same export
+    result = runner.invoke(app, ["slurm", "export", "--store", store, "--output", str(out), "--overwrite"])
+    assert result.exit_code == 0 and "this command is now `jobaware failure export`" in result.output, result.output
     # the old command: a deprecation line, then the same collector and export
     old = tmp_path / "old.csv"
     result = runner.invoke(app, ["collect", "slurm", "--output", str(old)])

@@ -76,11 +76,11 @@ def test_submit_writes_the_verdict_and_keeps_the_users_comment(plugins):
         "submit\tuser_name=zoe\ttime_limit=60",
     ])
     results = [a for a in answers if not a.startswith("log: ")]
-    assert results[0] == ("rc=0 comment=jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; "
-                          "model 3 admin_comment=nil")
-    assert results[1].startswith("rc=0 comment=my run 7 | jobaware: p(fail)=0.70 TIMEOUT likely;")
-    assert results[1].endswith("; model 3; nearest shape admin_comment=nil")
-    assert results[2].startswith("rc=0 comment=keep | jobaware: p(fail)=0.70") and results[2].count("jobaware") == 1
+    assert results[0] == ("rc=0 comment=jobaware: failure risk 70%, TIMEOUT likely; 8/10 similar failed; model 3; "
+                          "io-bound admin_comment=nil")
+    assert results[1].startswith("rc=0 comment=my run 7 | jobaware: failure risk 70%, TIMEOUT likely;")
+    assert results[1].endswith("; io-bound; nearest shape admin_comment=nil")
+    assert results[2].startswith("rc=0 comment=keep | jobaware: failure risk 70%") and results[2].count("jobaware") == 1
     assert results[3] == "rc=0 comment=nil admin_comment=nil"
     logs = [a for a in answers if a.startswith("log: ")]
     assert logs[0].startswith("log: jobaware: job_submit exact ") and logs[0].endswith(" ms")
@@ -92,7 +92,7 @@ def test_admin_comment_field(tmp_path):
     write_plugins(tmp_path, cache=str(cache), field="admin_comment")
     write_cache(cache, [verdict(account="")])
     answers, _ = run(tmp_path / "job_submit.lua", ["submit\tuser_name=ana\tpartition=debug\tcomment=mine"])
-    assert answers[-1].startswith("rc=0 comment=mine admin_comment=jobaware: p(fail)=0.70")
+    assert answers[-1].startswith("rc=0 comment=mine admin_comment=jobaware: failure risk 70%")
 
 
 def test_modify_follows_a_new_shape_and_leaves_other_updates_alone(plugins):
@@ -105,7 +105,7 @@ def test_modify_follows_a_new_shape_and_leaves_other_updates_alone(plugins):
         "modify\tnice=5\t||\tuser_name=ana\tpartition=debug\ttime_limit=60",
     ])
     results = [a for a in answers if not a.startswith("log: ")]
-    assert results[0].startswith("rc=0 comment=x | jobaware: p(fail)=0.70 TIMEOUT likely")
+    assert results[0].startswith("rc=0 comment=x | jobaware: failure risk 70%, TIMEOUT likely")
     assert results[1] == "rc=0 comment=set by the adapter"
     assert results[2] == "rc=0 comment=nil"
 
@@ -121,12 +121,12 @@ def _corrupt(cache: Path, how: str) -> None:
     elif how == "missing":
         cache.unlink()
     elif how == "bad header":
-        cache.write_bytes(good.replace(b"\t1\t", b"\tx\t", 1))
+        cache.write_bytes(good.replace(b"\t2\t", b"\tx\t", 1))
 
 
 @pytest.mark.parametrize("how, why", [
-    ("random bytes", "corrupt (not a version 1 jobaware verdict cache)"), ("truncated", "corrupt (truncated"),
-    ("empty", "empty"), ("missing", "missing"), ("bad header", "corrupt (not a version 1"),
+    ("random bytes", "corrupt (not a version 2 jobaware verdict cache)"), ("truncated", "corrupt (truncated"),
+    ("empty", "empty"), ("missing", "missing"), ("bad header", "corrupt (not a version 2"),
 ])
 def test_a_broken_cache_means_no_verdict(plugins, how, why):
     folder, cache = plugins
@@ -140,8 +140,9 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
     assert advice == ["rc=0"] and stderr == ""
 
 
-@pytest.mark.parametrize("good, bad", [("\t0.7000\t", "\tlots\t"), ("\t0.7000\t", "\tnan\t"),
-                                       ("\tTIMEOUT\t", "\tSOON\t"), ("\tio\t", "\t<b>\t"), ("\t3\t", "\t3 x\t")])
+@pytest.mark.parametrize("good, bad", [("\t10\t", "\tlots\t"), ("\t10\t", "\t-3\t"), ("\t10\t", "\t10\textra\t"),
+                                       ("\tfailure risk 70%, TIMEOUT likely; 8/10 similar failed; model 3; io-bound\t",
+                                        "\t\t")])
 def test_a_line_with_wrong_fields_is_skipped_alone(plugins, good, bad):
     folder, cache = plugins
     write_cache(cache, [verdict(account="", time=60), verdict(account="", time=600, p_fail=0.3, model_version="4")])
@@ -151,7 +152,7 @@ def test_a_line_with_wrong_fields_is_skipped_alone(plugins, good, bad):
     cache.write_text("\n".join(lines))
     answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
     assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
-    assert answers[-1].startswith("rc=0 comment=jobaware: p(fail)=0.30")  # the other line, as nearest shape
+    assert answers[-1].startswith("rc=0 comment=jobaware: failure risk 30%;")  # the other line, as nearest shape
 
 
 def test_stale_cache_means_no_verdict(plugins):
@@ -168,19 +169,23 @@ def test_cli_filter_advises_in_a_plain_sentence(plugins):
     write_cache(cache, [
         verdict(account="", time=60, cpus=1, mem=2000),
         verdict(account="", time=600, cpus=1, mem=2000, kind="OUT_OF_MEMORY", n_timeout=0, n_failed=6),
-        verdict(account="", time=7, cpus=1, mem=2000, p_fail=0.2, kind=""),
+        verdict(account="", time=7, cpus=1, mem=2000, p_fail=0.2, kind="", n_similar=3, n_failed=0, n_timeout=0),
     ], default_partition="debug")
     _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=01:00:00\tmem=2G\tntasks=1"])
-    assert stderr == ("jobaware: jobs like this one ran out of time in 7 of their last 10 runs; ask for more --time "
-                      "than the 60 minutes asked (failure risk 70%, model 3).\n")
+    assert stderr == ("jobaware: failure risk 70%, TIMEOUT likely: jobs like this one ran out of time in 7 of their "
+                      "last 10 runs; ask for more --time than the 60 minutes asked (model 3).\n")
     _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=10:00:00\tmem-per-cpu=2000"])
-    assert "failed in 6 of their last 10 runs, most likely out of memory; ask for more --mem" in stderr
+    assert "OUT_OF_MEMORY likely: jobs like this one failed in 6 of their last 10 runs; ask for more --mem" in stderr
+    # a job that states no time (nearest: the 60-minute shape, with more similar jobs than the 7-minute one): the
+    # words that would name the time asked are left out
+    _, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\tmem=2G\tntasks=1"])
+    assert "ask for more --time (model 3)." in stderr
     # below the advice threshold, another user, a step inside a job: silence
     for options, user in [("type=sbatch\ttime=7", "ana"), ("type=sbatch\ttime=60", "zoe")]:
         answers, stderr = run(folder / "cli_filter.lua", [f"advise\t{options}"], user=user)
         assert (answers, stderr) == (["rc=0"], "")
     assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"], SLURM_JOB_ID="12")[1] == ""
-    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: jobs like")
+    assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: failure risk 70%")
 
 
 def test_gpus_from_tres_strings(plugins):
@@ -191,5 +196,29 @@ def test_gpus_from_tres_strings(plugins):
         for tres in ("tres_per_node=gres:gpu:a100:4", "tres_per_job=gres:gpu:3,gres:shard:1", "nice=0")])
     results = [a for a in answers if not a.startswith("log: ")]
     assert [r.split(" ")[1] for r in results] == ["comment=jobaware:"] * 3
-    assert all(r.endswith("; model 3 admin_comment=nil") for r in results)  # all exact: 4 and 3 GPUs share a bucket
-    assert [r.split("p(fail)=")[1][:4] for r in results] == ["0.70", "0.70", "0.10"]
+    assert all(r.endswith("; io-bound admin_comment=nil") for r in results)  # all exact: 4 and 3 GPUs share a bucket
+    assert [r.split("failure risk ")[1][:3] for r in results] == ["70%", "70%", "10%"]
+
+
+def test_a_verdict_older_than_the_caches_max_age_is_left_out(plugins):
+    folder, cache = plugins
+    now = int(time.time())
+    write_cache(cache, [verdict(account="", time=60, created=now - 7200),
+                        verdict(account="", time=600, p_fail=0.3, model_version="4", created=now - 60)], max_age=3600)
+    answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
+    assert answers[-1].startswith("rc=0 comment=jobaware: failure risk 30%;")  # the old exact verdict is gone
+    assert answers[-1].endswith("; nearest shape admin_comment=nil")
+    write_cache(cache, [verdict(account="", time=60, created=now - 7200)], max_age=3600)
+    answers, _ = run(folder / "job_submit.lua", ["lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
+    assert answers == ["none"]
+
+
+def test_a_flag_below_one_half_is_advised_without_the_word_likely(plugins):
+    """The model's own flag at p=0.26 (threshold 0.24): advice, with the risk beside the threshold."""
+    folder, cache = plugins
+    write_cache(cache, [verdict(account="", time=60, cpus=1, mem=2000, p_fail=0.26, threshold=0.24, kind="FAILED",
+                                n_failed=0, n_timeout=0, n_similar=2)], default_partition="debug")
+    answers, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60\tmem=2G\tntasks=1"])
+    assert stderr == ("jobaware: failure risk 26% (threshold 24%): none of the last 2 jobs like this one failed; "
+                      "check the script and its inputs before submitting (model 3).\n")
+    assert "likely" not in stderr

@@ -12,8 +12,9 @@ from tests.test_cli import run
 def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "etc"
     done = run("slurm", "plugins", "--output", out, "--cache", "/var/spool/jobaware/v.tsv", "--field", "admin_comment",
-               "--stale-after", "900")
+               "--stale-after", "900", "--advise-above", "0.3")
     assert done.returncode == 0, done.stderr
+    assert "notice: --advise-above is ignored" in done.stderr  # the old option: the models' flag decides now
     submit, cli = (out / "job_submit.lua").read_text(), (out / "cli_filter.lua").read_text()
     assert 'JOBAWARE_CACHE_PATH = "/var/spool/jobaware/v.tsv"' in submit and 'JOBAWARE_CACHE_PATH = "/var/spool' in cli
     assert 'local FIELD = "admin_comment"' in submit and "JOBAWARE_STALE_AFTER = 900 " in cli
@@ -29,7 +30,7 @@ def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
 
 @pytest.mark.parametrize("options, message", [
     ({"stale_after": 0}, "--stale-after 0"), ({"cache": "verdicts.tsv"}, "expected an absolute path"),
-    ({"cache": '/x"y'}, "quotes, backslashes"), ({"advise_above": 1.5}, "--advise-above 1.5"),
+    ({"cache": '/x"y'}, "quotes, backslashes"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(JobawareError, match=message):

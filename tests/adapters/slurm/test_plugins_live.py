@@ -11,8 +11,8 @@ import pytest
 
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import write_cache
+from harness.slurm_cluster import SlurmCluster, require_slurm
 from tests.adapters.slurm.test_verdicts import verdict
-from tests.slurm.cluster import SlurmCluster, require_slurm
 
 pytestmark = pytest.mark.slow
 USER = pwd.getpwuid(os.getuid()).pw_name
@@ -20,7 +20,7 @@ USER = pwd.getpwuid(os.getuid()).pw_name
 CACHED = [
     verdict(USER, "", "debug", time=60, nodes=1, cpus=1, mem=500),  # TIMEOUT likely, 7 of 10 ran out of time
     verdict(USER, "", "debug", time=5, nodes=1, cpus=1, mem=500, p_fail=0.05, kind="", resource="cpu",
-            n_failed=0, n_timeout=0, model_version="4"),
+            n_failed=0, n_timeout=0, model_version="4"),  # a low risk: no advice
 ]
 
 
@@ -56,24 +56,24 @@ def comment(cluster, job: int) -> str:
 
 def test_sbatch_gets_the_verdict_in_its_comment_and_advice_on_stderr(cluster, cache):
     job, stderr = submit(cluster, "--time=60")
-    assert comment(cluster, job) == "jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; model 3"
-    assert stderr == ("jobaware: jobs like this one ran out of time in 7 of their last 10 runs; ask for more --time "
-                      "than the 60 minutes asked (failure risk 70%, model 3).\n")
+    assert comment(cluster, job) == "jobaware: failure risk 70%, TIMEOUT likely; 8/10 similar failed; model 3; io-bound"
+    assert stderr == ("jobaware: failure risk 70%, TIMEOUT likely: jobs like this one ran out of time in 7 of their "
+                      "last 10 runs; ask for more --time than the 60 minutes asked (model 3).\n")
     # a shape not in the cache: 30 minutes (bucket 4) is nearest to 60 (bucket 5); the user's comment stays first
     job, _ = submit(cluster, "--time=30", "--comment=run 7 of the sweep")
-    assert comment(cluster, job) == ("run 7 of the sweep | jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; "
-                                     "8/10 similar failed; model 3; nearest shape")
+    assert comment(cluster, job) == ("run 7 of the sweep | jobaware: failure risk 70%, TIMEOUT likely; 8/10 similar "
+                                     "failed; model 3; io-bound; nearest shape")
     # 2 minutes is nearest to the 5-minute shape: a low risk, a comment and no advice
     job, stderr = submit(cluster, "--time=2")
-    assert comment(cluster, job) == "jobaware: p(fail)=0.05; cpu-bound; 0/10 similar failed; model 4; nearest shape"
+    assert comment(cluster, job) == "jobaware: failure risk 5%; 0/10 similar failed; model 4; cpu-bound; nearest shape"
     assert stderr == ""
 
 
 def test_a_time_change_gets_the_new_shapes_verdict(cluster, cache):
     job, _ = submit(cluster, "--time=5", "--comment=mine")
-    assert comment(cluster, job).startswith("mine | jobaware: p(fail)=0.05")
+    assert comment(cluster, job).startswith("mine | jobaware: failure risk 5%")
     cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=60")
-    assert comment(cluster, job) == "mine | jobaware: p(fail)=0.70 TIMEOUT likely; io-bound; 8/10 similar failed; model 3"
+    assert comment(cluster, job) == "mine | jobaware: failure risk 70%, TIMEOUT likely; 8/10 similar failed; model 3; io-bound"
     cluster.run("scontrol", "update", f"JobId={job}", "Comment=set by hand")
     assert comment(cluster, job) == "set by hand"
 
@@ -99,7 +99,7 @@ def _break(path, how: str) -> None:
 def test_a_broken_cache_fails_open(cluster, cache, how):
     _break(cache, how)
     job, stderr = submit(cluster, "--time=60", "--comment=mine")
-    expected = "mine | jobaware: p(fail)=0.05; cpu-bound; 0/10 similar failed; model 4; nearest shape" \
+    expected = "mine | jobaware: failure risk 5%; 0/10 similar failed; model 4; cpu-bound; nearest shape" \
         if how == "wrong fields" else "mine"
     assert comment(cluster, job) == expected
     assert stderr == ""

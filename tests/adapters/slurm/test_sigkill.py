@@ -62,7 +62,7 @@ def test_sigkill_at_20_random_moments_loses_and_duplicates_nothing(accounted, tm
     assert {i: counts[i] for i in submitted} == dict.fromkeys(submitted, 1), "a job is missing or stored twice"
     for record in records:
         script, state, code = submitted[record["job_id"]]
-        assert record["final"] == {"state": state, "source": "sacct", "exit_code": code}, record
+        assert record["final"] == {"state": state, "source": "sacct", "exit_code": code, "signal": None}, record
         assert record["script"] == script and record["states"][-1]["state"] == state
         states = [s["state"] for s in record["states"]]
         assert all(a != b for a, b in pairwise(states)), f"a state change stored twice: {states}"

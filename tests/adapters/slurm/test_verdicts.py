@@ -1,7 +1,8 @@
-"""The verdict cache: buckets, the nearest-shape rule, atomic writes and the checks on what goes in."""
+"""The verdict cache: buckets, the nearest-shape rule, atomic writes, verdicts' ages and the checks on what goes in."""
 
 import os
 import stat
+import time
 
 import pytest
 
@@ -13,14 +14,40 @@ from adapters.slurm.verdicts import (
     read_cache,
     write_cache,
 )
+from jobaware import card as cards
 from jobaware.errors import InputError
 
 
-def verdict(user="ana", account="phys", partition="debug", time=60, nodes=1, cpus=4, mem=4000, gpus=0, **kw):
-    fields = {"p_fail": 0.7, "kind": "TIMEOUT", "resource": "io", "n_similar": 10, "n_failed": 8, "n_timeout": 7,
-              "model_version": "3"} | kw
-    return Verdict(user=user, account=account, partition=partition,
-                   shape=Shape(time_minutes=time, nodes=nodes, cpus=cpus, mem_mib=mem, gpus=gpus), **fields)
+def said(p_fail=0.7, kind="TIMEOUT", resource="io", n_similar=10, n_failed=8, n_timeout=7, model_version="3",
+         threshold=0.5) -> dict:
+    """What the registered card parts say of jobs like these (failure's and resource's own words), as the adapter
+    caches it: the parts' words and advice, with the counts of how the similar jobs ended."""
+    card = {"parts": {
+        "failure": {"status": "ok", "reason": None, "p_fail": p_fail, "likely": kind or "FAILED",
+                    "threshold": threshold, "likely_fail": p_fail >= threshold, "model_version": model_version},
+        "resource": {"status": "ok", "reason": None, "binding": resource, "model_version": "2"}}}
+    ends = ["TIMEOUT"] * n_timeout + ["FAILED"] * (n_failed - n_timeout) + ["COMPLETED"] * (n_similar - n_failed)
+    history = {"similar": [{"final": {"state": end}} for end in ends], "site": {}}
+    return {"comment": "; ".join(cards.words(card, history)), "advice": cards.advice(card, history),
+            "n_similar": n_similar}
+
+
+def verdict(user="ana", account="phys", partition="debug", time=60, nodes=1, cpus=4, mem=4000, gpus=0, created=None,
+            **kw):
+    return Verdict(user=user, account=account, partition=partition, created=created or int(_now()),
+                   shape=Shape(time_minutes=time, nodes=nodes, cpus=cpus, mem_mib=mem, gpus=gpus), **said(**kw))
+
+
+def _now() -> float:
+    return time.time()
+
+
+def test_the_cached_words_are_the_card_parts_words():
+    v = verdict()
+    assert v.comment == "failure risk 70%, TIMEOUT likely; 8/10 similar failed; model 3; io-bound"
+    assert v.advice == ("failure risk 70%, TIMEOUT likely: jobs like this one ran out of time in 7 of their last 10 "
+                        "runs; ask for more --time[ than the {time_minutes} minutes asked] (model 3).")
+    assert verdict(p_fail=0.05, kind="", resource="cpu", n_failed=0, n_timeout=0).advice == ""
 
 
 def test_buckets_double():
@@ -58,17 +85,28 @@ def test_write_is_atomic_readable_and_counts_generations(tmp_path):
     assert os.listdir(path.parent) == ["verdicts.tsv"]  # no temporary file left behind
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     cache = read_cache(path)
-    assert (cache.generation, cache.stale_after, len(cache.verdicts)) == (2, 3600, 1)
-    assert cache.verdicts[0].key() == verdict().key() and cache.verdicts[0].p_fail == 0.7
+    assert (cache.generation, cache.stale_after, cache.max_age, len(cache.verdicts)) == (2, 3600, 30 * 86_400, 1)
+    back, sent = cache.verdicts[0], verdict()
+    assert back.key() == sent.key() and (back.comment, back.advice, back.n_similar) == (sent.comment, sent.advice, 10)
     path.write_text("garbage\n")
     assert write_cache(path, []) == 1
 
 
+def test_each_verdict_keeps_its_own_age_and_old_ones_are_left_out(tmp_path):
+    path, now = tmp_path / "verdicts.tsv", int(_now())
+    write_cache(path, [verdict(time=60, created=now - 7200), verdict(time=600, created=now - 60)], max_age=3600)
+    cache = read_cache(path)
+    assert [v.created for v in cache.verdicts] == [now - 7200, now - 60]
+    assert [v.shape.time_minutes for v in cache.current(now)] == [511]  # 600 minutes come back as bucket 9 (511-1022)
+    assert lookup(cache.current(now), "ana", "phys", "debug", Shape(time_minutes=60))[1] == "nearest"
+
+
 @pytest.mark.parametrize("bad, message", [
-    ({"p_fail": 1.5}, "p_fail"),
+    ({"comment": "two\tfields"}, "comment: a tab"),
     ({"user": "ana\tx"}, "user"),
-    ({"kind": "ABORTED"}, "kind"),
-    ({"n_failed": 11}, "n_timeout <= n_failed <= n_similar"),
+    ({"advice": "two\nlines"}, "advice: a tab, line break"),
+    ({"comment": ""}, "comment"),
+    ({"n_similar": -1}, "n_similar"),
 ])
 def test_bad_verdicts_are_one_line_errors_naming_the_field(bad, message, tmp_path):
     item = verdict().model_dump() | bad
@@ -91,7 +129,7 @@ def test_read_names_the_bad_line(tmp_path):
     write_cache(path, [verdict(), verdict(time=600)])
     lines = path.read_text().split("\n")
     path.write_text("\n".join(lines[:2] + ["ana\tphys\tdebug\t1\t2"] + lines[3:]))
-    with pytest.raises(InputError, match=r"v.tsv:3: 5 fields, expected 16"):
+    with pytest.raises(InputError, match=r"v.tsv:3: 5 fields, expected 12"):
         read_cache(path)
     path.write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(InputError, match="truncated"):

@@ -4,7 +4,7 @@ import pytest
 
 from jobaware.failure.features import FEATURES, build_features, job_class_keys
 from jobaware.failure.reader import read_jobs
-from jobaware.failure.reader.slurm import parse_request_jobs
+from jobaware.failure.reader.slurm import parse_request
 from tests.conftest import KTH
 
 
@@ -64,15 +64,34 @@ def test_only_jobs_that_ended_strictly_before_submit_count():
     assert features.loc[2, "user_since_fail_h"] == pytest.approx(1 / 3600)
 
 
+def test_jobs_cancelled_before_they_started_feed_no_history():
+    """Held test jobs cancelled as sacct shows them (no start) and as squeue does (start = end) did no work; a job
+    cancelled while it ran did."""
+    base = {"user": "u", "account": "a", "partition": "p", "qos": "q", "wallclock_req": 600.0, "nodes_req": 1,
+            "processors_req": 1, "gpus_req": 0, "mem_req": 0.0, "name": "n", "work_dir": "w", "submit_line": "s"}
+    t, minute = pd.Timestamp("2020-01-01 10:00:00"), pd.Timedelta(minutes=1)
+    held = [{**base, "job_id": i, "submit_time": t, "start_time": start, "end_time": t + minute, "run_time": None,
+             "state": "CANCELLED"} for i, start in ((1, None), (2, t + minute))]
+    ran = {**base, "job_id": 3, "submit_time": t, "start_time": t, "end_time": t + minute, "run_time": 60.0,
+           "state": "CANCELLED"}
+    later = {**base, "job_id": 4, "submit_time": t + 2 * minute, "state": "PENDING"}
+    from jobaware.failure.reader.common import to_canonical_dtypes
+
+    only_held = build_features(to_canonical_dtypes(pd.DataFrame([*held, later])))
+    assert only_held.iloc[-1]["user_n"] == 0.0 and only_held.iloc[-1]["cluster_n"] == 0.0
+    with_ran = build_features(to_canonical_dtypes(pd.DataFrame([*held, ran, later])))
+    assert with_ran.iloc[-1]["user_n"] == 1.0 and with_ran.iloc[-1]["user_cancel_rate"] == pytest.approx(1.5 / 2)
+
+
 def test_squeue_record_and_canonical_record_give_the_same_features():
     squeue = {"job_id": 7, "user_name": "alice", "account": "acct", "partition": "debug", "qos": "normal",
               "job_state": "PENDING", "time_limit": 30, "cpus": 4, "node_count": 1, "memory_per_node": 2000,
               "submit_time": 1700000000, "start_time": 0, "end_time": 0, "name": "sim", "tres_req_str": "cpu=4"}
-    live = parse_request_jobs([squeue])
-    canonical = parse_request_jobs([{"job_id": 7, "user": "alice", "account": "acct", "partition": "debug",
+    live = parse_request([squeue]).frame()
+    canonical = parse_request([{"job_id": 7, "user": "alice", "account": "acct", "partition": "debug",
                                      "qos": "normal", "wallclock_req": 1800.0, "processors_req": 4, "nodes_req": 1,
                                      "mem_req": 2000.0, "gpus_req": 0, "name": "sim",
-                                     "submit_time": str(live["submit_time"].iloc[0]), "state": "PENDING"}])
+                                     "submit_time": str(live["submit_time"].iloc[0]), "state": "PENDING"}]).frame()
     assert_same(build_features(live), build_features(canonical))
 
 

@@ -8,11 +8,11 @@ import pyarrow as pa
 import pytest
 
 from jobaware.errors import JobawareError
-from jobaware.failure.params import check_params
-from jobaware.failure.train import train_in_memory
-from jobaware.failure.reader import read_jobs
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC
 from jobaware.failure.model import _object_categoricals
+from jobaware.failure.params import check_params
+from jobaware.failure.reader import read_jobs
+from jobaware.failure.train import train_in_memory
 from jobaware.failure.trees import ArrayTrees
 from tests.conftest import CTC, KTH, NREL_CSV, THUNDER
 

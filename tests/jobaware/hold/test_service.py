@@ -7,12 +7,19 @@ import os
 
 import pytest
 
-from jobaware.errors import InputError
-from jobaware.hold.service import Limits, decide, parse_request
+from jobaware.bodies import parse_body
+from jobaware.errors import InputError, JobawareError
+from jobaware.hold.service import Limits, checked, decide, hold_decision, request_model
+from jobaware.model import Served
 from tests.jobaware.hold.conftest import STANDALONE
 
 LOG = (STANDALONE / "metl_12634462.log").read_text()
 HELD = LOG[:LOG.index("013 (12634462.000.000) 2025-04-22")]  # the log up to its second hold
+
+
+def parse_request(payload, limits: Limits):
+    """A body as the service reads it: its model under `limits`, then the checks beyond it."""
+    return checked(parse_body(request_model(limits), payload), limits)
 
 
 def test_a_held_job_gets_its_decision_as_plain_json(trained):
@@ -27,7 +34,8 @@ def test_a_held_job_gets_its_decision_as_plain_json(trained):
     assert answer["decision"] == ("remove" if answer["p_release"] < answer["threshold"] else "release")
     assert answer["fit"] == []  # no training profile given: nothing to compare with
     trained_on = {"kind": "synthetic", "tables": {"condor_events": {"rows": 900, "columns": {"code": [1, 20, 40]}}}}
-    flags = decide(trained[0], request, "7", trained=trained_on)["fit"]
+    body = parse_body(request_model(Limits()), {"cluster": 12634462, "proc": 0, "log": HELD})
+    flags = hold_decision(body, Served(trained[0], "7", trained_on), Limits())["fit"]
     assert flags[0].startswith("model version 7 was trained on synthetic data")
     assert len(flags) == 2 and flags[1].startswith("code: 1 of ")  # the hold code 47, in a log of many events
     assert flags[1].endswith(" outside the training range 1..40")
@@ -46,8 +54,8 @@ def test_a_path_is_read_only_inside_the_log_folder(trained, tmp_path):
             parse_request({"cluster": 1, "proc": 0, "path": path}, limits)
     with pytest.raises(InputError, match="^path: .*not a file"):
         parse_request({"cluster": 1, "proc": 0, "path": "nothing"}, limits)
-    with pytest.raises(InputError, match="^path: this service reads no log files"):
-        parse_request({"cluster": 1, "proc": 0, "path": "EventLog"}, Limits())
+    with pytest.raises(InputError, match="^path: this service reads no log files .*JOBAWARE_HOLD_LOG_DIR"):
+        parse_request({"cluster": 1, "proc": 0, "path": "EventLog"}, Limits(log_dir=None))
 
 
 @pytest.mark.parametrize("payload, words", [
@@ -84,28 +92,26 @@ def test_unknown_jobs_jobs_not_held_and_bad_logs_are_refused(trained, cluster, l
 def test_limits_come_from_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("JOBAWARE_HOLD_LOG_DIR", str(tmp_path))
     monkeypatch.setenv("JOBAWARE_HOLD_MAX_LOG_BYTES", "1234")
-    assert Limits.from_env() == Limits(log_dir=tmp_path, max_log_bytes=1234)
+    assert Limits.load() == Limits(log_dir=tmp_path, max_log_bytes=1234)
     monkeypatch.delenv("JOBAWARE_HOLD_LOG_DIR")
-    assert Limits.from_env().log_dir is None
+    assert Limits.load().log_dir is None
+    monkeypatch.setenv("JOBAWARE_HOLD_MAX_LOG_BYTES", "lots")
+    with pytest.raises(JobawareError, match="^JOBAWARE_HOLD_MAX_LOG_BYTES: input should be a valid integer"):
+        Limits.load()
 
 
-def test_the_request_model_refuses_just_past_every_bound_it_states(tmp_path):
-    """The body's bounds, read from the model's own schema (what the OpenAPI document shows): at a bound a body is
-    taken, one step past it refused naming the field (a path is checked against the folder too: only its length
-    here); the rules across fields are stated in the schema too."""
+def test_the_request_model_states_the_rules_across_its_fields(tmp_path):
+    """What the OpenAPI document shows (the model's own schema) states the one source of a log, and a `path` only
+    where the service reads log files; bodies it calls invalid are refused naming the field."""
     from jsonschema_rs import Draft4Validator
 
     from jobaware.bodies import openapi_schema
-    from jobaware.hold.service import request_model
-    from tests.schema_bounds import check_bounds
 
     limits = Limits(log_dir=tmp_path, max_log_bytes=1000)
-    (tmp_path / "EventLog").write_text(HELD[:900])
     schema = openapi_schema(request_model(limits))
-    bodies = [{"cluster": 1, "proc": 0, "subproc": 0, "log": "x"}, {"cluster": 1, "proc": 0, "path": "EventLog"}]
-    assert check_bounds(schema, bodies, lambda body: parse_request(body, limits), semantic=("path",)) >= 20
-    assert "path" not in openapi_schema(request_model(Limits()))["properties"], "a service without a log folder reads no path"
+    assert "path" not in openapi_schema(request_model(Limits(log_dir=None)))["properties"], "a service without a log folder reads no path"
     validator = Draft4Validator(schema)
+    assert validator.is_valid({"cluster": 1, "proc": 0, "path": "EventLog"})
     for body, words in [({"proc": 0, "log": "x"}, "^cluster: field required"), ({"cluster": 1, "proc": 0}, "^log: give exactly one"),
                         ({"cluster": 1, "proc": 0, "log": "x", "path": "p"}, "^log: give exactly one"),
                         ({"cluster": 1, "proc": 0, "log": "x", "user": "me"}, "^user: unknown field")]:

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import JobawareError
-from jobaware.hold.params import check_params
 from jobaware.hold.capability import MIN_EVAL_ROWS, PRIMARY_METRIC
+from jobaware.hold.params import check_params
 from jobaware.hold.train import load_dataset, run_trial, score
 from tests.jobaware.hold.conftest import SMALL
 

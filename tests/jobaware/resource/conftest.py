@@ -40,3 +40,24 @@ def trained(dataset, tmp_path_factory):
     from jobaware.resource.train import train
 
     return train(dataset, QUICK, tmp_path_factory.mktemp("resource-train"))
+
+
+def classify_request(payload, bundle, version=None, limits=None, trained=None) -> dict:
+    """`POST /classify` as the service answers it, in process: the body read by its model, then `classify`."""
+    from jobaware.bodies import parse_body
+    from jobaware.model import Served
+    from jobaware.resource.service import Limits, classify, request_models
+
+    limits = limits or Limits()
+    return classify(parse_body(request_models(limits)[0], payload), Served(bundle, version, trained), limits)
+
+
+def pairing_request(payload, bundle=None, version=None, limits=None, trained=None) -> dict:
+    """`POST /pairing` in process (no bundle: classes given only)."""
+    from jobaware.bodies import parse_body
+    from jobaware.model import Served
+    from jobaware.resource.service import Limits, pairing, request_models
+
+    limits = limits or Limits()
+    model = Served(bundle, version, trained) if bundle is not None else None
+    return pairing(parse_body(request_models(limits)[1], payload), model, limits)

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from jobaware.errors import InputError, JobawareError
-from jobaware.resource.reader import ingest
 from jobaware.resource.capability import MIN_EVAL_ROWS, PRIMARY_METRIC
 from jobaware.resource.params import Params, check_params
+from jobaware.resource.reader import ingest
 from jobaware.resource.train import read_eval, score, train
 from tests.jobaware.resource.conftest import QUICK, SCRIPTS
 

@@ -1,8 +1,8 @@
 """The most expensive valid `/classify` and `/pairing` requests the limits allow are answered within 2 s and
 1 MiB: the request's work budget is shared by its scripts."""
 
-from jobaware.resource.service import classify_request, pairing_request
-from tests.serving.worst_cases import check_bounded, resource_cases
+from harness.worst_cases import check_bounded, resource_cases
+from tests.jobaware.resource.conftest import classify_request, pairing_request
 
 
 def test_the_worst_requests_are_bounded(trained):

@@ -67,3 +67,20 @@ def bundle(generated_index):
     from jobaware.similarity.bundle import SimilarityBundle
 
     return SimilarityBundle(generated_index, "b-aggz", top_k=5, workers=1)
+
+
+def similar_request(bundle, payload) -> dict:
+    """`POST /similar` in process, without the envelope: the body read by its model, then ranked."""
+    from jobaware.bodies import parse_body
+    from jobaware.similarity.service import SimilarBody, rank
+
+    return rank(bundle, parse_body(SimilarBody, payload))
+
+
+def job_request(bundle, payload) -> dict:
+    """`POST /job` in process."""
+    from jobaware.bodies import parse_body
+    from jobaware.model import Served
+    from jobaware.similarity.service import JobBody, job
+
+    return job(parse_body(JobBody, payload), Served(bundle, "1"))

@@ -7,7 +7,14 @@ import pyarrow as pa
 
 from jobaware.similarity.index import SimilarityIndex
 from jobaware.similarity.schema import (
-    CODINGS, FLOATS, LEVELS, METRICS, NODE_VALUES, SCHEMAS, aggregate_zeros, format_sequence,
+    CODINGS,
+    FLOATS,
+    LEVELS,
+    METRICS,
+    NODE_VALUES,
+    SCHEMAS,
+    aggregate_zeros,
+    format_sequence,
 )
 
 NODE_SCORES = (0.0, 0.5, 1.0, 2.0, 2.5, 4.0)

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness import similarity_reference as ref_impl
 from jobaware.errors import InputError
 from jobaware.similarity import algorithms as alg
 from jobaware.similarity.index import Reference
 from jobaware.similarity.schema import METRICS, NODE_VALUES
 
-from . import reference as ref_impl
 from .jobs import index_of, long_job, random_job
 
 TOLERANCE = 1e-6

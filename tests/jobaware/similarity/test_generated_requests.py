@@ -16,6 +16,7 @@ from jobaware.similarity import service
 from jobaware.similarity.algorithms import ALGORITHMS, NEEDS
 from jobaware.similarity.schema import LEVEL_MAX, METRICS, SCORE_MAX, SYMBOL_MAX
 from tests.fuzzing import examples, fuzz_settings
+from tests.jobaware.similarity.conftest import similar_request
 
 
 def _sequence(values: list[int], as_text: bool):
@@ -71,7 +72,7 @@ def test_every_generated_request_the_index_can_answer_gets_a_ranking(bundle):
     @fuzz_settings(examples(40))
     @given(body=similar_bodies(index))
     def check(body):
-        answer = service.similar_request(bundle, body)
+        answer = similar_request(bundle, body)
         json.dumps(answer, allow_nan=False)
         results = answer["results"]
         assert [r["rank"] for r in results] == list(range(1, len(results) + 1))

@@ -11,7 +11,7 @@ import pytest
 from jobaware import contracts
 from jobaware.errors import InputError
 from jobaware.similarity.reader import ingest, read_tables
-from jobaware.similarity.schema import CODINGS, FAMILIES, JOBS, LEVELS, METRICS, NODE_VALUES, FLOATS
+from jobaware.similarity.schema import CODINGS, FAMILIES, FLOATS, JOBS, LEVELS, METRICS, NODE_VALUES
 
 from .conftest import REAL
 

@@ -11,9 +11,10 @@ from jobaware.errors import InputError
 from jobaware.similarity import service
 from jobaware.similarity.bundle import SimilarityBundle, input_example, signature
 from jobaware.similarity.schema import METRICS
-from jobaware.similarity.service import MAX_REFERENCE_SEGMENTS
 
-from .conftest import REAL
+from .conftest import REAL, job_request, similar_request
+
+MAX_REFERENCE_SEGMENTS = service.LIMITS.max_reference_segments
 
 
 def _busy_jobid(index) -> int:
@@ -22,7 +23,7 @@ def _busy_jobid(index) -> int:
 
 def test_similar_by_jobid(bundle):
     jobid = _busy_jobid(bundle.index)
-    answer = service.similar_request(bundle, {"jobid": jobid, "algorithm": "q-phases", "top_k": 7})
+    answer = similar_request(bundle, {"jobid": jobid, "algorithm": "q-phases", "top_k": 7})
     assert answer["algorithm"] == "q-phases" and len(answer["results"]) == 7
     assert answer["results"][0] == {"rank": 1, "jobid": jobid, "similarity": 1.0}
     similarities = [r["similarity"] for r in answer["results"]]
@@ -36,16 +37,16 @@ def test_similar_by_jobid(bundle):
 def test_similar_inline_matches_by_jobid(bundle):
     jobid = _busy_jobid(bundle.index)
     job = bundle.index.job(jobid)
-    by_id = service.similar_request(bundle, {"jobid": jobid, "algorithm": "q-lev"})
-    inline = service.similar_request(bundle, {"coding": job["coding"], "levels": job["levels"], "algorithm": "q-lev"})
+    by_id = similar_request(bundle, {"jobid": jobid, "algorithm": "q-lev"})
+    inline = similar_request(bundle, {"coding": job["coding"], "levels": job["levels"], "algorithm": "q-lev"})
     assert inline["results"] == by_id["results"] and inline["reference"] == {"inline": ["coding", "levels"]}
-    as_list = service.similar_request(bundle, {"coding": [int(x) for x in job["coding"].split(":")]})
+    as_list = similar_request(bundle, {"coding": [int(x) for x in job["coding"].split(":")]})
     assert as_list["algorithm"] == "b-aggz" and as_list["results"][0]["similarity"] == 1.0
 
 
 def test_consensus_request(bundle):
     jobid = _busy_jobid(bundle.index)
-    answer = service.similar_request(bundle, {"jobid": jobid, "consensus": ["b-all", "q-lev"], "top_k": 20})
+    answer = similar_request(bundle, {"jobid": jobid, "consensus": ["b-all", "q-lev"], "top_k": 20})
     assert answer["results"][0]["jobid"] == jobid
     assert answer["consensus"] == ["b-all", "q-lev"]
 
@@ -80,16 +81,17 @@ SEQUENCE = "expected 1 to 1,000 integers 0..{}, ':'-separated or as a list"
 ])
 def test_bad_requests_name_the_field(bundle, payload, message):
     with pytest.raises(InputError, match=f"^{message}"):
-        service.similar_request(bundle, payload)
+        similar_request(bundle, payload)
 
 
 def test_job_request(bundle):
     jobid = int(bundle.index.jobids[0])
-    assert service.job_request(bundle, {"jobid": jobid})["jobid"] == jobid
+    answer = job_request(bundle, {"jobid": jobid})
+    assert answer["jobid"] == jobid and answer["model_version"] == "1"
     with pytest.raises(InputError, match="^jobid: input should be a valid integer, got '12'"):
-        service.job_request(bundle, {"jobid": "12"})
+        job_request(bundle, {"jobid": "12"})
     with pytest.raises(InputError, match="^jobid: unknown job 7"):
-        service.job_request(bundle, {"jobid": 7})
+        job_request(bundle, {"jobid": 7})
 
 
 def test_cli_similar_on_the_real_file_and_on_a_saved_index(tmp_path, real_index):
@@ -170,28 +172,21 @@ def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
     assert levels.predictions == 100
 
 
-def test_the_request_models_refuse_just_past_every_bound_they_state(generated_index, bundle):
-    """The bounds of both bodies, read from the models' own schemas (what the OpenAPI document shows): at a bound
-    a body is taken, one step past it refused naming the field. Beyond the schema: a jobid must be in the pool,
-    and the nine metrics of an inline reference must have as many values each (and as the coding)."""
+def test_the_request_model_states_its_rules(generated_index, bundle):
+    """What the model's own schema (the OpenAPI document) calls valid is read, and what it calls invalid refused,
+    naming the field: codings at and past their bounds, the rules across fields. Beyond the schema: a jobid must
+    be in the pool, and the nine metrics of an inline reference must have as many values each (and as the coding)."""
     from jsonschema_rs import Draft4Validator
 
-    from jobaware.bodies import openapi_schema
-    from tests.schema_bounds import check_bounds
+    from jobaware.bodies import openapi_schema, parse_body
 
     schema = openapi_schema(service.SimilarBody)
     validator = Draft4Validator(schema)
 
     def parse(body):
-        return service.parse_request(body, generated_index, "b-aggz", 5)
+        return service.request_of(parse_body(service.SimilarBody, body), generated_index, "b-aggz", 5)
 
     jobid = int(generated_index.jobids[0])
-    per_metric = [f"{field}.{m}" for field in ("levels", "values") for m in METRICS]
-    bodies = [{"jobid": jobid, "algorithm": "q-lev", "top_k": 3, "consensus": ["b-all", "ks"]},
-              {"coding": [0, 256], "levels": {m: [0, 16] for m in METRICS}, "values": {m: [0.5, 4.0] * 4 for m in METRICS}}]
-    assert check_bounds(schema, bodies, parse, semantic=("jobid", "coding", *per_metric)) >= 100
-    check_bounds(openapi_schema(service.JobBody), [{"jobid": jobid}],
-                 lambda body: service.job_request(_Pool(generated_index), body), semantic=("jobid",))
     most = ":".join(["511"] * MAX_REFERENCE_SEGMENTS)
     for coding in ("0", "511", "0:256:272:0", most, [0], [511] * MAX_REFERENCE_SEGMENTS):
         assert validator.is_valid({"coding": coding}) and parse({"coding": coding})
@@ -216,14 +211,7 @@ def test_the_request_models_refuse_just_past_every_bound_they_state(generated_in
                         ({"coding": "0", "values": {m: [1.0] * 7 for m in METRICS}}, f"values.{METRICS[0]}: list should have at least 8 items")]:
         assert not validator.is_valid(body), body  # the algorithm (or the consensus) needs what the body lacks
         with pytest.raises(InputError, match=words):
-            service.similar_request(bundle, body)
+            similar_request(bundle, body)
     for body in ({"coding": "0:1", "levels": levels, "values": values, "consensus": list(service.ALGORITHMS)},
                  {"levels": levels, "algorithm": "q-phases"}, {"values": values, "algorithm": "ks"}):
-        assert validator.is_valid(body) and "results" in service.similar_request(bundle, body)
-
-
-class _Pool:
-    """A bundle as job_request sees it: only its index."""
-
-    def __init__(self, index):
-        self.index = index
+        assert validator.is_valid(body) and "results" in similar_request(bundle, body)

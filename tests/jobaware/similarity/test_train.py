@@ -14,6 +14,7 @@ from jobaware.similarity.params import check_params
 from jobaware.similarity.synth import default_data
 from jobaware.similarity.train import build, score
 
+
 def test_train_builds_the_index_and_measures_every_algorithm(trained, generated_index):
     bundle, evaluation = trained
     assert bundle.algorithm == "b-aggz" and bundle.index.version == generated_index.version

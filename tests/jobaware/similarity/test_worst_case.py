@@ -1,8 +1,8 @@
 """The most expensive valid `/similar` and `/job` requests the limits allow are answered within 2 s and 1 MiB."""
 
+from harness.worst_cases import check_bounded, similarity_cases
 from jobaware.similarity.bundle import SimilarityBundle
-from jobaware.similarity.service import job_request, similar_request
-from tests.serving.worst_cases import check_bounded, similarity_cases
+from tests.jobaware.similarity.conftest import job_request, similar_request
 
 
 def test_the_worst_requests_are_bounded(generated_index):

@@ -10,18 +10,17 @@ from __future__ import annotations
 import inspect
 import json
 import subprocess
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import htcondor2
 import pytest
 
-from adapters.htcondor.audit import read_records
+from adapters.htcondor.adapter import HoldAdapter
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Actor, Policy
-from adapters.htcondor.watch import Watch
+from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, ROOT, real_events
 from tests.conftest import free_port
+from tests.loopback import JsonServer
 
 RELEASED_TWICE = real_events(CONDOR / "mldag_standalone" / "metl_12634462.log")  # holds 26/0, 47/0, 47/0
 REMOVED = real_events(CONDOR / "mldag_standalone" / "metl_12636334.log")  # holds 1/0, then 26/103 four times
@@ -53,47 +52,27 @@ class Answers:
     """A loopback stand-in for the hold service: P(release) by cluster, the model's training as stated."""
 
     def __init__(self, p_release: dict[int, float], source: str = "real", max_body: int = 1 << 30):
-        self.p_release, self.source, self.requests = p_release, source, []
-        owner = self
+        self.p_release, self.source, self.max_body, self.requests = p_release, source, max_body, []
+        self.server = JsonServer(self.answer, free_port())
+        self.url = self.server.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                size = int(self.headers["content-length"])
-                body = json.loads(self.rfile.read(size))
-                if size > max_body:
-                    self.send_response(413)
-                    self.send_header("content-length", "2")
-                    self.end_headers()
-                    self.wfile.write(b"{}")
-                    return
-                owner.requests.append(body)
-                answer = {"cluster": body["cluster"], "proc": body["proc"], "p_release": owner.p_release.get(body["cluster"], 0.5),
-                          "decision": "release", "model_version": "9",
-                          "trained_on": {"source": owner.source, "labelled_holds": 1200}}
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+    def answer(self, method: str, path: str, body) -> tuple[int, object]:
+        if len(json.dumps(body)) > self.max_body:
+            return 413, {}
+        self.requests.append(body)
+        return 200, {"cluster": body["cluster"], "proc": body["proc"],
+                     "p_release": self.p_release.get(body["cluster"], 0.5), "decision": "release", "model_version": "9",
+                     "trained_on": {"source": self.source, "labelled_holds": 1200}}
 
     def __enter__(self):
-        self.thread.start()
+        self.server.start()
         return self
 
     def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        self.server.stop()
 
 
-def _live(watch: Watch, log, events: list[bytes]) -> None:
+def _live(watch: HoldAdapter, log, events: list[bytes]) -> None:
     """Write the events one by one, the watch polling after each (a schedd's log as it grows)."""
     for event in events:
         with open(log, "ab") as handle:
@@ -113,7 +92,7 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     schedd = RecordedSchedd()
     with Answers({101: 0.95, 102: 0.01}) as service:
-        watch = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
+        watch = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         _live(watch, log, renumber(RELEASED_TWICE, 101) + renumber(REMOVED, 102))
         watch.close()
         assert schedd.calls == [
@@ -147,7 +126,7 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
 
         # read again from the start (the position lost): every hold is known, nothing is asked or acted twice
         (tmp_path / "audit.jsonl.state.json").unlink()
-        again = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
+        again = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         counts = again.step()
         again.close()
     assert counts.holds == 0 and counts.seen_before == 8 and len(schedd.calls) == 3
@@ -159,7 +138,7 @@ def test_a_backlog_read_at_start_acts_on_no_hold_already_resolved_in_it(tmp_path
     log.write_bytes(b"".join(renumber(RELEASED_TWICE, 101)))
     schedd = RecordedSchedd()
     with Answers({101: 0.99}) as service:
-        watch = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
+        watch = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         watch.step()
         watch.close()
     assert schedd.calls == []
@@ -170,7 +149,7 @@ def test_a_model_trained_on_generated_logs_never_acts(tmp_path):
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     schedd = RecordedSchedd()
     with Answers({101: 0.99}, source="synthetic") as service:
-        watch = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
+        watch = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         _live(watch, log, renumber(RELEASED_TWICE, 101))
         watch.close()
         refused = subprocess.run([*ADAPTER, "follow", "--input", str(log), "--audit", str(tmp_path / "a2.jsonl"),
@@ -189,14 +168,14 @@ def test_a_model_trained_on_generated_logs_never_acts(tmp_path):
 def test_with_the_service_down_each_hold_is_recorded_as_no_decision(tmp_path):
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     schedd = RecordedSchedd()
-    client = DecisionClient(f"http://127.0.0.1:{free_port()}", timeout=1, attempts=2, backoff=0.05)
-    watch = Watch([log], audit, client=client, policy=POLICY, actor=Actor(schedd))
+    client = DecisionClient(f"http://127.0.0.1:{free_port()}", timeout=1)
+    watch = HoldAdapter([log], audit, client=client, policy=POLICY, actor=Actor(schedd))
     _live(watch, log, renumber(RELEASED_TWICE, 101))
     watch.close()
     holds = _holds(audit)
     assert len(holds) == 3 and schedd.calls == []
     assert all(h["p_release"] is None and h["action"] == "none" and h["fired"] == "no decision" for h in holds)
-    assert holds[0]["no_decision"].startswith("service unreachable: ConnectError")
+    assert holds[0]["no_decision"].startswith("unavailable: ") and "unreachable: ConnectError" in holds[0]["no_decision"]
     assert holds[0]["site_rule"] == "release"  # the site rule's call is recorded all the same
 
 
@@ -207,7 +186,7 @@ def test_a_failing_act_is_audited_and_the_follower_goes_on(tmp_path):
 
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     with Answers({101: 0.99}) as service:
-        watch = Watch([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(Refusing()))
+        watch = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(Refusing()))
         _live(watch, log, renumber(RELEASED_TWICE, 101))
         watch.close()
     acted = [r for r in read_records(audit) if r["kind"] == "acted"]
@@ -257,8 +236,8 @@ def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_p
 
     log = CONDOR / "mldag_standalone" / "metl_12636334.log"
     with Answers({12636334: 0.2}) as service:
-        result = CliRunner().invoke(app, ["decide", str(log), "--cluster", "12636334", "--service", service.url])
-        missing = CliRunner().invoke(app, ["decide", str(log), "--cluster", "5", "--service", service.url])
+        result = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "12636334", "--service", service.url])
+        missing = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "5", "--service", service.url])
     assert result.exit_code == 0, result.output
     assert "12636334.0.0" in result.output and "0.2" in result.output and "real (1200 holds)" in result.output
     sent = service.requests[0]["log"].encode()
@@ -272,7 +251,7 @@ def test_a_logrotate_copy_of_the_log_repeats_no_hold(tmp_path):
 
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     first, second = renumber(RELEASED_TWICE, 101), renumber(RELEASED_TWICE, 102)
-    watch = Watch([log], audit)
+    watch = HoldAdapter([log], audit)
     _live(watch, log, first[:120])
     shutil.copy(log, tmp_path / "EventLog.1")  # copytruncate: a copy (a new inode), the log emptied in place
     with open(log, "r+b") as handle:
@@ -287,7 +266,7 @@ def test_a_logrotate_copy_of_the_log_repeats_no_hold(tmp_path):
 def test_a_service_with_a_smaller_body_limit_is_asked_with_a_smaller_window(tmp_path):
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     with Answers({12636334: 0.3}, max_body=20_000) as service:
-        watch = Watch([log], audit, client=DecisionClient(service.url))
+        watch = HoldAdapter([log], audit, client=DecisionClient(service.url))
         _live(watch, log, REMOVED)
         watch.close()
     holds = _holds(audit)

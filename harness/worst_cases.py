@@ -19,7 +19,9 @@ BODY_ROOM = 4096  # what a body holds beyond its largest field: keys, ids, JSON 
 def failure_cases() -> dict[str, tuple[str, dict]]:
     """MAX_JOBS canonical jobs, every text field at its longest that keeps the body within the body limit."""
     from jobaware.failure.schema import max_text
-    from serving.failure import MAX_JOBS
+    from jobaware.failure.service import LIMITS
+
+    MAX_JOBS = LIMITS.max_jobs
 
     texts = ("user", "account", "partition", "qos")
     width = min(max_text(t) for t in texts)
@@ -44,7 +46,7 @@ def _json_length(text: str) -> int:
 def hold_cases() -> dict[str, tuple[str, dict]]:
     """A log as long as the limits let a body carry: (1) the most events per byte (many short-lived jobs, the
     held job's events spread through it); (2) one hold whose reason is the whole log (the echoed text)."""
-    from serving.hold import LIMITS
+    from jobaware.hold.service import LIMITS
 
     size = min(LIMITS.max_log_bytes, MAX_BODY_BYTES - BODY_ROOM)
     held = (4242, 0)
@@ -87,9 +89,8 @@ def resource_cases(bundle=None) -> dict[str, tuple[str, dict]]:
     the most jobs, their scripts filling the total, and the most jobs by class."""
     from jobaware.resource.parsing import ParseLimits
     from jobaware.resource.schema import CLASSES
-    from jobaware.resource.service import ServiceLimits
+    from jobaware.resource.service import LIMITS as limits
 
-    limits = ServiceLimits()
     count = min(limits.max_scripts, limits.max_total_bytes // limits.max_script_bytes)
     size = min(limits.max_script_bytes, (MAX_BODY_BYTES - BODY_ROOM) // max(count, 1) * 3 // 4)
     name = "n" * limits.max_name_chars
@@ -128,8 +129,9 @@ def similarity_cases(index) -> dict[str, tuple[str, dict]]:
 
     from jobaware.similarity.algorithms import ALGORITHMS
     from jobaware.similarity.schema import LEVEL_MAX, METRICS, SCORE_MAX, SYMBOL_MAX
-    from jobaware.similarity.service import MAX_REFERENCE_SEGMENTS as MAX_SEGMENTS
-    from jobaware.similarity.service import MAX_TOP_K, MAX_VALUES
+    from jobaware.similarity.service import LIMITS
+
+    MAX_SEGMENTS, MAX_TOP_K, MAX_VALUES = LIMITS.max_reference_segments, LIMITS.max_top_k, LIMITS.max_values
 
     coding = ":".join(str(SYMBOL_MAX if i % 2 else 0) for i in range(MAX_SEGMENTS))
     levels = {m: ":".join(str(LEVEL_MAX if i % 2 else 0) for i in range(MAX_SEGMENTS)) for m in METRICS}

@@ -1,4 +1,5 @@
-"""The follower's loop: new events -> each new hold decided over HTTP -> the policy's call -> audit (-> act).
+"""The hold adapter: new events (the follower) -> each new hold decided over HTTP -> the policy's call -> audit
+(-> act).
 
 Order of work, so that a crash neither loses nor repeats a hold: the events of a poll are read; each new hold
 is decided and its audit record written (and synced) before any act; the act's answer is audited after it;
@@ -18,7 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from adapters.htcondor.audit import Audit
+from adapters.common.pacing import RateLimit
+from adapters.htcondor.audit import hold_audit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
 from adapters.htcondor.policy import (
@@ -26,7 +28,6 @@ from adapters.htcondor.policy import (
     Call,
     Hold,
     Policy,
-    RateLimit,
     command_line,
     constraint,
     model_call,
@@ -34,6 +35,7 @@ from adapters.htcondor.policy import (
 )
 from adapters.htcondor.window import Window
 from jobaware.errors import JobawareError
+from jobaware.store import JobStore
 
 logger = logging.getLogger("jobaware.adapters.htcondor")
 
@@ -53,11 +55,12 @@ def trained_on_real(answer: dict | None) -> bool:
 
 def refuse_synthetic(client: DecisionClient) -> None:
     """Before acting: ask the service once; a model not trained on real logs is refused with one line."""
-    answer, error = client.decide(1, 0, 0, PROBE_LOG.encode())
-    if answer is None:
+    reply = client.decide(1, 0, 0, PROBE_LOG.encode())
+    if reply.status != "ok":
         logger.warning("could not ask the hold service before acting (%s); every answer is checked as it comes",
-                       error)
+                       reply.reason)
         return
+    answer = reply.answer
     if not trained_on_real(answer):
         trained = answer.get("trained_on") or {}
         raise JobawareError(
@@ -78,15 +81,25 @@ class Counts:
     lines: list[str] = field(default_factory=list)
 
 
-class Watch:
-    def __init__(self, logs: list[str | Path], audit: str | Path, state: str | Path | None = None, *,
+class HoldAdapter:
+    """Follows event logs and decides every new hold: audited, and acted on only as the policy says. The audit and
+    the read position are kept in `store` when given (its stream `htcondor.holds` and a checkpoint), else in the
+    file `audit` and the position file `state` (default AUDIT.state.json)."""
+
+    def __init__(self, logs: list[str | Path], audit: str | Path | None, state: str | Path | None = None, *,
+                 store: JobStore | None = None,
                  client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
                  actor: Actor | None = None, year: int | None = None, window: Window | None = None,
                  on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
         self.policy = policy or Policy()
         self.acting = act or self.policy.mode == "act"
-        self.audit = Audit(audit)
-        self.follower = Follower(logs, state or Path(str(audit) + ".state.json"), year=year)
+        if store is not None:  # the audit and the position in the site's job store
+            self.audit = hold_audit(store)
+            position = (store, "htcondor.follow:" + ",".join(sorted(str(Path(log)) for log in logs)))
+        else:
+            self.audit = hold_audit(audit)
+            position = state or Path(str(audit) + ".state.json")
+        self.follower = Follower(logs, position, year=year)
         self.window = window or Window()
         self.window.restore(self.follower.extra.get("window", {}))
         self.client = client
@@ -108,7 +121,7 @@ class Watch:
             seq = self.window.add(event)
             if event.code == 12:
                 self._hold(event, seq, index >= cleared_after.get(event.job, -1), counts)
-            elif event.code in OUTCOMES and _job(event) in self.audit.jobs:
+            elif event.code in OUTCOMES and self.audit.has_subject(_job(event)):
                 self._outcome(event, counts)
         counts.events = len(events)
         self._dirty = True
@@ -191,10 +204,9 @@ class Watch:
         budget = self.window.max_bytes
         while True:
             log = self.window.request_log(event.job, seq, budget)
-            answer, error = self.client.decide(event.cluster, event.proc, event.subproc, log)
-            if answer is not None or not (error or "").startswith("service answered 413") \
-                    or budget <= MIN_REQUEST_BYTES:
-                return answer, error, len(log)
+            reply = self.client.decide(event.cluster, event.proc, event.subproc, log)
+            if reply.code != 413 or budget <= MIN_REQUEST_BYTES:
+                return reply.answer, None if reply.status == "ok" else f"{reply.status}: {reply.reason}", len(log)
             budget = max(budget // 4, MIN_REQUEST_BYTES)
 
     def _licence(self, model: Call, standing: bool, answer: dict | None) -> tuple[str, str | None]:
@@ -207,7 +219,7 @@ class Watch:
             return "none", "the hold was already resolved further on in the log"
         if not trained_on_real(answer):
             return "none", "the model was not trained on real logs"
-        if not self.rate.allow():
+        if not self.rate.take():
             return "none", f"rate limit: {self.policy.acts_per_minute} acts per minute"
         return model.action, None
 

@@ -45,10 +45,14 @@ def _which(name: str) -> str:
 
 
 class SlurmCluster:
-    def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None, lua_plugins: bool = False):
+    def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None, lua_plugins: bool = False,
+                 enforce_memory: bool = False):
         """`cpus`: the node's CPUs as configured (more than the machine has lets sleeping test jobs run side by side);
-        `lua_plugins`: load `job_submit.lua` and `cli_filter.lua` from `root` (beside slurm.conf)."""
+        `lua_plugins`: load `job_submit.lua` and `cli_filter.lua` from `root` (beside slurm.conf);
+        `enforce_memory` (with accounting): memory a consumable resource, so that `OverMemoryKill` kills a job over
+        its `--mem` (jobacct_gather/linux checks every second; 10 MiB per CPU unless a job asks)."""
         self.root = root
+        self.enforce_memory = enforce_memory
         self.accounting = accounting
         self.cpus = cpus
         self.lua_plugins = lua_plugins
@@ -108,7 +112,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+SelectTypeParameters={"CR_Core_Memory" if self.enforce_memory else "CR_Core"}
 ReturnToService=2
 MpiDefault=none
 JobCompType=jobcomp/none
@@ -120,6 +124,7 @@ InactiveLimit=0
 SlurmctldTimeout=30
 SlurmdTimeout=30
 {overrides}
+{"DefMemPerCPU=10" if self.enforce_memory else ""}
 NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
 """

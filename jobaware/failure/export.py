@@ -1,4 +1,4 @@
-"""The finished jobs of a job store as an NREL-format table: what `jobaware slurm export` writes and what
+"""The finished jobs of a job store as an NREL-format table: what `jobaware failure export` writes and what
 `pipeline run failure --data STORE` trains on (one code path)."""
 
 from __future__ import annotations
