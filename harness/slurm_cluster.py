@@ -46,23 +46,26 @@ def _which(name: str) -> str:
 
 class SlurmCluster:
     def __init__(self, root: Path, accounting: bool = False, cpus: int | None = None, lua_plugins: bool = False,
-                 enforce_memory: bool = False):
+                 enforce_memory: bool = False, mail_prog: str | None = None):
         """`cpus`: the node's CPUs as configured (more than the machine has lets sleeping test jobs run side by side);
         `lua_plugins`: load `job_submit.lua` and `cli_filter.lua` from `root` (beside slurm.conf);
         `enforce_memory` (with accounting): memory a consumable resource, so that `OverMemoryKill` kills a job over
-        its `--mem` (jobacct_gather/linux checks every second; 10 MiB per CPU unless a job asks)."""
+        its `--mem` (jobacct_gather/linux checks every second; 10 MiB per CPU unless a job asks); `mail_prog`:
+        slurm.conf's MailProg (the program slurmctld runs for a job's `--mail-type` mails)."""
         self.root = root
         self.enforce_memory = enforce_memory
         self.accounting = accounting
         self.cpus = cpus
         self.lua_plugins = lua_plugins
+        self.mail_prog = mail_prog
         self.conf = root / "slurm.conf"
         self.socket = root / "munge" / "munge.sock"
         self.procs: list[subprocess.Popen] = []
 
     @property
     def env(self) -> dict:
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        """For Slurm's commands; cli_filter.lua keeps its once-a-minute note in the cluster's folder, not in $HOME."""
+        return {**os.environ, "SLURM_CONF": str(self.conf), "XDG_RUNTIME_DIR": str(self.root)}
 
     def start(self, timeout: float = 60) -> SlurmCluster:
         try:
@@ -129,6 +132,7 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=localhost Default=YES MaxTime=60 State=UP
 """
             + ("JobSubmitPlugins=lua\nCliFilterPlugins=lua\n" if self.lua_plugins else "")
+            + (f"MailProg={self.mail_prog}\n" if self.mail_prog else "")
         )
         if self.accounting:
             self._add_cluster(timeout)

@@ -22,11 +22,13 @@ import typer
 
 from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
+from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
 from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
+from jobaware.usage.commands import register as _register_usage
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
@@ -669,6 +671,8 @@ for _capability in capabilities.registry().values():
         _capability.commands(_group, app)
 _register_htcondor(app)
 _register_store(app)
+_register_usage(app, report_app)
+_register_mail(app)
 
 
 def main() -> None:

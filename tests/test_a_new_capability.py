@@ -1,6 +1,7 @@
 """A capability joins by registering: a throw-away sixth one, written as a new capability is (its slice with its
-registration, its service table, its pipeline; nothing else), is found by the CLI, the pipeline compiler, the
-service table, the Kubernetes manifests and the conformance suite, with no other edit.
+registration and card part, its service table, its pipeline; nothing else), is found by the CLI, the pipeline
+compiler, the service table, the Kubernetes manifests, the job card (`jobaware card` and the card gateway) and the
+conformance suite, with no other edit.
 
 The slice lives in a temporary folder put on the packages' paths (`jobaware`, `serving`, `pipelines`) by a
 `sitecustomize` of the child processes, so the project's own tree is left as it is."""
@@ -9,14 +10,19 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.conftest import ROOT
+from harness.ports import free_port, wait_for
+from jobaware import capabilities
+from tests.conftest import ROOT, SQUEUE
+from tests.loopback import JsonServer
 
 KEY = "sixth"
 FILES = {
@@ -30,7 +36,7 @@ FILES = {
             factor: int = Field(2, ge=1)
         """,
     f"jobaware/{KEY}/capability.py": """
-        from jobaware.capabilities import Capability, Ref
+        from jobaware.capabilities import Capability, CardPart, Ref
         from jobaware.sixth.params import Params
 
         FEATURE_VERSION = "1"
@@ -43,7 +49,27 @@ FILES = {
             input_example=Ref("jobaware.sixth.bundle:input_example"), score=Ref("jobaware.sixth.train:score"),
             predict_file=Ref("jobaware.sixth.service:predict_file"), train=Ref("jobaware.sixth.train:train"),
             service="serving.sixth:SixthService", pipeline="pipelines.sixth:sixth_pipeline",
-            example=("/double", {"n": 21}), smoke=(10, {}), commands=Ref("jobaware.sixth.commands:register"))
+            example=("/double", {"n": 21}), smoke=(10, {}), commands=Ref("jobaware.sixth.commands:register"),
+            card=CardPart(answer=Ref("jobaware.sixth.card:answer"), shown=Ref("jobaware.sixth.card:shown"),
+                          words=Ref("jobaware.sixth.card:words")))
+        """,
+    f"jobaware/{KEY}/card.py": """
+        from jobaware.card import NotApplicable
+
+
+        def answer(context: dict, ask) -> dict:
+            if context.get("job_id") is None:
+                raise NotApplicable("no job id")
+            doubled = ask.post("/double", {"n": context["job_id"]})
+            return {"double": doubled["double"], "model_version": doubled["model_version"]}
+
+
+        def shown(part: dict) -> str:
+            return f"twice the id is {part['double']}"
+
+
+        def words(part: dict, history: dict) -> str | None:
+            return f"twice {part['double']}" if part["status"] == "ok" else None
         """,
     f"jobaware/{KEY}/service.py": """
         from pydantic import Field
@@ -138,6 +164,9 @@ rendered = manifests.rendered()
 found["k8s"] = ["base/sixth.yaml" in rendered, "- sixth.yaml" in rendered["base/kustomization.yaml"],
                 "JOBAWARE_SIXTH_URL" in rendered["base/card.yaml"],
                 all("jobaware-sixth" in rendered[f"overlays/{o}/services.yaml"] for o in manifests.OVERLAYS)]
+
+from jobaware import card, config
+found["card"] = ["sixth" in card.declared(), card.service_urls()["sixth"] == config.service_url("sixth", capabilities.keys())]
 print(json.dumps(found))
 """
 
@@ -151,11 +180,16 @@ def extra(tmp_path_factory) -> Path:
     return folder
 
 
-def run(extra: Path, home: Path, *args: str) -> subprocess.CompletedProcess:
+def environment(extra: Path, home: Path, **more: str) -> dict:
     env = {**os.environ, "PYTHONPATH": f"{extra / 'site'}{os.pathsep}{ROOT}", "JOBAWARE_TEST_EXTRA": str(extra),
-           "JOBAWARE_HOME": str(home), "COLUMNS": "200"}
+           "JOBAWARE_HOME": str(home), "COLUMNS": "200", **more}
     env.pop("MLFLOW_TRACKING_URI", None)
-    return subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=ROOT, timeout=600, check=False)
+    return env
+
+
+def run(extra: Path, home: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), capture_output=True, text=True, env=environment(extra, home, **env), cwd=ROOT,
+                          timeout=600, check=False)
 
 
 def test_a_sixth_capability_is_found_everywhere_by_registering(extra, tmp_path):
@@ -163,15 +197,16 @@ def test_a_sixth_capability_is_found_everywhere_by_registering(extra, tmp_path):
     probe = run(extra, tmp_path, python, "-c", PROBE)
     assert probe.returncode == 0, probe.stderr[-3000:]
     found = json.loads(probe.stdout.strip().splitlines()[-1])
-    assert found["registry"][-1] == KEY and len(found["registry"]) >= 5
+    assert found["registry"] == sorted([*capabilities.keys(), KEY])  # by name, beside the project's own
     assert found["pipeline compiled"] and found["pipeline all"] and found["pipeline names"]
     assert found["service"] == ["jobaware-sixth", ["/double", "/healthz", "/livez", "/metrics", "/readyz"], ["double"]]
     assert found["k8s"] == [True, True, True, True]
+    assert found["card"] == [True, True]
 
     # the CLI: its command group, its key where a command takes one, its own commands
     usage = run(extra, tmp_path, jobaware, "--help")
     assert usage.returncode == 0 and "sixth" in usage.stdout and "how much is twice this number" in usage.stdout.lower()
-    assert "capability: failure, hold, resource, similarity, sixth" in " ".join(
+    assert f"capability: {', '.join(sorted([*capabilities.keys(), KEY]))}" in " ".join(
         run(extra, tmp_path, jobaware, "predict", "--help").stdout.split())
     assert run(extra, tmp_path, jobaware, "sixth", "hello").stdout.strip() == "hello from sixth"
     predicted = run(extra, tmp_path, jobaware, "predict", KEY, "--input", str(extra / "none.csv"), "--output", "-")
@@ -185,3 +220,52 @@ def test_a_sixth_capability_is_found_everywhere_by_registering(extra, tmp_path):
     assert len(ids) >= 10, collected.stdout[-3000:]
     assert any("test_the_service_answers_400_413_and_follows_the_champion[sixth]" in i for i in ids)
     assert any("test_compiled_pipeline_equals_its_golden_yaml[sixth]" in i for i in ids)
+
+
+def doubled(method: str, path: str, body) -> tuple[int, object]:
+    """The sixth capability's service as its card part asks it (no champion of it is trained here)."""
+    if path != "/double":
+        return 404, {"error": f"not found: {method} {path}", "field": None}
+    return 200, {"model_version": "1", "fit": {}, "double": 2 * body["n"]}
+
+
+def test_a_sixth_capability_has_its_part_in_the_job_card(extra, tmp_path):
+    """`jobaware card` (over a recorded squeue: job 3 is pending) and the card gateway (`bentoml serve`) both ask the
+    sixth service through its registered card part; the other parts' services are down and say so."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, text in {"squeue": f"cat {SQUEUE}", "scontrol": "echo '#!/bin/bash'; echo 'python train.py'"}.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{text}\n")
+        (bin_dir / name).chmod(0o755)
+    down = f"http://127.0.0.1:{free_port()}"
+    with JsonServer(doubled) as sixth:
+        urls = {f"JOBAWARE_{key.upper()}_URL": down for key in capabilities.keys()}
+        urls["JOBAWARE_SIXTH_URL"] = sixth.url
+        shown = run(extra, tmp_path, str(Path(sys.executable).with_name("jobaware")), "card", "3", "--json",
+                    PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **urls)
+        assert shown.returncode == 0, shown.stderr[-3000:]
+        answer = json.loads(shown.stdout)
+        assert answer["parts"][KEY] == {"status": "ok", "reason": None, "double": 6, "model_version": "1"}
+        assert answer["parts"]["failure"]["status"] == "unavailable" and KEY not in answer["missing"]
+        assert answer["short"].endswith("twice 6")
+
+        port = free_port()
+        gateway = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService",
+                                    "--port", str(port)], stdout=open(tmp_path / "card.log", "wb"),
+                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
+                                   env=environment(extra, tmp_path, BENTOML_HOME=str(tmp_path / "bentoml"), **urls))
+        try:
+            wait_for(f"http://127.0.0.1:{port}/readyz", 180, gateway)
+            record = json.loads(SQUEUE.read_text())["jobs"][2]
+            card = httpx.post(f"http://127.0.0.1:{port}/card", json={"job_id": 21, "job": record}, timeout=60)
+            assert card.status_code == 200, card.text
+            assert card.json()["parts"][KEY] == {"status": "ok", "reason": None, "double": 42, "model_version": "1"}
+            assert card.json()["short"].endswith("twice 42")
+        finally:
+            os.killpg(gateway.pid, signal.SIGTERM)
+            try:
+                gateway.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(gateway.pid, signal.SIGKILL)
+                gateway.wait(10)
+    assert [request[1] for request in sixth.requests] == ["/double", "/double"]

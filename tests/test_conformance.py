@@ -431,6 +431,7 @@ REAL_SAMPLES = {
     "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
     "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
     "resource": ROOT / "data" / "real" / "scripts",
+    "wait": ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
 }
 SENTINEL = b"an existing file that a refused command must leave as it is\n"
 

@@ -7,7 +7,8 @@ only then is the read position (with the window of recent events) committed, at 
 last committed position and skips every hold whose id the audit already holds.
 
 Acting needs all of: acting turned on (`--act` or the policy's mode), a model call above the policy's
-confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source`), a hold that
+confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source` `real` or `mixed`,
+and, where it says, `evaluated_on` `real`: measured on real holds), a hold that
 still stands (a backlog read at start-up may show it resolved further on), and room under the rate limit.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.common.pacing import RateLimit
-from adapters.htcondor.audit import hold_audit
+from adapters.htcondor.audit import hold_audit, usage_audit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
 from adapters.htcondor.policy import (
@@ -33,7 +34,8 @@ from adapters.htcondor.policy import (
     model_call,
     site_rule,
 )
-from adapters.htcondor.window import Window
+from adapters.htcondor.usage import terminate_usage
+from adapters.htcondor.window import Window, seconds
 from jobaware.errors import JobawareError
 from jobaware.store import JobStore
 
@@ -50,7 +52,7 @@ PROBE_LOG = ("000 (1.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0
 
 def trained_on_real(answer: dict | None) -> bool:
     trained = (answer or {}).get("trained_on") or {}
-    return trained.get("source") == "real"
+    return trained.get("source") in ("real", "mixed") and trained.get("evaluated_on", "real") == "real"
 
 
 def refuse_synthetic(client: DecisionClient) -> None:
@@ -93,11 +95,12 @@ class HoldAdapter:
                  on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
         self.policy = policy or Policy()
         self.acting = act or self.policy.mode == "act"
-        if store is not None:  # the audit and the position in the site's job store
-            self.audit = hold_audit(store)
+        if store is not None:  # the audit, the jobs' use and the position in the site's job store
+            self.audit, self.usage = hold_audit(store), usage_audit(store)
             position = (store, "htcondor.follow:" + ",".join(sorted(str(Path(log)) for log in logs)))
         else:
             self.audit = hold_audit(audit)
+            self.usage = usage_audit(self.audit)  # usage records beside the holds in the file
             position = state or Path(str(audit) + ".state.json")
         self.follower = Follower(logs, position, year=year)
         self.window = window or Window()
@@ -118,7 +121,10 @@ class HoldAdapter:
             return counts
         cleared_after = _cleared_after(events)
         for index, event in enumerate(events):
+            times = self.window.run_times(event.job) if event.code == 5 else None  # before the window forgets the job
             seq = self.window.add(event)
+            if event.code == 5:
+                self._usage(event, *times)
             if event.code == 12:
                 self._hold(event, seq, index >= cleared_after.get(event.job, -1), counts)
             elif event.code in OUTCOMES and self.audit.has_subject(_job(event)):
@@ -181,6 +187,7 @@ class HoldAdapter:
             "hold_subcode": event.hold_subcode, "hold_reason": event.reason, "num_job_starts": hold.job_starts,
             "num_holds": hold.holds, "where": f"{event.path} line {event.line}",
             "p_release": p_release, "model_decision": (answer or {}).get("decision"),
+            "decided_by": (answer or {}).get("decided_by"),
             "model_version": (answer or {}).get("model_version"), "trained_on": (answer or {}).get("trained_on"),
             "no_decision": error, "request_bytes": sent, "seconds_to_decide": round(time.monotonic() - started, 3),
             "site_rule": rule.action, "site_rule_fired": rule.fired,
@@ -231,6 +238,19 @@ class HoldAdapter:
             record.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:300]}")
             logger.warning("%s of %s failed: %s", action, _job(event), record["error"])
         self.audit.write(record)
+
+    def _usage(self, event: Event, executed: float | None, submitted: float | None, started: float | None) -> None:
+        """The terminated job's use (`adapters.htcondor.usage`), kept once (store: the stream USAGE_STREAM)."""
+        record_id = f"usage:{event.identity}"
+        if record_id in self.usage:
+            return
+        ended = seconds(event.time)
+        usage = terminate_usage(event.raw.decode(errors="replace"),
+                                elapsed_s=ended - executed if executed is not None else None,
+                                wait_s=started - submitted if started is not None and submitted is not None else None)
+        self.usage.write({"kind": "usage", "id": record_id, "job": _job(event), "cluster": event.cluster,
+                          "proc": event.proc, "subproc": event.subproc, "end_time": event.time.isoformat(sep=" "),
+                          "where": f"{event.path} line {event.line}", "usage": usage})
 
     def _outcome(self, event: Event, counts: Counts) -> None:
         record_id = f"outcome:{event.identity}"

@@ -8,7 +8,9 @@ Records (field `kind`):
            fired, the mode, the action taken or why not, and the equivalent command line;
   acted    the schedd's answer to an act (or its error), after the act;
   outcome  a later event of a job with an audited hold: released (013), terminated (005, normally or not),
-           removed (009) (a re-hold is a new `hold` record).
+           removed (009) (a re-hold is a new `hold` record);
+  usage    a terminated job's use (`adapters.htcondor.usage`: CPU time, the slot's CPUs, memory and disk used,
+           asked and allocated, the run's wall time), in the store's stream `htcondor.usage` (in the file, here).
 Each record has an `id` (the event's job, time and byte offset in its file; `outcome:` and `acted:` in front
 for those), so a follower restarted after a crash recognises what it has already recorded and never acts twice.
 A hold record's subject is its job, so a later event of the job is known for an outcome (`has_subject`).
@@ -28,11 +30,23 @@ from jobaware.errors import InputError
 from jobaware.store import JobStore
 
 STREAM = "htcondor.holds"  # the store's event stream of the follower's audit
+USAGE_STREAM = "htcondor.usage"  # the store's event stream of terminated jobs' use (record kind `usage`)
 
 
 def held_job(record: dict) -> str | None:
     """The job a hold record is about (None for the other records)."""
     return record.get("job") if record.get("kind") == "hold" else None
+
+
+def used_job(record: dict) -> str | None:
+    """The job a usage record is about (None for the other records)."""
+    return record.get("job") if record.get("kind") == "usage" else None
+
+
+def usage_audit(place: Audit | JobStore) -> Audit | StoreAudit:
+    """Where the follower keeps terminated jobs' use: the store's stream `htcondor.usage`, or beside the holds in
+    the audit file (the open `Audit` given)."""
+    return StoreAudit(place, USAGE_STREAM, subject=used_job) if isinstance(place, JobStore) else place
 
 
 def hold_audit(place: str | Path | JobStore) -> Audit | StoreAudit:

@@ -177,7 +177,8 @@ def decide_command(
     trained = answer.get("trained_on") or {}
     row = {"job": f"{cluster}.{proc}.{subproc}", "hold_time": answer.get("hold_time"),
            "hold_reason": answer.get("hold_reason"), "p_release": answer.get("p_release"),
-           "decision": answer.get("decision"), "model_version": answer.get("model_version"),
+           "decision": answer.get("decision"), "decided_by": answer.get("decided_by"),
+           "reasons": answer.get("reasons"), "model_version": answer.get("model_version"),
            "trained_on": f"{trained.get('source', 'unrecorded')} ({trained.get('labelled_holds', '?')} holds)"}
     show(answer if as_json else row, as_json)
 

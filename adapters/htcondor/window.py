@@ -5,9 +5,12 @@ over the m x timeframe_len seconds before the hold (each job's state carried for
 at the pool's last hour. The window keeps, bounded: each live job's last `per_job` events (a job is dropped at
 its termination or removal, the least recently active first beyond `max_jobs` jobs or `history_bytes`; its first
 event, the submit that dates it, is always kept), and the
-events of the last `seconds_kept` (at most `recent_bytes`, the oldest dropped first). A request log is the held job's events, the window's events of other jobs, and the last event of
-the `neighbours` most recently active jobs quiet since before the window, in log order, up to the hold, cut to
-`max_bytes` by leaving out the oldest neighbour events first.
+events of the last `seconds_kept` (at most `recent_bytes`, the oldest dropped first), and how the last
+`ended_holds` held jobs ended: the holds (012), releases (013) and the end (005, 009) of each job that was held,
+kept when it ends (the adaptive decision-makers of jobaware.hold.adaptive read how the pool's earlier holds
+ended). A request log is the held job's events, the ended holds' events, the window's events of other jobs, and
+the last event of the `neighbours` most recently active jobs quiet since before the window, in log order, up to
+the hold, cut to `max_bytes` by leaving out first the oldest neighbour events and then the oldest ended holds.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import OrderedDict, deque
 from adapters.htcondor.follower import Event
 
 TERMINAL = (5, 9)
+OUTCOME = (b"012", b"013", b"005", b"009")  # what is kept of a held job when it ends
 EPOCH = dt.datetime(1970, 1, 1)
 
 
@@ -32,7 +36,7 @@ Job = tuple[int, int, int]
 class Window:
     def __init__(self, seconds_kept: float = 7200.0, neighbours: int = 99, per_job: int = 200,
                  max_jobs: int = 50_000, max_bytes: int = 4 << 20, recent_bytes: int = 8 << 20,
-                 history_bytes: int = 32 << 20):
+                 history_bytes: int = 32 << 20, ended_holds: int = 200):
         self.seconds_kept = seconds_kept
         self.neighbours = neighbours
         self.per_job = per_job
@@ -45,6 +49,7 @@ class Window:
         self.recent: deque = deque()  # (seq, seconds, job, raw)
         self.tally: dict[Job, list[int]] = {}  # per live job: its starts (001) and holds (012) so far
         self.first: dict[Job, tuple] = {}  # per live job: its first event (its submit: the job's age)
+        self.ended: deque[list] = deque(maxlen=ended_holds)  # per held job that ended: its OUTCOME events
         self._recent_size = self._history_size = 0
 
     def add(self, event: Event) -> int:
@@ -68,6 +73,8 @@ class Window:
         tally[0] += event.code == 1
         tally[1] += event.code == 12
         if event.code in TERMINAL:
+            if tally[1]:
+                self.ended.append([i for i in history if i[3][:3] in OUTCOME])
             self._history_size -= sum(len(i[3]) for i in history)
             del self.tally[event.job], self.first[event.job]
         else:
@@ -81,6 +88,16 @@ class Window:
 
     def history(self, job: Job) -> list[tuple]:
         return list(self.jobs.get(job, ()))
+
+    def run_times(self, job: Job) -> tuple[float | None, float | None, float | None]:
+        """(its last execute, its submit, its first execute) as the window keeps the job's events, in seconds;
+        None where the window holds no such event (the first execute also where older events were let go)."""
+        history = self.history(job)
+        executes = [item[1] for item in history if item[3][:4] == b"001 "]
+        first = self.first.get(job)
+        submitted = first[1] if first is not None and first[3][:4] == b"000 " else None
+        whole = bool(history) and first is not None and history[0][0] == first[0]
+        return (executes[-1] if executes else None), submitted, (executes[0] if executes and whole else None)
 
     def starts_and_holds(self, job: Job) -> tuple[int, int]:
         """The job's NumJobStarts and NumHolds as far as the followed logs show them (this hold included)."""
@@ -112,6 +129,15 @@ class Window:
         while len(own) > 2 and budget < 0:  # a job whose own history is over the limit: the oldest after the first go
             budget += len(own.pop(1)[3])
         kept = []
+        for held in reversed(self.ended):  # the most recent ended holds first, each whole
+            items = [item for item in held if item[0] <= upto and item[2] != job]
+            size = sum(len(item[3]) for item in items)
+            if size > budget:
+                break
+            budget -= size
+            kept.extend(items)
+            for item in items:
+                others.pop(item[0], None)
         for key in sorted(others, reverse=True):
             size = len(others[key][3])
             if size > budget:
@@ -127,7 +153,8 @@ class Window:
         return {"seq": self.seq, "recent": [item(i) for i in self.recent],
                 "tally": [[list(job), counts] for job, counts in self.tally.items()],
                 "first": [[list(job), item(i)] for job, i in self.first.items()],
-                "jobs": [[list(job), [item(i) for i in history]] for job, history in self.jobs.items()]}
+                "jobs": [[list(job), [item(i) for i in history]] for job, history in self.jobs.items()],
+                "ended": [[item(i) for i in held] for held in self.ended]}
 
     def restore(self, state: dict) -> None:
         def item(i):
@@ -138,5 +165,6 @@ class Window:
         self.first = {tuple(job): item(i) for job, i in state.get("first", [])}
         self.jobs = OrderedDict((tuple(job), deque((item(i) for i in history), maxlen=self.per_job))
                                 for job, history in state.get("jobs", []))
+        self.ended = deque(([item(i) for i in held] for held in state.get("ended", [])), maxlen=self.ended.maxlen)
         self._recent_size = sum(len(i[3]) for i in self.recent)
         self._history_size = sum(len(i[3]) for history in self.jobs.values() for i in history)

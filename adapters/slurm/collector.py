@@ -1,7 +1,7 @@
 """Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state.
 
 Each interval: one `squeue --json --states=all` (pending, running and recently finished jobs), two `sacct` calls
-(`--json`, and the parsable exit codes with the steps' memory) over a bounded window that starts at the checkpoint kept in the store, and at most
+(`--json`, and the parsable exit codes with each job's use and its steps' memory) over a bounded window that starts at the checkpoint kept in the store, and at most
 `max_calls` `scontrol` calls (`write batch_script` once per job, `show job -o` for a job squeue no longer lists).
 Every call has a timeout; a failed call is logged and tried again next interval, so the scheduler never waits on
 the collector. Every store write is idempotent and the checkpoint moves only after what it covers is stored, so a
@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from adapters.slurm.usage import USAGE_FIELDS, sacct_usage
 from jobaware.failure.reader.slurm import (
     SACCT_ENDS,
     FieldError,
@@ -238,17 +239,21 @@ class Collector:
             return
         # Slurm 22.05's --json gives every exit code as 0: the parsable output of the same window has them, with the
         # steps' largest resident sizes and memory limits (a job killed for memory)
+        # (and, read by its header, each job's use: `adapters.slurm.usage`)
         window = (f"--starttime={stamp(since)}", f"--endtime={stamp(until)}")
-        ends = self.slurm.run("sacct", "--allusers", "-P", "-n", "-o", ",".join(SACCT_ENDS), *window)
-        if ends is None:
+        fields = SACCT_ENDS + tuple(f for f in USAGE_FIELDS if f not in SACCT_ENDS)
+        parsable = self.slurm.run("sacct", "--allusers", "-P", "-o", ",".join(fields), *window)
+        if parsable is None:
             result.failed.append("sacct")
             return
-        ends = sacct_ends(ends)
+        ends, usage = sacct_ends(parsable), sacct_usage(parsable)
         for job in jobs if isinstance(jobs, list) else []:
             if isinstance(job, dict) and (job.get("cluster") in (None, self.cluster)):
                 record = sacct_as_squeue(job)
                 if is_final(normalize_state(str(record["job_state"] or ""))):
-                    self._observe(record, "sacct", now, result, ends.get(job.get("job_id")))
+                    key = self._observe(record, "sacct", now, result, ends.get(job.get("job_id")))
+                    if key and job.get("job_id") in usage:
+                        self.store.put_usage(key, usage[job["job_id"]])
         self.store.put_checkpoint(self.cluster, {**checkpoint, "sacct_until": until})
 
     def _accounting_configured(self) -> bool | None:

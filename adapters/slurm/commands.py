@@ -1,4 +1,4 @@
-"""`jobaware slurm collect|adapt|plugins`, `jobaware card`, and the old `jobaware collect slurm` as a hidden alias.
+"""`jobaware slurm collect|adapt|plugins|doctor`, `jobaware card`, and the old `jobaware collect slurm` as a hidden alias.
 (`jobaware failure export|accuracy` are the failure slice's own commands.)"""
 
 from __future__ import annotations
@@ -168,30 +168,52 @@ def adapt(
 
 
 def card(
-    job_id: Annotated[int, typer.Argument(min=1, metavar="JOBID", help="a pending or running Slurm job")],
+    job_id: Annotated[str, typer.Argument(help="a pending or running Slurm job: 492, an array task 4_92, or tasks 4_[1-3]")],
     similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
     gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")] = False,
 ):
     """One answer for one job, a part per capability with a card part (failure risk, the script's binding
-    resource, similar past jobs, ...): each with its model version, or the reason it is missing.
+    resource, similar past jobs, ...): each with its model version, or the reason it is missing. Array tasks still
+    pending share their array's record, so they share its card.
 
     Example: jobaware card 4242 --gateway http://127.0.0.1:3010
     """
-    import httpx
-
+    from adapters.slurm import arrays
     from adapters.slurm.collector import Slurm, state_of
-    from jobaware import card as cards
-    from jobaware import config
     from jobaware.console import show
 
+    job, tasks = arrays.parse_id(job_id)
     slurm = Slurm(timeout=30)
     listed = slurm.jobs("squeue", "--json", "--states=all") or []
-    record = next((job for job in listed if job.get("job_id") == job_id), None)
-    if record is None:
-        raise JobawareError(f"job {job_id}: not known to squeue (pending or running jobs have cards)")
-    queue = [job for job in listed if state_of(job) in ("PENDING", "RUNNING")]
+    queue = [record for record in listed if state_of(record) in ("PENDING", "RUNNING")]
+    answers = []
+    for task in tasks or [None]:
+        name = str(job) if task is None else f"{job}_{task}"
+        record = arrays.find(listed, job, task)
+        if record is None:
+            raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)")
+        answers.append((name, _card(slurm, record, queue, similarity_jobid, gateway, service)))
+    if as_json:
+        show(answers[0][1] if tasks is None else [answer for _, answer in answers], True)
+        return
+    from jobaware import card as cards
+
+    for name, answer in answers:
+        show(answer, False, cards.table(answer), title=f"job {name}: {answer['short']}")
+
+
+def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, gateway: str,
+          service: list[str]) -> dict:
+    """The card of one squeue record, from the gateway or the services (audited)."""
+    import httpx
+
+    from adapters.slurm import arrays
+    from jobaware import card as cards
+    from jobaware import config
+
+    job_id = arrays.number(record.get("job_id"))
     context = {"job_id": job_id, "job": record, "script": slurm.run("scontrol", "write", "batch_script",
                                                                      str(job_id), "-"),
                "similarity_jobid": similarity_jobid, "queue": queue}
@@ -202,15 +224,11 @@ def card(
             raise JobawareError(f"card gateway {gateway}: {type(exc).__name__}") from None
         if response.status_code != 200:
             raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
-        answer = response.json()
-    else:
-        with cards.Services(_urls(service)) as services:
-            answer = cards.make_card(context, services)
-        cards.audit(answer, config.audit_dir() / "card.jsonl")
-    if as_json:
-        show(answer, True)
-        return
-    show(answer, False, cards.table(answer), title=f"job {job_id}: {answer['short']}")
+        return response.json()
+    with cards.Services(_urls(service)) as services:
+        answer = cards.make_card(context, services)
+    cards.audit(answer, config.audit_dir() / "card.jsonl")
+    return answer
 
 
 @slurm_app.command("plugins")
@@ -233,6 +251,31 @@ def plugins(
                "advice into the cache); the option goes in the next release")
     for path in write_plugins(out_dir, force=overwrite, cache=cache, field=field, stale_after=stale_after):
         err.print(f"wrote {path}", highlight=False)
+
+
+@slurm_app.command("doctor")
+def doctor(
+    store: StoreOption,
+    conf: Annotated[Path, typer.Option(envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path("/etc/slurm/slurm.conf"),
+    cache: Annotated[Path, typer.Option(help="the verdict cache the adapter writes")] = Path(DEFAULT_CACHE),
+    service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+):
+    """Check the deployment end to end: the plugins in slurm.conf and beside it, the verdict cache (fresh, readable
+    by SlurmUser and sbatch's users), the services' /readyz, the store, accounting and out-of-memory kills. One line
+    per check with what to fix; exits 1 when any fails.
+
+    Example: jobaware slurm doctor --store sqlite:/var/lib/jobaware/store.db --conf /etc/slurm/slurm.conf
+    """
+    from adapters.slurm.doctor import doctor as run_checks
+    from jobaware.console import show
+
+    checks = run_checks(conf, cache, store, _urls(service))
+    rows = [{"check": c.name, "status": "ok" if c.ok else "FIX", "found / fix": c.detail} for c in checks]
+    failed = sum(not c.ok for c in checks)
+    show(rows, as_json, rows, title=f"jobaware slurm doctor: {len(checks) - failed} ok, {failed} to fix")
+    if failed:
+        raise typer.Exit(1)
 
 
 def collect_alias(

@@ -25,7 +25,17 @@ File format 2 (text, UTF-8, tab-separated, one record a line):
 CREATED of a line is when its verdict was made (a card's time), CREATED_EPOCH when the file was written: the
 adapter rewrites the file only after a pass that could judge every job it had to, so a file older than
 STALE_AFTER_S means the verdicts are not being kept up (the plugins then use none). The trailer lets a reader
-tell a complete file from a truncated one. Format 1 (the numbers P_FAIL KIND RESOURCE N_FAILED N_TIMEOUT
+tell a complete file from a truncated one.
+
+Beside the file, one file per user, so that a plugin reads only the submitting user's verdicts (`cli_filter.lua`
+runs in every sbatch): `PATH.users` is a symbolic link to a folder `.NAME.users.GENERATION` that holds `USER.tsv`
+for each user with verdicts, in the same format (the same header, with that user's COUNT, and that user's lines),
+and `#UID.tsv`, a link to it, for each user this host knows (cli_filter.lua finds the user so when $USER is unset).
+The folder is complete before the link is switched to it (atomically) and before the file itself is replaced, so
+a reader that finds the file finds the users of the same or a newer generation; the folder before is kept (a
+reader may have it open) and older ones are removed. The user files are not synced one by one (hundreds per pass):
+after a power loss a torn one lacks its trailer, is refused like a torn cache, and the next pass rewrites it.
+Format 1 (the numbers P_FAIL KIND RESOURCE N_FAILED N_TIMEOUT
 MODEL_VERSION in place of the texts) is refused by the plugins of this version: render them again
 (`jobaware slurm plugins`) when the adapter is upgraded.
 """
@@ -33,7 +43,9 @@ MODEL_VERSION in place of the texts) is refused by the plugins of this version: 
 from __future__ import annotations
 
 import os
+import pwd
 import re
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -157,20 +169,65 @@ def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_a
     created = int(time.time()) if now is None else now
     header = [MAGIC, str(FORMAT_VERSION), str(generation), str(created), str(stale_after), default_partition,
               str(len(checked)), str(max_age)]
-    text = "\t".join(header) + "\n" + "".join(v.line() + "\n" for v in checked) + f"end\t{len(checked)}\n"
     path.parent.mkdir(parents=True, exist_ok=True)
+    _write_users(path, generation, header, checked, mode)
+    _replace(path, _text(header, checked), mode, sync=True)
+    return generation
+
+
+def users_folder(path: str | Path) -> Path:
+    """The link to the folder of per-user files beside the cache at `path` (`PATH.users/USER.tsv`)."""
+    path = Path(path)
+    return path.with_name(path.name + ".users")
+
+
+def _text(header: list[str], verdicts: list[Verdict]) -> str:
+    head = header[:6] + [str(len(verdicts))] + header[7:]
+    return "\t".join(head) + "\n" + "".join(v.line() + "\n" for v in verdicts) + f"end\t{len(verdicts)}\n"
+
+
+def _replace(path: Path, text: str, mode: int, sync: bool) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return generation
+
+
+def _write_users(path: Path, generation: int, header: list[str], verdicts: list[Verdict], mode: int) -> None:
+    """One file per user in a new generation folder, then the `.users` link switched to it; older folders go."""
+    prefix = f".{path.name}.users."
+    folder = path.parent / f"{prefix}{generation}"
+    shutil.rmtree(folder, ignore_errors=True)  # a leftover of a write that died half-way
+    folder.mkdir()
+    by_user: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        by_user.setdefault(v.user, []).append(v)
+    for user, theirs in by_user.items():
+        (folder / f"{user}.tsv").write_text(_text(header, theirs), encoding="utf-8")
+        os.chmod(folder / f"{user}.tsv", mode)
+        try:  # "#" is in no user name: the link by user id cannot meet a user's file
+            (folder / f"#{pwd.getpwnam(user).pw_uid}.tsv").symlink_to(f"{user}.tsv")
+        except (KeyError, FileExistsError):
+            pass  # not a user on this host (cli_filter.lua then needs $USER), or a uid that two names share
+    os.chmod(folder, mode | (mode & 0o444) >> 2)  # searchable by whoever may read the files
+    link = users_folder(path)
+    before = os.readlink(link) if link.is_symlink() else None
+    tmp = path.parent / f"{prefix}link.{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(folder.name)
+    os.replace(tmp, link)
+    for old in path.parent.glob(f"{prefix}*"):
+        if old.name not in (folder.name, before) and old.name[len(prefix):].isdigit():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _first_error(exc: Exception) -> str:

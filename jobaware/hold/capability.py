@@ -4,9 +4,12 @@ from jobaware.capabilities import Capability, Ref
 from jobaware.hold.params import Params
 
 # Bump whenever the tensors or features a model is fed change: a bundle built by other feature code is refused.
-FEATURE_VERSION = "1"
-PRIMARY_METRIC = ("f1_remove", True)  # (name, higher is better): what the promotion gate compares
-MIN_EVAL_ROWS = 200
+FEATURE_VERSION = "3"
+# (name, higher is better): what the promotion gate compares, the main term of the choice of the decision-maker
+# (jobaware.hold.deciders): the mean cost per hold (a wrong removal weighing wrong_remove_cost wrong releases)
+# with every workflow weighing the same, on the evaluation holds (real ended holds where there are enough)
+PRIMARY_METRIC = ("cost", False)
+MIN_EVAL_ROWS = 100
 
 EXAMPLE_LOG = (
     "000 (4242.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>\n...\n"
@@ -35,9 +38,10 @@ CAPABILITY = Capability(
     pipeline="pipelines.hold:hold_pipeline",
     formats=("HTCondor job event logs (global EVENT_LOG or user logs)",),
     example=("/hold-decision", {"cluster": 4242, "proc": 0, "log": EXAMPLE_LOG}),
-    smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "patience": 2,
-                    "batch_size": 256, "gbt_max_iter": 30}),
+    smoke=(12_000, {"j": 6, "m": 8, "hidden_size": 8, "embedding_dim": 4, "epochs": 3, "batch_size": 256,
+                    "gbt_max_iter": 30, "folds": 3, "bootstrap": 200}),
     commands=Ref("jobaware.hold.commands:register"),
     train=Ref("jobaware.hold.train:train"),
-    metrics_table=("f1_remove", "precision_remove", "recall_remove", "roc_auc", "balanced_accuracy"),
+    metrics_table=("grouped_accuracy", "low", "high", "worst_accuracy", "accuracy", "cost", "worst_cost",
+                   "admissible", "roc_auc", "margin", "cost_margin"),
 )

@@ -21,7 +21,7 @@ EVENT_NAMES: tuple[str, ...] = (
 FUTURE_EVENT = "FUTURE_EVENT"
 N_EVENT_CODES = len(EVENT_NAMES)  # 48: codes 0..47
 
-JOB_TERMINATED, JOB_ABORTED, JOB_HELD = 5, 9, 12
+JOB_TERMINATED, JOB_ABORTED, JOB_HELD, JOB_RELEASED = 5, 9, 12, 13
 
 # HoldReasonCode: (name, what it means)
 HOLD_CODES: dict[int, tuple[str, str]] = {

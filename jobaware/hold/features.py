@@ -21,9 +21,15 @@ columns.
 
 Static features: hold code, hold subcode and the job's earlier hold count. Count features (for the tree
 baseline): the held job's history (executions, evictions, image-size updates, transfers, disconnects,
-releases, remote errors, earlier holds, age, time since its last event, last event code) and the pool's
+releases, remote errors, earlier holds, age, time since its last event, last event code), its siblings'
+(the other jobs of its cluster, before the hold: holds, releases, removals, terminations), the pool's
 last hour (events, holds, holds with the same code, from the same cluster and from other clusters,
-releases, terminations, removals).
+releases, terminations, removals), and how the log's earlier holds ended (`EVIDENCE`): the holds of other
+jobs whose end (jobaware.hold.labels: the job's next terminal event) the log wrote before this hold, counted
+as ended `release` or `remove`, and those released (their next action a 013) whose end is not yet written
+(`released_pending`: a release ends later than a removal, so ended holds alone lean towards removals early in a
+log); over the whole log, of the same hold code, and of the cluster's other jobs; and the log's released holds
+that then ended `remove` (with the ended `release` ones: how released holds end in this log).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.hold.events import N_EVENT_CODES
+from jobaware.hold.labels import decisions
 from jobaware.hold.reader import mix64
 
 N_STATES = N_EVENT_CODES + 2  # index 0: no event yet; 1..48: codes 0..47; 49: a newer code
@@ -47,9 +54,15 @@ INFORMATIONAL = (28, 33)  # job-ad information and attribute updates: they repea
 STATIC = ("hold_code", "hold_subcode", "hold_index")
 HISTORY = {"n_execute": (1,), "n_evicted": (4,), "n_image_size": (6,), "n_transfer": (40,), "n_disconnect": (22,),
            "n_released": (13,), "n_remote_error": (21,), "n_held_before": (12,)}
+SIBLINGS = ("sib_held", "sib_released", "sib_removed", "sib_terminated")
 POOL = ("pool_events", "pool_held", "pool_held_same_code", "pool_held_same_code_cluster",
         "pool_held_same_code_other", "pool_released", "pool_terminated", "pool_aborted")
-COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *POOL)
+EVIDENCE = ("log_ended_release", "log_ended_remove", "log_released_pending", "log_ended_release_same_code",
+            "log_ended_remove_same_code", "log_released_pending_same_code", "sib_ended_release", "sib_ended_remove",
+            "sib_released_pending", "log_released_ended_remove")
+NEXT_ACTION = (5, 9, 13)  # after a hold, the job's next of these says what became of it
+NEVER = np.iinfo(np.int64).max // 4  # the seq of what has not happened
+COUNT_FEATURES = (*STATIC, *HISTORY, "age", "since_last", "last_code", *SIBLINGS, *POOL, *EVIDENCE)
 
 
 @dataclass
@@ -69,6 +82,7 @@ class EventIndex:
     job_first: np.ndarray  # per job: first row in by-job order
     job_ids: np.ndarray  # per job: cluster, proc, subproc
     job_hash: np.ndarray  # per job: hash of its id (tie-breaks, independent of indexing)
+    holds: pd.DataFrame  # every hold and what became of it (`_hold_outcomes`), for EVIDENCE
 
     @property
     def state_by_job(self) -> np.ndarray:
@@ -125,7 +139,34 @@ def build_index(events: pd.DataFrame) -> EventIndex:
         code=events["event_code"].to_numpy(np.int64),
         hold_code=events["code"].astype("Int64").fillna(-1).to_numpy(np.int64), by_job=by_job,
         key_time=job[by_job] * SHIFT + running, key_seq=job[by_job] * SHIFT + seq[by_job],
-        job_first=job_first, job_ids=job_ids, job_hash=job_hash)
+        job_first=job_first, job_ids=job_ids, job_hash=job_hash, holds=_hold_outcomes(events, seq, job))
+
+
+def _hold_outcomes(events: pd.DataFrame, seq: np.ndarray, job: np.ndarray) -> pd.DataFrame:
+    """Every hold of `events` and what became of it: `end_seq`, the seq of its end by the label rule (NEVER when
+    it has none), whether that end is `release`, `released_seq`, the seq of the release (013) that was its next
+    action (NEVER when its next action was none or another), the hold code (-1 where none), the job index and
+    the cluster."""
+    columns = ("end_seq", "release", "released_seq", "code", "job", "cluster")
+    if not len(events) or not (events["event_code"] == 12).any():
+        return pd.DataFrame({c: np.zeros(0, bool if c == "release" else np.int64) for c in columns})
+    table = decisions(events)
+    position = np.searchsorted(seq, table["hold_seq"].to_numpy(np.int64))
+    hold_job = job[position]
+    acts = np.flatnonzero(np.isin(events["event_code"].to_numpy(), NEXT_ACTION))
+    order = np.lexsort((seq[acts], job[acts]))
+    act_key = job[acts][order] * SHIFT + seq[acts][order]
+    after = np.searchsorted(act_key, hold_job * SHIFT + table["hold_seq"].to_numpy(np.int64), side="right")
+    found = after < len(act_key)
+    found[found] &= act_key[after[found]] // SHIFT == hold_job[found]
+    first = acts[order][np.minimum(after, len(acts) - 1)] if len(acts) else np.zeros(len(table), np.int64)
+    released = found & (events["event_code"].to_numpy()[first] == 13)
+    ended = table["label"].notna().to_numpy()
+    return pd.DataFrame({"end_seq": np.where(ended, table["resolution_seq"].fillna(0).to_numpy(np.int64), NEVER),
+                         "release": (table["label"] == "release").fillna(False).to_numpy(bool),
+                         "released_seq": np.where(released, seq[first], NEVER),
+                         "code": table["hold_code"].fillna(-1).to_numpy(np.int64), "job": hold_job,
+                         "cluster": table["cluster"].to_numpy(np.int64)})
 
 
 @dataclass
@@ -277,6 +318,12 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
     out["last_code"] = np.where(last >= 0, code_by_job[np.maximum(last, 0)], -1)
     start = np.searchsorted(index.clock, holds.time - POOL_WINDOW, side="left")
     position = holds.position
+    cluster = index.job_ids[index.job, 0]
+    for name, code, own in (("sib_held", 12, "n_held_before"), ("sib_released", 13, "n_released"),
+                            ("sib_removed", 9, None), ("sib_terminated", 5, None)):
+        rows = np.flatnonzero(index.code == code)
+        before = _count_keyed(cluster[rows], rows, cluster[position], np.zeros_like(position), position)
+        out[name] = before - (out[own].to_numpy() if own else 0)
 
     def in_window(mask: np.ndarray) -> np.ndarray:
         cum = np.r_[0, np.cumsum(mask)]
@@ -289,14 +336,47 @@ def count_features(index: EventIndex, table: pd.DataFrame) -> pd.DataFrame:
     out["pool_terminated"] = in_window(index.code == 5)
     out["pool_aborted"] = in_window(index.code == 9)
     hold_rows = np.flatnonzero(held)
-    cluster = index.job_ids[index.job, 0]
     same_code = _count_keyed(index.hold_code[hold_rows], hold_rows, index.hold_code[position], start, position)
     pair = index.hold_code * (1 << 40) + cluster
     same_cluster = _count_keyed(pair[hold_rows], hold_rows, pair[position], start, position)
     out["pool_held_same_code"] = same_code
     out["pool_held_same_code_cluster"] = same_cluster
     out["pool_held_same_code_other"] = same_code - same_cluster
+    for name, value in evidence(index, holds, index.hold_code[position], cluster[position]).items():
+        out[name] = value
     return out[list(COUNT_FEATURES)]
+
+
+def evidence(index: EventIndex, holds: Holds, code: np.ndarray, cluster: np.ndarray) -> dict[str, np.ndarray]:
+    """EVIDENCE of each hold: the other jobs' holds whose end, or whose release not yet ended, the log wrote
+    before it."""
+    seen = index.holds
+    zero = np.zeros(len(holds.seq), np.int64)
+
+    def count(mask: np.ndarray, at: str) -> dict[str, np.ndarray]:
+        """Holds of other jobs among `mask` whose `at` comes before each hold: in the log, of its code, its
+        cluster's."""
+        part = seen[mask]
+        rows, jobs, codes = part[at].to_numpy(np.int64), part["job"].to_numpy(), part["code"].to_numpy()
+        own = _count_keyed(jobs, rows, holds.job, zero, holds.seq)
+        own_code = _count_keyed(jobs * SHIFT + codes, rows, holds.job * SHIFT + code, zero, holds.seq)
+        return {"log": np.searchsorted(np.sort(rows), holds.seq) - own,
+                "code": _count_keyed(codes, rows, code, zero, holds.seq) - own_code,
+                "sib": _count_keyed(part["cluster"].to_numpy(), rows, cluster, zero, holds.seq) - own}
+
+    ended = seen["end_seq"].to_numpy() != NEVER
+    released = seen["released_seq"].to_numpy() != NEVER
+    release, remove = count(ended & seen["release"].to_numpy(), "end_seq"), count(ended & ~seen["release"].to_numpy(),
+                                                                                 "end_seq")
+    release_seen, release_ended = count(released, "released_seq"), count(released & ended, "end_seq")
+    out = {}
+    for level, prefix in (("log", "log_"), ("code", "log_"), ("sib", "sib_")):
+        suffix = "_same_code" if level == "code" else ""
+        out[f"{prefix}ended_release{suffix}"] = release[level]
+        out[f"{prefix}ended_remove{suffix}"] = remove[level]
+        out[f"{prefix}released_pending{suffix}"] = release_seen[level] - release_ended[level]
+    out["log_released_ended_remove"] = count(released & ended & ~seen["release"].to_numpy(), "end_seq")["log"]
+    return {name: out[name] for name in EVIDENCE}
 
 
 def _count_keyed(keys: np.ndarray, rows: np.ndarray, query: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:

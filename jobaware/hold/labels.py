@@ -46,7 +46,8 @@ def decisions(events: pd.DataFrame, nonzero_exit_is_failure: bool = False) -> pd
     """One row per 012 event, in log order: the job, the hold, its earlier holds, and its label.
 
     Columns: cluster, proc, subproc, hold_seq, hold_time, hold_code, hold_subcode, hold_reason, hold_index
-    (holds of the job before this one), reheld, label, resolution_code, resolution_time."""
+    (holds of the job before this one), reheld, label, resolution_code, resolution_time, resolution_seq (the
+    terminal event's seq: what a later hold may know of this one's end)."""
     order = job_order(events)
     ev = events.iloc[order]
     code = ev["event_code"].to_numpy(dtype=np.int64)
@@ -88,8 +89,9 @@ def decisions(events: pd.DataFrame, nonzero_exit_is_failure: bool = False) -> pd
         "label": pd.array(label, dtype="string"),
         "resolution_code": pd.array(np.where(resolved, end_code, 0), dtype="Int64"),
         "resolution_time": pd.Series(ev["time"].to_numpy()[end]).where(resolved).to_numpy(),
+        "resolution_seq": pd.array(np.where(resolved, ev["seq"].to_numpy(dtype=np.int64)[end], 0), dtype="Int64"),
     })
-    out.loc[~resolved, "resolution_code"] = pd.NA
+    out.loc[~resolved, ["resolution_code", "resolution_seq"]] = pd.NA
     return out.sort_values("hold_seq", kind="stable").reset_index(drop=True)
 
 

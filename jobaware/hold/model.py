@@ -7,17 +7,15 @@ convolution over time (kernel 3, `layers` blocks, global max pooling). Its last 
 features (hold code one-hot, (code, subcode) one-hot over the training set's most common pairs, log of
 the earlier hold count) in a small head that gives the logit of P(release).
 
-Training: AdamW on binary cross-entropy (classes balanced by weight), mini-batches in a seeded order (the
-caller seeds torch for the initial weights and dropout), early stopping on the validation
-metric (computed over the whole validation set after each epoch); the weights of the best epoch (highest
-metric) are kept.
+Training: AdamW on binary cross-entropy with a weight per hold and soft targets (a generated hold's target is
+the release chance fitted on real holds), mini-batches in a seeded order (the caller seeds torch for the
+initial weights and dropout), `epochs` passes. Its P(release) is a score: decisions come from its calibration
+on real holds (jobaware.hold.deciders).
 """
 
 from __future__ import annotations
 
-import copy
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -27,7 +25,6 @@ from threadpoolctl import threadpool_limits
 from torch import nn
 
 from jobaware.hold.features import N_STATES
-from jobaware.progress import Progress
 
 MAX_CODE = 49  # hold codes 0..48; one more slot for codes outside
 PAIRS = 32  # most common (code, subcode) pairs of the training set
@@ -109,7 +106,6 @@ def threads(n: int) -> Iterator[None]:
 @dataclass
 class FitResult:
     network: HoldNetwork
-    best_epoch: int
     history: list[dict]
 
 
@@ -125,42 +121,30 @@ def predict_proba(network: HoldNetwork, states: np.ndarray, static: np.ndarray, 
     return out
 
 
-def fit(network: HoldNetwork, train: tuple[np.ndarray, np.ndarray, np.ndarray],
-        validation: tuple[np.ndarray, np.ndarray, np.ndarray], p: dict,
-        score: Callable[[np.ndarray, np.ndarray], float]) -> FitResult:
-    """Train with early stopping on `score(y_release, p_release)` over the validation set (higher is better)."""
+def fit(network: HoldNetwork, states: np.ndarray, static: np.ndarray, target: np.ndarray, weight: np.ndarray,
+        p: dict) -> FitResult:
+    """Train on (states, static) -> target (P(release), 0..1), each row weighing `weight`."""
     generator = torch.Generator().manual_seed(p["seed"])
-    states, static, y = train
     optimizer = torch.optim.AdamW(network.parameters(), lr=p["learning_rate"], weight_decay=p["weight_decay"])
-    positive = max(float(y.mean()), 1e-6)
-    # balance the classes: the minority class weighs as much as the majority in the loss
-    pos_weight = torch.tensor((1 - positive) / positive if 0 < positive < 1 else 1.0)
-    loss_fn = nn.BCEWithLogitsLoss(pos_weight=pos_weight)
-    best, best_epoch, best_state, waited, history = -math.inf, -1, None, 0, []
-    progress = Progress(p["epochs"], "epochs (at most: early stopping)")
+    loss_fn = nn.BCEWithLogitsLoss(reduction="none")
+    weight = np.asarray(weight, np.float32) / max(float(np.mean(weight)), 1e-12)  # mean weight 1: a steady step size
+    history = []
     for epoch in range(p["epochs"]):
         network.train()
-        order = torch.randperm(len(y), generator=generator).numpy()
+        order = torch.randperm(len(target), generator=generator).numpy()
         total = 0.0
         for begin in range(0, len(order), p["batch_size"]):
             rows = np.sort(order[begin:begin + p["batch_size"]])
             s = torch.from_numpy(np.ascontiguousarray(states[rows]))
             x = torch.from_numpy(static[rows])
-            target = torch.from_numpy(y[rows].astype(np.float32))
+            y = torch.from_numpy(np.asarray(target[rows], np.float32))
+            w = torch.from_numpy(weight[rows])
             optimizer.zero_grad()
-            loss = loss_fn(network(s, x), target)
+            loss = (loss_fn(network(s, x), y) * w).sum() / w.sum().clamp_min(1e-12)
             loss.backward()
             nn.utils.clip_grad_norm_(network.parameters(), 5.0)
             optimizer.step()
             total += loss.item() * len(rows)
-        value = score(validation[2], predict_proba(network, validation[0], validation[1]))
-        history.append({"epoch": epoch, "train_loss": total / max(len(y), 1), "validation": value})
-        progress.advance()
-        if value > best or best_state is None:
-            best, best_epoch, best_state, waited = value, epoch, copy.deepcopy(network.state_dict()), 0
-        else:
-            waited += 1
-            if waited >= p["patience"]:
-                break
-    network.load_state_dict(best_state)
-    return FitResult(network, best_epoch, history)
+        history.append({"epoch": epoch, "train_loss": total / max(len(target), 1)})
+    network.eval()
+    return FitResult(network, history)

@@ -9,8 +9,11 @@ document shows no `path`. `Limits` are what the service accepts (`JOBAWARE_HOLD_
 body under them, bounds and all (`HoldRequest`: under the limits read at start); errors are `InputError`s whose
 message starts with the JSON path of the bad field, a size over a limit a `TooLargeError`. A log with a bad record,
 a job the log does not know, and a job that is not on hold at the end of the log are refused, each saying which.
-The answer (`hold_decision`): P(release), the decision, the hold reason in words (and as the log wrote it), the
-model version and what it was trained on.
+The answer (`hold_decision`): P(release), the decision, the hold reason in words (and as the log wrote it), who
+decided (`decided_by`: the decision-maker the model serves, a plain policy when nothing beat it on real holds)
+and why (`why`), what drove this decision (`reasons`: the hold code and how real holds of it ended, how this
+log's earlier holds ended, how often this job and its siblings were held and what happened after, how long it is
+held), the model version and what it was trained on.
 """
 
 from __future__ import annotations
@@ -192,6 +195,9 @@ def decide(bundle, request: CheckedRequest, version: str, options: ReadOptions |
         "p_release": p_release if math.isfinite(p_release) else None,
         "decision": str(row["decision"]),
         "threshold": float(bundle.threshold),
+        "decided_by": str(row["decided_by"]),
+        "why": bundle.why,
+        "reasons": str(row["reasons"]),
         "model_version": str(version),
         "trained_on": dict(bundle.trained_on) or {"source": "unrecorded"},
         "fit": fit.answer_flags(trained, version, fit.numeric_columns(events)),

@@ -20,7 +20,7 @@ def sweep_step(params: str, space: str = "") -> list[str]:
 def trial_step(dataset: str, trial: str, truth: str = "") -> str:
     """Run one sweep trial, logged as a run nested under the sweep's; its parameters and metrics as JSON."""
     t = json.loads(trial)
-    results = run_trial(dataset, t["params"], None, truth or None)
+    results = run_trial(dataset, t["params"], truth or None)
     t["run_id"] = tracking.log_trial("hold", t["sweep_run"], t["number"], t["params"], results)
     print(json.dumps({k: round(v, 4) for k, v in results.items()}))
     return json.dumps({**t, "results": results})
@@ -33,7 +33,7 @@ def best_step(outcomes: list[str]) -> str:
     chosen = trials[best_trial([t["results"] for t in trials])]
     for t in trials:
         mark = "*" if t is chosen else " "
-        print(f"{mark} trial {t['number']}: validation {t['params']['primary_metric']} "
+        print(f"{mark} trial {t['number']}: validation -log-loss "
               f"{t['results']['validation_primary']:.4f}  {json.dumps(t['params'], sort_keys=True)}")
     tracking.close_sweep(chosen["sweep_run"], chosen["number"], chosen["params"], chosen["results"]["validation_primary"])
     return json.dumps(chosen["params"])

@@ -5,7 +5,7 @@ The space (see sweep.yaml, the small default of `make run`):
   seed: 0                   the seed of the draws
   trials: 8                 how many sets (grid: at most this many, in order)
   space:                    per parameter of jobaware.hold.params.Params (j, m, timeframe_len, layers,
-    name: [a, b, c]         hidden_size, learning_rate, batch_size, epochs, patience, ...): a list of
+    name: [a, b, c]         hidden_size, learning_rate, batch_size, epochs, synthetic_weights, ...): a list of
     name: {low, high, log, step}   choices, or a range (integers when low, high and step are integers)
   fixed: {name: value}      shared by every trial
 Every trial is checked against Params before any runs. `jobaware.hold.train.run_trial` runs one trial and

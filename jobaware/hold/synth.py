@@ -37,7 +37,9 @@ the jobs around: the best score a model of the log can reach is at most that of 
 from __future__ import annotations
 
 import heapq
+import json
 import math
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,10 +50,12 @@ import pandas as pd
 from scipy.special import ndtr
 
 from jobaware.errors import InputError
+from jobaware.hold.outcomes import Outcomes, release_chance
 
 MIN_JOBS, MAX_JOBS = 10, 20_000_000
 JOBS_PER_DAY = 5_000
-DEFAULT_SYNTH_JOBS = 40_000
+DEFAULT_SYNTH_JOBS = 4_000
+REAL_LOGS_ENV = "JOBAWARE_HOLD_REAL"
 FORMATS = {"iso": False, "old": True}  # --format of `jobaware data synth hold`: year-less dates?
 START = pd.Timestamp("2025-03-03 00:00:00")
 RELEASE_CODES = (12, 13, 21, 26, 34)
@@ -74,6 +78,12 @@ PERIODIC_REMOVE = ("The system macro SYSTEM_PERIODIC_REMOVE expression '(JobStat
                    f"EnteredCurrentStatus) > {REMOVE_AFTER}' evaluated to TRUE")
 FIRST_NAMES = ("alex", "sam", "kim", "lee", "pat", "jo", "ana", "li", "max", "eva", "ian", "mia", "raj", "zoe", "tom")
 LAST_NAMES = ("ross", "chen", "patel", "kim", "garcia", "smith", "nguyen", "muller", "rossi", "silva", "khan", "wu")
+
+
+def outcomes_path(log: str | Path) -> Path:
+    """Where the outcomes a generated log was fitted to lie: `<log>.outcomes.json`."""
+    log = Path(log)
+    return log.with_name(log.name + ".outcomes.json")
 
 
 def truth_path(log: str | Path) -> Path:
@@ -138,6 +148,7 @@ class Cluster:
     cpu_hog: bool
     memory_code: tuple[int, int]
     held_by_user: float | None
+    fitted: tuple[int, int] | None = None  # the hold code/subcode of a FittedSimulator's held cluster
 
 
 # cause: (release-probability factor of the user, user-release recurrence)
@@ -521,6 +532,106 @@ class Simulator:
         self.w.add(t, 9, job, "Job was aborted.", f"\t{reason}\n")
 
 
+# ---------------------------------------------------------------- holds fitted to real logs
+CLUSTER_HOLD, PROC_HOLD = 0.3, 0.6  # not fitted: the generated pool holds often, so a small log has many holds
+REASONS = {  # the hold reason a fitted hold writes (text is not a feature; it keeps the log readable)
+    1: "via condor_hold (by user {user})",
+    3: "The job attribute PeriodicHold expression 'NumJobStarts >= 1 && JobStatus == 1' evaluated to TRUE",
+    6: "Error from slot1_1@{node}: Failed to execute '/var/lib/condor/execute/dir_1/condor_exec.exe': (errno=13: "
+       "'Permission denied')",
+    12: "Transfer output files failure at execution point slot1_1@{node}: (errno 2) No such file or directory",
+    13: "Transfer input files failure at execution point slot1_1@{node}: (errno 2) No such file or directory",
+    21: "Error from slot1_1@{node}: Policy violation. Memory limit exceeded",
+    26: "Memory usage exceeded request_memory",
+    32: "TransferInputSizeMB (5072) is greater than MAX_TRANSFER_INPUT_MB (5000) at submit time",
+    34: "Error from slot1_1@{node}: Job has gone over cgroup memory limit",
+    47: f"The job exceeded allowed execute duration of {_duration(EXECUTE_LIMIT)}",
+}
+
+
+class FittedSimulator(Simulator):
+    """The same pool and jobs, with holds drawn from outcomes fitted to real logs (jobaware.hold.outcomes).
+
+    A cluster is held with probability CLUSTER_HOLD, with one code/subcode drawn from the fitted mix of first
+    holds (a workflow repeats its cause), and each of its procs with probability PROC_HOLD; the hold comes where
+    its code says (32 at submit, 13 at input transfer, 6 at the start, 12 at output transfer, others while
+    running). After each hold the job is released, removed or left held by the code's fitted shares; a release
+    comes after the fitted log-normal hours; a released job is held again (same code) with the fitted chance,
+    else ends normally with the fitted chance (then it runs to its end), else is removed. The truth is the
+    code's P(release | the hold ends) (jobaware.hold.outcomes.release_chance, with APP_FAILURE)."""
+
+    def __init__(self, seed: int, pool: Pool, users: list[User], writer: Writer, horizon: float, outcomes):
+        super().__init__(seed, pool, users, writer, horizon)
+        self.outcomes = outcomes
+
+    def job(self, cluster: Cluster, proc: int) -> None:
+        job = Job(cluster, proc, self.users[cluster.user])
+        t = cluster.submit
+        self.w.add(t, 0, job, f"Job submitted from host: {SUBMIT_HOST}")
+        self.w.add(t, 28, job, "Job ad information event triggered.",
+                   f'Proc = {proc}\nEventTime = "{self.w.iso(t)}"\nTriggerEventTypeName = "ULOG_SUBMIT"\n'
+                   f'Owner = "{job.user.name}"\nRequestMemory = {cluster.request_memory}\nRequestCpus = 1\n'
+                   f'Cluster = {cluster.id}\nSubproc = 0\nEventTypeNumber = 28\nTriggerEventTypeNumber = 0\n')
+        if cluster.fitted is None or self.r.random() >= PROC_HOLD:
+            self.run(job, t, until=None, in_chain=True)
+            return
+        code, subcode = cluster.fitted
+        self.fitted_chain(job, self.attempt(job, t, code), code, subcode)
+
+    def attempt(self, job: Job, t: float, code: int) -> float:
+        """The events of one attempt up to the hold its code says, from t; the time of the hold."""
+        r, w, c = self.r, self.w, job.cluster
+        t += r.expovariate(1 / 600) + 5
+        if code in (1, 32):
+            return t
+        name, address = self.host()
+        w.add(t, 40, job, "Started transferring input files", f"\tTransferring to host: {address}\n")
+        if code == 13:
+            return t + r.uniform(1, 60)
+        t += r.lognormvariate(math.log(40), 0.8) + 1
+        w.add(t, 40, job, "Finished transferring input files")
+        w.add(t, 1, job, f"Job executing on host: {address}",
+              f"\tSlotName: slot1_1@{name}\n\tCpus = 1\n\tDisk = 1048576\n\tMemory = {c.request_memory}\n")
+        if code == 6:
+            return t + r.uniform(1, 10)
+        duration = min(c.runtime * r.lognormvariate(0, RUN_SIGMA), EXECUTE_LIMIT)
+        at = t + (duration if code in (12, 47) else duration * r.uniform(0.1, 0.9))
+        self.image_sizes(job, t, at, c.need_ratio * c.request_memory, growing=code in (21, 26, 34))
+        if code == 12:
+            w.add(at, 40, job, "Started transferring output files")
+        return at + 1
+
+    def fitted_chain(self, job: Job, t: float, code: int, subcode: int) -> None:
+        r, w = self.r, self.w
+        fitted = self.outcomes.lookup(code, subcode)
+        p = float(release_chance(fitted.released, fitted.held, fitted.reheld, fitted.ends_normally * (1 - APP_FAILURE)))
+        reason = REASONS.get(code, "Error from slot1_1@{node}: the job was held").format(
+            user=job.user.name, node=self.host()[0])
+        while t < self.horizon:
+            self.holds.append(Hold(job.cluster.id, job.proc, t, job.holds, code, subcode, "fitted", p))
+            job.holds += 1
+            w.add(t, 12, job, "Job was held.", f"\t{reason}\n\tCode {code} Subcode {subcode}\n")
+            draw = r.random()
+            if draw >= fitted.released + fitted.removed:
+                return  # still held when the log ends
+            if draw >= fitted.released:
+                self.remove(job, t + 3600 * r.lognormvariate(fitted.removal_log_hours, fitted.removal_log_sigma),
+                            by_user=True)
+                return
+            t = t + 3600 * r.lognormvariate(fitted.release_log_hours, fitted.release_log_sigma)
+            text = PERIODIC_RELEASE if code in RELEASE_CODES else f"via condor_release (by user {job.user.name})"
+            w.add(t, 13, job, "Job was released.", f"\t{text}\n")
+            if r.random() < fitted.reheld:
+                t = self.attempt(job, t, code)
+                continue
+            if r.random() < fitted.ends_normally:
+                self.run(job, t, until=None, in_chain=True)
+            else:
+                self.remove(job, t + 3600 * r.lognormvariate(fitted.removal_log_hours, fitted.removal_log_sigma),
+                            by_user=True)
+            return
+
+
 # ---------------------------------------------------------------- the whole log
 def _population(rng: np.random.Generator, n_jobs: int, horizon: float) -> tuple[list[User], list[Cluster], Pool]:
     n_users = int(np.clip(round(math.sqrt(n_jobs) / 2), 3, 600))
@@ -567,11 +678,12 @@ def _population(rng: np.random.Generator, n_jobs: int, horizon: float) -> tuple[
 
 
 def write(out: str | Path, n_jobs: int, seed: int = 0, *, year_less: bool = False,
-          progress: Callable[[int], None] | None = None) -> Path:
+          progress: Callable[[int], None] | None = None, outcomes: Outcomes | None = None) -> Path:
     """Write a global event log of `n_jobs` jobs to `out` and its truth beside it; return the truth file.
 
     The truth (one row per hold): cluster, proc, hold_time, hold_index (earlier holds of the job), code,
-    subcode, cause, p_release. `year_less` writes the old `MM/DD HH:MM:SS` dates."""
+    subcode, cause, p_release. `year_less` writes the old `MM/DD HH:MM:SS` dates. With `outcomes` the holds are
+    drawn from them (FittedSimulator), and the outcomes are written beside the log too (`outcomes_path`)."""
     if not isinstance(n_jobs, int) or not MIN_JOBS <= n_jobs <= MAX_JOBS:
         raise InputError(f"jobs: expected a whole number in [{MIN_JOBS}, {MAX_JOBS}], got {n_jobs!r}")
     out = Path(out)
@@ -580,7 +692,12 @@ def write(out: str | Path, n_jobs: int, seed: int = 0, *, year_less: bool = Fals
     horizon = max(n_jobs / JOBS_PER_DAY, 1.0) * 86400
     users, clusters, pool = _population(rng, n_jobs, horizon)
     writer = Writer(year_less)
-    simulator = Simulator(int(rng.integers(2**63)), pool, users, writer, horizon)
+    if outcomes is None:
+        simulator = Simulator(int(rng.integers(2**63)), pool, users, writer, horizon)
+    else:
+        _draw_fitted_holds(rng, clusters, outcomes)
+        simulator = FittedSimulator(int(rng.integers(2**63)), pool, users, writer, horizon, outcomes)
+        outcomes_path(out).write_text(json.dumps(outcomes.as_dict(), indent=1))
     done = 0
     with open(out, "w", encoding="utf-8", newline="\n") as handle:
         for cluster in clusters:
@@ -602,6 +719,18 @@ def write(out: str | Path, n_jobs: int, seed: int = 0, *, year_less: bool = Fals
     return path
 
 
+def _draw_fitted_holds(rng: np.random.Generator, clusters: list[Cluster], outcomes: Outcomes) -> None:
+    """Which clusters a FittedSimulator holds, and with which code/subcode (from the fitted mix)."""
+    keys = list(outcomes.mix) or ["0/0"]
+    shares = np.array([outcomes.mix.get(k, 1.0) for k in keys], float)
+    picks = rng.choice(len(keys), size=len(clusters), p=shares / shares.sum())
+    held = rng.random(len(clusters)) < CLUSTER_HOLD
+    for cluster, pick, hold in zip(clusters, picks, held):
+        if hold:
+            code, subcode = keys[pick].split("/")
+            cluster.fitted = (int(code), max(int(subcode), 0))
+
+
 def _drop_after(writer: Writer, horizon: float) -> None:
     """The log ends at the horizon: events after it were never written."""
     writer.pending = [item for item in writer.pending if item[0] < horizon]
@@ -616,10 +745,29 @@ def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, pr
     return write(out, n, seed, year_less=FORMATS[fmt or "iso"], progress=progress)
 
 
+def real_logs() -> list[str]:
+    """The real logs `make run` trains and evaluates on: $JOBAWARE_HOLD_REAL (paths, globs or folders, separated
+    by the path separator), else the repository's data/real/condor (the OSPool logs; HTCondor's own test logs are
+    not real jobs) and data/real/condor-more (none where neither is there, e.g. an image without them)."""
+    if os.environ.get(REAL_LOGS_ENV):
+        return [s for s in os.environ[REAL_LOGS_ENV].split(os.pathsep) if s]
+    real = Path(__file__).resolve().parents[2] / "data" / "real"
+    found = [*sorted((real / "condor").glob("mldag_*.log")), real / "condor" / "mldag_standalone", real / "condor-more"]
+    return [str(p) for p in found if p.exists()]
+
+
 def default_data(data_dir: Path, progress=None) -> str:
-    """A synthetic global event log, generated once under `data_dir` (the embedded default of `make run`);
-    its truth lies beside it (jobaware.hold.synth.truth_path)."""
-    path = Path(data_dir) / f"synthetic_hold_{DEFAULT_SYNTH_JOBS}.log"
-    if not path.exists() or not truth_path(path).exists():
-        write(path, DEFAULT_SYNTH_JOBS, 0, progress=progress)
-    return str(path)
+    """The embedded default of `make run`: the real logs (`real_logs`) and a generated global log of
+    DEFAULT_SYNTH_JOBS jobs whose holds follow outcomes fitted on those real logs (written once under `data_dir`,
+    again when the fit changes); its truth and outcomes lie beside it."""
+    from jobaware import sources
+    from jobaware.hold.groups import real_outcomes
+
+    real = real_logs()
+    outcomes = real_outcomes(real) if real else None
+    path = Path(data_dir) / f"{'fitted' if outcomes else 'synthetic'}_hold_{DEFAULT_SYNTH_JOBS}.log"
+    fitted = json.dumps(outcomes.as_dict(), indent=1) if outcomes else None
+    if not (path.exists() and truth_path(path).exists()) or (
+            fitted and (not outcomes_path(path).exists() or outcomes_path(path).read_text() != fitted)):
+        write(path, DEFAULT_SYNTH_JOBS, 0, progress=progress, outcomes=outcomes)
+    return sources.encode([*real, str(path)])

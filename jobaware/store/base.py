@@ -35,7 +35,10 @@ def order(key: JobKey) -> tuple:
 
 def empty_record(key: JobKey) -> dict:
     return {"cluster": key.cluster, "job_id": key.job_id, "submit_time": key.submit_time, "row": {},
-            "states": [], "script": None, "final": None}
+            "states": [], "script": None, "final": None, "usage": None}
+
+
+RECORD_PARTS = ("row", "states", "script", "final", "usage")  # what a record holds beside its key
 
 
 def in_window(key: JobKey, cluster: str | None, since: float | None, until: float | None) -> bool:
@@ -45,7 +48,7 @@ def in_window(key: JobKey, cluster: str | None, since: float | None, until: floa
 
 
 class JobStore(ABC):
-    """Job records, state changes, scripts, final states, predictions, outcomes, checkpoints and event streams.
+    """Job records, state changes, scripts, final states, use, predictions, outcomes, checkpoints and event streams.
 
     Every write is idempotent: replaying the same calls leaves the same records (a collector restarted after a
     crash repeats its last interval). Listings are bounded by what they are asked for: a submit-time window, a
@@ -69,8 +72,13 @@ class JobStore(ABC):
         """Write `final` unless the record's final state changed from `unless` meanwhile; True when written."""
 
     @abstractmethod
+    def put_usage(self, key: JobKey, usage: dict) -> None:
+        """Keep what accounting says of the finished job's use (`jobaware.usage.measures`: elapsed, limit, CPUs, CPU
+        time, memory asked and used, nodes, ...); the latest given replaces an earlier one."""
+
+    @abstractmethod
     def put_record(self, record: dict) -> None:
-        """Set a whole record as `get` returns it (row, states, script, final): what `store copy` writes."""
+        """Set a whole record as `get` returns it (row, states, script, final, usage): what `store copy` writes."""
 
     @abstractmethod
     def get(self, key: JobKey) -> dict | None:

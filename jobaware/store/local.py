@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from jobaware.errors import JobawareError
-from jobaware.store.base import JobKey, JobStore, empty_record, in_window, now, order
+from jobaware.store.base import RECORD_PARTS, JobKey, JobStore, empty_record, in_window, now, order
 
 LOG = "jobs.log"
 LOCK = "writer.lock"
@@ -62,8 +62,8 @@ class LocalStore(JobStore):
         if kind == "pred":
             self.preds.setdefault(key, {})[args[0]] = args[1]
             return
-        if kind == "record":
-            self.jobs[key] = {**empty_record(key), **{k: args[0][k] for k in ("row", "states", "script", "final")}}
+        if kind == "record":  # a log written before `usage` has records without it
+            self.jobs[key] = {**empty_record(key), **{k: args[0][k] for k in RECORD_PARTS if k in args[0]}}
             return
         record = self.jobs.setdefault(key, empty_record(key))
         if kind == "job":
@@ -74,6 +74,8 @@ class LocalStore(JobStore):
             record["script"] = args[0]
         elif kind == "final":
             record["final"] = args[0]
+        elif kind == "usage":
+            record["usage"] = args[0]
         else:
             raise KeyError(kind)
 
@@ -153,10 +155,16 @@ class LocalStore(JobStore):
         self._write("final", key.text(), final)  # one writer: nothing changed it meanwhile
         return True
 
+    def put_usage(self, key: JobKey, usage: dict) -> None:
+        record = self.jobs.get(key)
+        if record is None or record["usage"] != _plain(usage):
+            self._write("usage", key.text(), usage)
+
     def put_record(self, record: dict) -> None:
         key = JobKey(record["cluster"], record["job_id"], record["submit_time"])
-        if self.get(key) != {**empty_record(key), **_plain({k: record[k] for k in ("row", "states", "script", "final")})}:
-            self._write("record", key.text(), {k: record[k] for k in ("row", "states", "script", "final")})
+        parts = {k: record.get(k) for k in RECORD_PARTS}
+        if self.get(key) != {**empty_record(key), **_plain(parts)}:
+            self._write("record", key.text(), parts)
 
     def get(self, key: JobKey) -> dict | None:
         record = self.jobs.get(key)

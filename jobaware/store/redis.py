@@ -99,10 +99,14 @@ class RedisStore(JobStore):
                 return False
         return True
 
+    def put_usage(self, key: JobKey, usage: dict) -> None:
+        self._index(key)
+        self.client.hset(self._job(key), "usage", _json(usage))
+
     def put_record(self, record: dict) -> None:
         key = JobKey(record["cluster"], record["job_id"], record["submit_time"])
         fields = {"row": _json(record.get("row") or {})}
-        for name in ("script", "final"):
+        for name in ("script", "final", "usage"):
             if record.get(name) is not None:
                 fields[name] = record[name] if name == "script" else _json(record[name])
         pipe = self.client.pipeline()  # MULTI/EXEC: the record changes at once
@@ -141,6 +145,7 @@ class RedisStore(JobStore):
             record["states"] = [json.loads(s) for s in states]
             record["script"] = fields.get("script")
             record["final"] = json.loads(fields["final"]) if "final" in fields else None
+            record["usage"] = json.loads(fields["usage"]) if "usage" in fields else None
             if predictions is not None:
                 record["predictions"] = {n: json.loads(a) for n, a in sorted(stored.items()) if n.startswith(predictions)}
             records.append(record)

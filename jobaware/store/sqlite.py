@@ -21,14 +21,14 @@ from jobaware.errors import JobawareError
 from jobaware.store.base import JobKey, JobStore, empty_record, now
 
 DB = "jobs.db"
-FORMAT = 1  # the schema's version, in `PRAGMA user_version`
+FORMAT = 2  # the schema's version, in `PRAGMA user_version` (2: jobs.usage)
 PAGE = 500  # records read per transaction by a listing
 BUSY_SECONDS = 60.0  # how long a write waits for another process's write to end
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     id INTEGER PRIMARY KEY, cluster TEXT NOT NULL, job_id INTEGER NOT NULL, submit_time INTEGER NOT NULL,
-    fields TEXT NOT NULL DEFAULT '{}', script TEXT, final TEXT, UNIQUE (cluster, submit_time, job_id));
+    fields TEXT NOT NULL DEFAULT '{}', script TEXT, final TEXT, usage TEXT, UNIQUE (cluster, submit_time, job_id));
 CREATE INDEX IF NOT EXISTS jobs_by_submit ON jobs (submit_time, cluster, job_id);
 CREATE INDEX IF NOT EXISTS open_jobs ON jobs (cluster, submit_time, job_id) WHERE final IS NULL;
 CREATE TABLE IF NOT EXISTS states (
@@ -44,6 +44,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_subject ON events (stream, subject);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
 """
+MIGRATIONS = {1: "ALTER TABLE jobs ADD COLUMN usage TEXT"}  # from format N to N + 1
+JOB_COLUMNS = "fields, script, final, usage"  # a record's parts, in the order `_record` reads them
 
 
 def _json(value) -> str:
@@ -85,7 +87,8 @@ class SqliteStore(JobStore):
             raise JobawareError(f"store {self.path}: not a jobaware SQLite store ({exc})") from None
 
     def _create(self) -> None:
-        """The schema, in a new database (one process creates it when several open it at once)."""
+        """The schema, in a new database, or an older format brought up to this one (one process does it when
+        several open it at once)."""
         with self._writing():
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
             if version > FORMAT:
@@ -93,6 +96,9 @@ class SqliteStore(JobStore):
             if version == 0:
                 for statement in filter(str.strip, SCHEMA.split(";")):
                     self.db.execute(statement)
+            else:
+                for step in range(version, FORMAT):
+                    self.db.execute(MIGRATIONS[step])
             self.db.execute(f"PRAGMA user_version={FORMAT}")
 
     # ------------------------------------------------------------------ transactions
@@ -170,21 +176,26 @@ class SqliteStore(JobStore):
             self.db.execute("UPDATE jobs SET final = ? WHERE id = ?", (_json(final), job))
         return True
 
+    def put_usage(self, key: JobKey, usage: dict) -> None:
+        self.db.execute("INSERT INTO jobs (cluster, job_id, submit_time, usage) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (cluster, submit_time, job_id) DO UPDATE SET usage = excluded.usage "
+                        "WHERE usage IS NOT excluded.usage", (*key, _json(usage)))
+
     def put_record(self, record: dict) -> None:
         key = JobKey(record["cluster"], record["job_id"], record["submit_time"])
-        final = record.get("final")
+        final, usage = record.get("final"), record.get("usage")
         with self._writing():
             job = self._job(key)
-            self.db.execute("UPDATE jobs SET fields = ?, script = ?, final = ? WHERE id = ?",
+            self.db.execute("UPDATE jobs SET fields = ?, script = ?, final = ?, usage = ? WHERE id = ?",
                             (_json(record.get("row") or {}), record.get("script"),
-                             None if final is None else _json(final), job))
+                             None if final is None else _json(final), None if usage is None else _json(usage), job))
             self.db.execute("DELETE FROM states WHERE job = ?", (job,))
             self.db.executemany("INSERT INTO states (job, seq, state, time) VALUES (?, ?, ?, ?)",
                                 [(job, seq, s["state"], s["time"]) for seq, s in enumerate(record.get("states") or [])])
 
     def get(self, key: JobKey) -> dict | None:
         with self._reading():
-            found = self.db.execute("SELECT id, fields, script, final FROM jobs WHERE cluster = ? AND job_id = ? AND "
+            found = self.db.execute(f"SELECT id, {JOB_COLUMNS} FROM jobs WHERE cluster = ? AND job_id = ? AND "
                                     "submit_time = ?", key).fetchone()
             if found is None:
                 return None
@@ -193,9 +204,10 @@ class SqliteStore(JobStore):
 
     @staticmethod
     def _record(key: JobKey, fields: tuple, states: list) -> dict:
-        row, script, final = fields
+        row, script, final, usage = fields
         record = empty_record(key)
         record.update(row=json.loads(row), script=script, final=json.loads(final) if final else None,
+                      usage=json.loads(usage) if usage else None,
                       states=[{"state": state, "time": time} for state, time in states])
         return record
 
@@ -215,7 +227,7 @@ class SqliteStore(JobStore):
             page_where = where + (f" AND ({', '.join(columns)}) {after} ({', '.join('?' * len(columns))})" if last else "")
             with self._reading():
                 rows = self.db.execute(
-                    f"SELECT id, cluster, job_id, submit_time, fields, script, final FROM jobs WHERE {page_where} "
+                    f"SELECT id, cluster, job_id, submit_time, {JOB_COLUMNS} FROM jobs WHERE {page_where} "
                     f"ORDER BY submit_time {direction}, cluster {direction}, job_id {direction} LIMIT {PAGE}",
                     params + ([last[c] for c in columns] if last else [])).fetchall()
                 if not rows:
@@ -226,9 +238,9 @@ class SqliteStore(JobStore):
                         f"SELECT job, state, time FROM states WHERE job IN ({ids}) ORDER BY job, seq"):
                     states.setdefault(job, []).append((state, time))
                 answers = self._page_predictions(rows, predictions) if predictions is not None else None
-            for job, *key, row, script, final in rows:
-                key = JobKey(*key)
-                record = self._record(key, (row, script, final), states.get(job, []))
+            for job, cluster_, job_id, submit, *parts in rows:
+                key = JobKey(cluster_, job_id, submit)
+                record = self._record(key, tuple(parts), states.get(job, []))
                 if answers is not None:
                     record["predictions"] = answers.get(key, {})
                 yield record

@@ -1,5 +1,6 @@
-"""The systemd units an admin installs (deploy/systemd/): `systemd-analyze verify` finds nothing to say of them, and
-every option their commands pass, with the environment file's settings, is one the command takes."""
+"""The systemd units an admin installs (deploy/systemd/): `systemd-analyze verify` finds nothing to say of them (the
+timers with their services), and every option their commands pass, with the environment file's settings, is one
+the command takes."""
 
 import re
 import shlex
@@ -32,7 +33,7 @@ def _installed(tmp_path: Path) -> list[Path]:
     for path in UNITS.glob("*.env"):
         shutil.copy(path, tmp_path / path.name)
     units = []
-    for path in sorted(UNITS.glob("*.service")):
+    for path in sorted([*UNITS.glob("*.service"), *UNITS.glob("*.timer")]):
         text = path.read_text().replace(INSTALLED, JOBAWARE).replace("/etc/jobaware/", f"{tmp_path}/")
         target = tmp_path / path.name.replace("@.", "@failure.")
         target.write_text(text)
@@ -45,7 +46,9 @@ def test_systemd_analyze_verify_finds_nothing_to_say(tmp_path):
         pytest.skip("systemd-analyze is not installed here")
     units = _installed(tmp_path)
     assert {u.name for u in units} == {"jobaware-collector.service", "jobaware-adapter.service",
-                                       "jobaware-hold-follow.service", "jobaware-serve@failure.service"}
+                                       "jobaware-hold-follow.service", "jobaware-serve@failure.service",
+                                       "jobaware-digest.service", "jobaware-digest.timer", "jobaware-mail.service",
+                                       "jobaware-mail.timer"}
     checked = subprocess.run(["systemd-analyze", "verify", "--man=no", *map(str, units)], capture_output=True,
                              text=True, timeout=120)
     assert checked.returncode == 0 and checked.stderr == "", checked.stderr

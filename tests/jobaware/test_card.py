@@ -88,7 +88,8 @@ def judged(registered, tmp_path):
     replay = slurm()
     Collector(store, "c", replay).poll()
     with JsonServer(answer) as services:
-        policy = Policy(capabilities={"resource": False, "similarity": False})  # not deployed here: never asked
+        # only failure and tally are deployed here: every other card part is switched off, never asked
+        policy = Policy(capabilities={key: False for key in cards.declared() if key not in ("failure", "tally")})
         with PendingJobAdapter(store, "c", {"failure": services.url, "tally": services.url}, policy, act=True,
                                audit=tmp_path / "audit.jsonl", cache=tmp_path / "verdicts.tsv", slurm=replay) as adapter:
             result = adapter.run_pass()
@@ -146,7 +147,7 @@ def test_jobaware_card_and_the_gateway_show_the_registered_part(judged, monkeypa
     assert "1 ahead" in table.stdout and "failure risk 26% (threshold 24%)" in table.stdout
     assert "likely" not in table.stdout
     bad = CliRunner().invoke(app, ["card", "3", "--service", "nosuch=http://x"])
-    assert bad.exit_code != 0 and "expected KEY=URL with KEY one of failure, resource, similarity, tally" in str(
+    assert bad.exit_code != 0 and f"expected KEY=URL with KEY one of {', '.join(cards.declared())}" in str(
         bad.exception)
     # the gateway's body is the card's context
     record = json.loads(SQUEUE.read_text())["jobs"][2]

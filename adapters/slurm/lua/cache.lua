@@ -1,6 +1,7 @@
 -- The verdict cache, as adapters/slurm/verdicts.py writes it and with the same nearest-shape rule.
--- Plain Lua 5.1, no modules. The parsed file lives in the global JOBAWARE_CACHE, which slurmctld keeps
--- between calls: each call reads only the header line; a new header means a new file, read once.
+-- Plain Lua 5.1, no modules. The parsed header lives in the global JOBAWARE_CACHE, which slurmctld keeps
+-- between calls: each call reads only the header line (and a new header the trailer), then the submitting
+-- user's own file, once per header.
 JOBAWARE_CACHE_PATH = "@CACHE_PATH@"
 JOBAWARE_STALE_AFTER = @STALE_AFTER@   -- seconds; the stricter of this and the file's own limit wins
 JOBAWARE_MAX_BYTES = 64 * 1024 * 1024  -- a larger file is refused (fail open): parsing stays bounded
@@ -52,60 +53,34 @@ local function parse_record(f)
             comment = f[11], advice = f[12]}
 end
 
--- Read the file behind `header` (already read from `f`). A file without its trailer, or whose trailer
--- disagrees with the header's count, is truncated: no verdicts at all rather than some. Records are parsed
--- lazily, a user's lines at that user's first lookup, so a new file costs one read, not one parse of every line.
-local function parse(f, header)
+-- The file behind `header` (already read from `f`). A file without its trailer, or whose trailer disagrees with
+-- the header's count, is truncated: no verdicts at all rather than some. `body` is read only when asked for
+-- (a user's file); of the cache file itself only the header and the trailer are read.
+local function parse(f, header, body)
     local h = split(header)
     if #h ~= 8 or h[1] ~= "jobaware-verdicts" or h[2] ~= "2" or not integer(h[3]) or not integer(h[4])
             or not integer(h[5]) or not integer(h[7]) or not integer(h[8]) then
         return {header = header, error = "not a version 2 jobaware verdict cache"}
     end
-    local body = "\n" .. (f:read("*a") or "")
     local trailer = "\nend\t" .. h[7] .. "\n"
-    if string.sub(body, -#trailer) ~= trailer then
+    local text
+    if body then
+        text = "\n" .. (f:read("*a") or "")
+    else
+        local size = f:seek("end")
+        f:seek("set", math.max(size - #trailer, 0))
+        text = f:read("*a") or ""
+    end
+    if string.sub(text, -#trailer) ~= trailer then
         return {header = header, error = "truncated: no trailer for " .. h[7] .. " verdicts"}
     end
     return {header = header, created = tonumber(h[4]), stale_after = tonumber(h[5]), default_partition = h[6],
-            max_age = tonumber(h[8]), body = body, users = {}}
+            max_age = tonumber(h[8]), body = body and string.sub(text, 1, -#trailer), users = {}}
 end
 
--- The verdicts of one user, indexed: exact[key], groups[account\tpartition], wider[partition]
-local function user_index(cache, user)
-    local index = cache.users[user]
-    if index then return index end
-    index = {exact = {}, groups = {}, wider = {}}
-    local body, needle, at, bad = cache.body, "\n" .. user .. "\t", 1, 0
-    while true do
-        local start = string.find(body, needle, at, true)
-        if start == nil then break end
-        local stop = string.find(body, "\n", start + 1, true)
-        local r = parse_record(split(string.sub(body, start + 1, stop - 1)))
-        if r == nil then
-            bad = bad + 1
-        else
-            local group = r.account .. "\t" .. r.partition
-            local key = group .. "\t" .. table.concat(r.shape, ",")
-            if index.exact[key] == nil then index.exact[key] = r end
-            index.groups[group] = index.groups[group] or {}
-            table.insert(index.groups[group], r)
-            index.wider[r.partition] = index.wider[r.partition] or {}
-            table.insert(index.wider[r.partition], r)
-        end
-        at = stop
-    end
-    if bad > 0 then
-        (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines of user %s",
-                                         JOBAWARE_CACHE_PATH, bad, user)
-    end
-    cache.users[user] = index
-    return index
-end
-
--- The parsed cache, or nil and why there is none (missing, too large, corrupt, stale). Lookups in it leave
--- out the verdicts older than the file's max age at `now`.
-function jobaware_load(now)
-    local f = io.open(JOBAWARE_CACHE_PATH, "rb")
+-- The open file at `path` after a size check, its first line, or nil and why not
+local function open(path)
+    local f = io.open(path, "rb")
     if f == nil then return nil, "missing" end
     local size = f:seek("end")
     if size == nil or size > JOBAWARE_MAX_BYTES then
@@ -118,16 +93,90 @@ function jobaware_load(now)
         f:close()
         return nil, "empty"
     end
+    return f, header
+end
+
+-- Say at info level, at most once a minute, why there are no verdicts (the plugin fails open: nothing else
+-- changes). JOBAWARE_SAID_WITHIN(now, seconds), defined by each plugin, tells whether it was said recently and
+-- otherwise records `now`.
+local function say(why, now)
+    if not JOBAWARE_SAID_WITHIN(now, 60) then
+        slurm.log_info("jobaware: verdict cache %s %s; no verdicts until it is fixed (failing open)",
+                       JOBAWARE_CACHE_PATH, why)
+    end
+end
+
+-- The lines of the user's own file (PATH.users/USER.tsv, see verdicts.py; `user` may also be "#UID", the link to
+-- it by user id), indexed: exact[key], groups[account\tpartition], wider[partition]; kept until the cache file's
+-- header changes. nil and why when the user's file is damaged or the folder of user files is missing.
+local function user_index(cache, user)
+    local index = cache.users[user]
+    if index then return index end
+    index = {exact = {}, groups = {}, wider = {}}
+    if not string.find(user, "^[%w._@+-]+$") and not string.find(user, "^#%d+$") then return index end
+    local folder = JOBAWARE_CACHE_PATH .. ".users/"
+    local f, header = open(folder .. user .. ".tsv")
+    if f == nil and header == "missing" then
+        local dir = io.open(folder .. ".", "rb")
+        if dir == nil then return nil, "has no folder of user files " .. folder end
+        dir:close()
+        cache.users[user] = index  -- no verdicts for this user
+        return index
+    end
+    if f == nil then return nil, "user file " .. user .. ".tsv " .. header end
+    local ok, parsed = pcall(parse, f, header, true)
+    f:close()
+    if not ok then return nil, "user file " .. user .. ".tsv corrupt (" .. tostring(parsed) .. ")" end
+    if parsed.error then return nil, "user file " .. user .. ".tsv corrupt (" .. parsed.error .. ")" end
+    local bad = 0
+    for line in string.gmatch(parsed.body, "[^\n]+") do
+        local r = parse_record(split(line))
+        if r == nil then
+            bad = bad + 1
+        else
+            local group = r.account .. "\t" .. r.partition
+            local key = group .. "\t" .. table.concat(r.shape, ",")
+            if index.exact[key] == nil then index.exact[key] = r end
+            index.groups[group] = index.groups[group] or {}
+            table.insert(index.groups[group], r)
+            index.wider[r.partition] = index.wider[r.partition] or {}
+            table.insert(index.wider[r.partition], r)
+        end
+    end
+    if bad > 0 then
+        (JOBAWARE_LOG or slurm.log_info)("jobaware: %s: skipped %d malformed verdict lines of user %s",
+                                         JOBAWARE_CACHE_PATH, bad, user)
+    end
+    cache.users[user] = index
+    return index
+end
+
+-- The cache (its header), or nil and why there is none (missing, too large, corrupt, stale; said at info level
+-- at most once a minute). Lookups in it leave out the verdicts older than the file's max age at `now`.
+function jobaware_load(now)
+    local f, header = open(JOBAWARE_CACHE_PATH)
+    if f == nil then
+        say(header, now)
+        return nil, header
+    end
     if header ~= JOBAWARE_CACHE.header then
-        local ok, parsed = pcall(parse, f, header)
+        local ok, parsed = pcall(parse, f, header, false)
         JOBAWARE_CACHE = ok and parsed or {header = header, error = tostring(parsed)}
     end
     f:close()
     local cache = JOBAWARE_CACHE
-    if cache.error then return nil, "corrupt (" .. cache.error .. ")" end
-    local limit = math.min(cache.stale_after, JOBAWARE_STALE_AFTER)
-    if now - cache.created > limit then
-        return nil, "stale (written " .. (now - cache.created) .. " s ago, limit " .. limit .. " s)"
+    local why
+    if cache.error then
+        why = "corrupt (" .. cache.error .. ")"
+    else
+        local limit = math.min(cache.stale_after, JOBAWARE_STALE_AFTER)
+        if now - cache.created > limit then
+            why = "stale (written " .. (now - cache.created) .. " s ago, limit " .. limit .. " s)"
+        end
+    end
+    if why then
+        say(why, now)
+        return nil, why
     end
     cache.now = now
     return cache
@@ -155,8 +204,13 @@ end
 
 -- The verdict for (user, account, partition, shape buckets {t, n, c, m, g}; nil = not stated), and how
 -- it was found: "exact", "nearest" or "user+partition". nil when the cache holds no current verdict for it.
+-- nil and why when the user's file cannot be read (said at info level at most once a minute).
 function jobaware_lookup(cache, user, account, partition, query)
-    local index = user_index(cache, user)
+    local index, why = user_index(cache, user)
+    if index == nil then
+        say(why, cache.now)
+        return nil, why
+    end
     local group = (account or "") .. "\t" .. partition
     local complete = query[1] and query[2] and query[3] and query[4] and query[5]
     if complete then

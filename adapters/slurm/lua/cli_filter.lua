@@ -1,10 +1,36 @@
 -- jobaware cli_filter.lua, rendered by `jobaware slurm plugins`: advice for the user at sbatch/salloc time,
 -- from the same local verdict cache as job_submit.lua. Advice only: it never changes or blocks a request,
--- and prints nothing when the cache is missing, stale or corrupt, or when anything here fails.
+-- and prints no advice when the cache is missing, stale or corrupt (it says so, at most once a minute), or when
+-- anything here fails. It reads only the cache's header and the submitting user's own file.
 -- Install: beside slurm.conf, with `CliFilterPlugins=lua` in slurm.conf.
 
 JOBAWARE_LOG = slurm.log_debug  -- the cache's own notes stay out of the user's terminal
 --@CACHE_CODE@
+
+-- sbatch loads this file afresh each time: the time of the last note about a broken cache (said at info level,
+-- on the user's terminal, at most once a minute) is kept in a small file of the user's own, replaced by rename
+local function said_file()
+    local dir = os.getenv("XDG_RUNTIME_DIR") or os.getenv("HOME")
+    return dir and dir ~= "" and (dir .. "/.jobaware-cli-filter-said") or nil
+end
+
+function JOBAWARE_SAID_WITHIN(now, seconds)
+    local path = said_file()
+    if path == nil then return false end
+    local f = io.open(path, "rb")
+    if f then
+        local last = f:read("*n")
+        f:close()
+        if last and now >= last and now - last < seconds then return true end
+    end
+    f = io.open(path .. ".tmp", "wb")
+    if f then
+        f:write(string.format("%d\n", now))
+        f:close()
+        os.rename(path .. ".tmp", path)
+    end
+    return false
+end
 
 local function number(text)
     return tonumber(string.match(text or "", "^%d+"))
@@ -18,14 +44,16 @@ local function mebibytes(text)
     return tonumber(n) * scale[string.upper(unit)]
 end
 
+-- Whose verdicts: $USER or $LOGNAME, else "#UID" from /proc (the adapter links PATH.users/#UID.tsv to the user's
+-- file); never a command (a fork costs milliseconds)
 local function user_name()
     local name = os.getenv("USER") or os.getenv("LOGNAME")
-    if name then return name end
-    local pipe = io.popen("id -un 2>/dev/null")
-    if pipe == nil then return nil end
-    name = pipe:read("*l")
-    pipe:close()
-    return name
+    if name and name ~= "" then return name end
+    local f = io.open("/proc/self/status", "rb")
+    if f == nil then return nil end
+    local uid = string.match(f:read("*a") or "", "\nUid:%s+(%d+)")
+    f:close()
+    return uid and "#" .. uid
 end
 
 -- the same shape buckets job_submit.lua computes from the job descriptor slurmctld receives, and the values

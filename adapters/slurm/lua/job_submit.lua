@@ -1,9 +1,17 @@
 -- jobaware job_submit.lua, rendered by `jobaware slurm plugins`: writes the verdict for each new job into
 -- its @FIELD@, from the local verdict cache the jobaware Slurm adapter keeps. It never calls the network and
--- never rejects a job: a missing, stale or corrupt cache, or any error here, means no verdict (fail open).
+-- never rejects a job: a missing, stale or corrupt cache, or any error here, means no verdict (fail open); a broken
+-- cache is said in slurmctld's log at info level, at most once a minute.
 -- Install: beside slurm.conf, with `JobSubmitPlugins=lua` in slurm.conf.
 
 --@CACHE_CODE@
+
+-- slurmctld keeps this Lua state between calls (until the script changes): the last note about a broken cache
+function JOBAWARE_SAID_WITHIN(now, seconds)
+    if JOBAWARE_SAID and now >= JOBAWARE_SAID and now - JOBAWARE_SAID < seconds then return true end
+    JOBAWARE_SAID = now
+    return false
+end
 
 local FIELD = "@FIELD@"  -- "comment" (users see and may change it) or "admin_comment" (admins only)
 local log_timing = slurm.log_@TIMING_LEVEL@
@@ -61,6 +69,7 @@ local function verdict_for(desc, rec, part_list)
     if partition == nil then return nil, "no verdict: unknown partition" end
     local account = desc.account or (rec and rec.account)
     local r, how = jobaware_lookup(cache, user, account, partition, shape_of(desc, rec))
+    if r == nil and how then return nil, "no verdict: cache " .. how end
     if r == nil then return nil, "no verdict for " .. user .. " in " .. partition end
     return jobaware_comment(r, how), how
 end

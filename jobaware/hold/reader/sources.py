@@ -30,7 +30,7 @@ class Source:
         return cls(label, lambda: io.BytesIO(data), _time.time())
 
 
-NOT_LOGS = (".parquet", ".json", ".jsonl", ".md", ".yaml", ".yml")  # skipped inside folders (truth files, notes)
+NOT_LOGS = (".parquet", ".json", ".jsonl", ".md", ".yaml", ".yml", ".csv")  # skipped in folders (truth, notes, manifests)
 NOT_LOG_NAMES = ("notice", "license", "licence", "readme", "provenance")
 
 

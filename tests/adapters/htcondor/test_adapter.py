@@ -14,7 +14,7 @@ import subprocess
 import htcondor2
 import pytest
 
-from adapters.htcondor.adapter import HoldAdapter
+from adapters.htcondor.adapter import HoldAdapter, trained_on_real
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.policy import Actor, Policy
 from jobaware.audit import read_records
@@ -62,7 +62,7 @@ class Answers:
         self.requests.append(body)
         return 200, {"cluster": body["cluster"], "proc": body["proc"],
                      "p_release": self.p_release.get(body["cluster"], 0.5), "decision": "release", "model_version": "9",
-                     "trained_on": {"source": self.source, "labelled_holds": 1200}}
+                     "decided_by": "pool", "trained_on": {"source": self.source, "labelled_holds": 1200}}
 
     def __enter__(self):
         self.server.start()
@@ -115,6 +115,7 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
         assert holds[6]["not_acted_because"] == "rate limit: 3 acts per minute" and holds[6]["site_rule_fired"] == "max_holds"
         assert holds[3]["fired"] == "manual_codes" and holds[1]["fired"].endswith("code 47 is not in release_codes")
         assert all(h["model_version"] == "9" and h["trained_on"]["source"] == "real" for h in holds)
+        assert all(h["decided_by"] == "pool" for h in holds)  # which decision-maker answered
         assert holds[0]["command"] == "condor_release 101.0"
         assert holds[4]["command"] == 'condor_rm -reason "jobaware: P(release) 0.010 <= remove_below 0.05" 102.0'
         acted = [r for r in read_records(audit) if r["kind"] == "acted"]
@@ -131,6 +132,18 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
         again.close()
     assert counts.holds == 0 and counts.seen_before == 8 and len(schedd.calls) == 3
     assert len(_holds(audit)) == 8
+
+
+def test_who_decided_each_hold_is_in_the_stores_audit_stream(tmp_path):
+    from jobaware.store import open_store
+
+    log = tmp_path / "EventLog"
+    with Answers({101: 0.95}) as service, open_store(str(tmp_path / "store")) as store:
+        watch = HoldAdapter([log], None, store=store, client=DecisionClient(service.url), policy=Policy())
+        _live(watch, log, renumber(RELEASED_TWICE, 101))
+        watch.close()
+        holds = [e["record"] for e in store.events("htcondor.holds") if e["record"]["kind"] == "hold"]
+    assert [(h["job"], h["decided_by"], h["p_release"]) for h in holds] == [("101.0.0", "pool", 0.95)] * 3
 
 
 def test_a_backlog_read_at_start_acts_on_no_hold_already_resolved_in_it(tmp_path):
@@ -272,3 +285,11 @@ def test_a_service_with_a_smaller_body_limit_is_asked_with_a_smaller_window(tmp_
     holds = _holds(audit)
     assert all(h["p_release"] == 0.3 and h["no_decision"] is None for h in holds)
     assert max(h["request_bytes"] for h in holds) <= 16 << 10 < 20_000 < sum(map(len, REMOVED))
+
+
+def test_the_licence_to_act_follows_what_the_model_was_trained_and_measured_on():
+    assert trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "real", "real_holds": 151}})
+    assert trained_on_real({"trained_on": {"source": "real"}})  # a model that says nothing of its evaluation
+    assert not trained_on_real({"trained_on": {"source": "mixed", "evaluated_on": "generated"}})
+    assert not trained_on_real({"trained_on": {"source": "synthetic", "evaluated_on": "generated"}})
+    assert not trained_on_real(None) and not trained_on_real({"trained_on": None})

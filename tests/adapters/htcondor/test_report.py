@@ -88,6 +88,7 @@ def test_following_into_the_store_audits_and_reports_as_the_file_does(real_audit
     with open_store(store) as opened:
         stored = [e["record"] for e in opened.events("htcondor.holds")]
     from_file = [json.loads(line) for line in real_audit.read_text().splitlines()]
+    from_file = [r for r in from_file if r["kind"] != "usage"]  # the store keeps the jobs' use in its own stream
     assert [(r["kind"], r["id"]) for r in stored] == [(r["kind"], r["id"]) for r in from_file]
     reports = [CliRunner().invoke(app, ["report", "holds", *where, "--json"])
                for where in (["--store", store], ["--audit", str(real_audit)])]

@@ -66,6 +66,7 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         one = CliRunner().invoke(app, ["hold", "decide", "--input", str(LOG), "--cluster", "12636334", "--service", url, "--json"])
         assert one.exit_code == 0, one.output
         assert '"hold_time": "2025-05-22 10:56:18"' in one.output and f'"model_version": "{version}"' in one.output
+        assert '"decided_by": ' in one.output and '"reasons": "hold 26/103' in one.output  # who decided, and on what
 
         # every real hold, each asked with the log cut just after it: the model's real-log accuracy
         real = HoldAdapter(REAL_LOGS, tmp_path / "real.jsonl", client=DecisionClient(url, timeout=60))

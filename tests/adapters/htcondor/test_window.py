@@ -52,3 +52,21 @@ def test_memory_stays_within_its_bounds():
     assert sum(len(i[3]) for i in window.recent) <= 2000
     assert sum(len(i[3]) for h in window.jobs.values() for i in h) <= 3000
     assert max(len(h) for h in window.jobs.values()) <= 3
+
+
+def test_how_earlier_held_jobs_ended_travels_with_a_hold_long_after_and_round_trips():
+    window = Window(seconds_kept=3600, ended_holds=2)
+    earlier = [_event(3, 0, 0), _event(3, 12, 1), _event(3, 13, 2), _event(3, 1, 3), _event(3, 5, 4),  # released
+               _event(4, 12, 5), _event(4, 9, 6),  # removed
+               _event(5, 1, 7), _event(5, 5, 8),  # never held: nothing kept
+               _event(6, 12, 9), _event(6, 9, 10)]  # removed, the newest of the two kept
+    for e in earlier:
+        window.add(e)
+    seqs = [window.add(e) for e in (_event(1, 0, 600), _event(1, 12, 601))]
+    log = window.request_log((1, 0, 0), seqs[-1])
+    kept = [earlier[i].raw for i in (5, 6, 9, 10)]  # cluster 3 fell out: two ended holds kept
+    assert log == b"".join(kept) + b"".join(e.raw for e in (_event(1, 0, 600), _event(1, 12, 601)))
+    again = Window(seconds_kept=3600, ended_holds=2)
+    again.restore(window.state())
+    assert again.request_log((1, 0, 0), seqs[-1]) == log
+    assert len(window.request_log((1, 0, 0), seqs[-1], max_bytes=len(log) - 1)) < len(log) - 40  # the oldest goes

@@ -2,10 +2,11 @@
 -- usage: lua5.1 fake_slurm.lua PLUGIN.lua COMMANDS_FILE
 -- Each command line is tab-separated: "lookup USER ACCOUNT PARTITION T N C M G" ("-" = not stated),
 -- "submit FIELD=VALUE ...", "modify FIELD=VALUE ... || RECFIELD=VALUE ...", "advise OPTION=VALUE ...".
--- Prints one answer line per command; log lines start with "log: ".
+-- Prints one answer line per command; log lines start with "info: " (slurm.log_info) or "log: " (the others).
 slurm = {SUCCESS = 0, ERROR = -1}
 local function log(fmt, ...) print("log: " .. string.format(fmt, ...)) end
-slurm.log_info, slurm.log_debug, slurm.log_error = log, log, log
+slurm.log_debug, slurm.log_error = log, log
+function slurm.log_info(fmt, ...) print("info: " .. string.format(fmt, ...)) end
 function slurm.time_str2mins(text)  -- "MM", "HH:MM:SS" or "D-HH:MM:SS", enough for the tests
     local d, h, m, s = string.match(text, "^(%d+)-(%d+):(%d+):(%d+)$")
     if d then return d * 1440 + h * 60 + m + (tonumber(s) > 0 and 1 or 0) end

@@ -17,7 +17,7 @@ import pytest
 from adapters.slurm.adapter import Policy, comment_with, read_policy
 from adapters.slurm.verdicts import read_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
-from jobaware.card import short
+from jobaware.card import declared, short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
 
@@ -49,7 +49,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
         read_policy(path)
     path.write_text("comment: false\nmax_acts_per_minute: 5\ncapabilities: {resource: off}\n")
     assert read_policy(path) == Policy(comment=False, max_acts_per_minute=5, capabilities={"resource": False})
-    assert read_policy(path).keys() == ["failure", "similarity"]
+    assert read_policy(path).keys() == [key for key in declared() if key != "resource"]
     path.write_text("holdd: true\n")
     with pytest.raises(JobawareError, match="holdd: unknown field"):
         read_policy(path)
@@ -58,7 +58,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
         read_policy(path)
     toml = tmp_path / "policy.toml"
     toml.write_text('hold = true\n[capabilities]\nsimilarity = "off"\n')
-    assert read_policy(toml).keys() == ["failure", "resource"] and read_policy(toml).hold
+    assert read_policy(toml).keys() == [key for key in declared() if key != "similarity"] and read_policy(toml).hold
 
 
 # ---------------------------------------------------------------- live
@@ -132,8 +132,9 @@ def services(champion, resource_champion, tmp_path_factory):
 
 def adapt(cluster, store: Path, services: dict, *args: str) -> str:
     args = (*args, "--cache", str(cluster.root / "verdicts.tsv"))
-    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
-           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    down = f"http://127.0.0.1:{free_port()}"  # every other card part's service: not deployed here
+    env = {**cluster.env, **{f"JOBAWARE_{key.upper()}_URL": down for key in declared()},
+           "JOBAWARE_FAILURE_URL": services["failure"].url, "JOBAWARE_RESOURCE_URL": services["resource"].url}
     done = subprocess.run([JOBAWARE, "slurm", "adapt", "--store", str(store), "--interval", "0.2", *args], env=env,
                           capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr
@@ -223,8 +224,9 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
 @pytest.mark.timeout(600)
 def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     job = cluster.sbatch(CPU_SCRIPT, "--hold", "--time=1", "--job-name=carded")
-    env = {**cluster.env, "JOBAWARE_FAILURE_URL": services["failure"].url,
-           "JOBAWARE_RESOURCE_URL": services["resource"].url, "JOBAWARE_SIMILARITY_URL": f"http://127.0.0.1:{free_port()}"}
+    down = f"http://127.0.0.1:{free_port()}"  # every other card part's service: not deployed here
+    env = {**cluster.env, **{f"JOBAWARE_{key.upper()}_URL": down for key in declared()},
+           "JOBAWARE_FAILURE_URL": services["failure"].url, "JOBAWARE_RESOURCE_URL": services["resource"].url}
     shown = subprocess.run([JOBAWARE, "card", str(job), "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert shown.returncode == 0, shown.stderr
     card = json.loads(shown.stdout)

@@ -1,6 +1,7 @@
 """The rendered plugins under plain lua5.1 (no Slurm): the same lookup as Python, fail-open, comments, advice."""
 
 import os
+import pwd
 import random
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ def run(plugin: Path, commands: list[str], user: str = "ana", **env: str) -> tup
     script = plugin.parent / "commands.txt"
     script.write_text("".join(c + "\n" for c in commands))
     done = subprocess.run([LUA or "lua5.1", str(DRIVER), str(plugin), str(script)], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "USER": user, **env})
+                          timeout=60, env={**os.environ, "USER": user, "XDG_RUNTIME_DIR": str(plugin.parent), **env})
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines(), done.stderr
 
@@ -136,8 +137,40 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
                                                       "lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
     assert answers[-2] == "rc=0 comment=mine admin_comment=nil"
     assert answers[-1].startswith(f"none {why}") and stderr == ""
+    # said at info level once, not at each call (slurmctld keeps the plugin's state between calls)
+    said = f"info: jobaware: verdict cache {cache} {why}"
+    assert [a for a in answers if a.startswith("info: ")] == [answers[0]] and answers[0].startswith(said)
+    assert answers[0].endswith("; no verdicts until it is fixed (failing open)")
+    # cli_filter runs in each sbatch: once a minute across processes, by a small file of the user's own
     advice, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])
-    assert advice == ["rc=0"] and stderr == ""
+    assert advice[-1] == "rc=0" and advice[0].startswith(said) and len(advice) == 2 and stderr == ""
+    assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"]) == (["rc=0"], "")
+    state = folder / ".jobaware-cli-filter-said"
+    state.write_text(f"{int(time.time()) - 61}\n")  # a minute later
+    assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])[0][0].startswith(said)
+
+
+def test_the_plugins_read_only_the_users_own_file(plugins):
+    """A torn user file: no verdicts for that user (said), the others unaffected; no folder of user files: said."""
+    folder, cache = plugins
+    write_cache(cache, [verdict(account=""), verdict(user="bob", account="")])
+    mine = cache.with_name("verdicts.tsv.users") / "ana.tsv"
+    text = mine.read_text()
+    mine.unlink()
+    mine.write_text(text[:-3])
+    answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\tpartition=debug",
+                                                 "submit\tuser_name=bob\tpartition=debug",
+                                                 "submit\tuser_name=zoe\tpartition=debug"])
+    assert answers[0] == (f"info: jobaware: verdict cache {cache} user file ana.tsv corrupt (truncated: no trailer for 1 "
+                          "verdicts); no verdicts until it is fixed (failing open)")
+    assert answers[1].startswith("log: jobaware: job_submit no verdict: cache user file ana.tsv corrupt")
+    assert answers[4].startswith("rc=0 comment=jobaware: failure risk 70%")  # bob's file is whole
+    assert answers[5].startswith("log: jobaware: job_submit no verdict for zoe in debug ")  # no file: no verdicts
+    # the cache file alone (a hand-made one, or the folder removed): said, no verdicts
+    os.unlink(cache.with_name("verdicts.tsv.users"))
+    answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=bob\tpartition=debug"])
+    assert answers[0].startswith(f"info: jobaware: verdict cache {cache} has no folder of user files {cache}.users/")
+    assert answers[-1] == "rc=0 comment=nil admin_comment=nil"
 
 
 @pytest.mark.parametrize("good, bad", [("\t10\t", "\tlots\t"), ("\t10\t", "\t-3\t"), ("\t10\t", "\t10\textra\t"),
@@ -146,12 +179,14 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
 def test_a_line_with_wrong_fields_is_skipped_alone(plugins, good, bad):
     folder, cache = plugins
     write_cache(cache, [verdict(account="", time=60), verdict(account="", time=600, p_fail=0.3, model_version="4")])
-    lines = cache.read_text().split("\n")
+    mine = cache.with_name("verdicts.tsv.users") / "ana.tsv"  # the plugins read the user's own file
+    lines = mine.read_text().split("\n")
     assert good in lines[1]
     lines[1] = lines[1].replace(good, bad, 1)
-    cache.write_text("\n".join(lines))
+    mine.unlink()  # the link's folder holds it; replace the file, not the text of a file another folder shares
+    mine.write_text("\n".join(lines))
     answers, _ = run(folder / "job_submit.lua", ["submit\tuser_name=ana\ttime_limit=60\tpartition=debug"])
-    assert answers[0] == "log: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
+    assert answers[0] == "info: jobaware: " + str(cache) + ": skipped 1 malformed verdict lines of user ana"
     assert answers[-1].startswith("rc=0 comment=jobaware: failure risk 30%;")  # the other line, as nearest shape
 
 
@@ -160,6 +195,7 @@ def test_stale_cache_means_no_verdict(plugins):
     write_cache(cache, [verdict(account="")], stale_after=3600, now=int(time.time()) - 601)  # plugin: 600 s
     answers, _ = run(folder / "job_submit.lua", ["lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
     assert answers[-1].startswith("none stale (written 60") and answers[-1].endswith("limit 600 s)")
+    assert answers[0].startswith(f"info: jobaware: verdict cache {cache} stale (written 60")
     write_cache(cache, [verdict(account="")], stale_after=60, now=int(time.time()) - 61)  # the file: 60 s
     assert run(folder / "job_submit.lua", ["lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])[0][-1].endswith("limit 60 s)")
 
@@ -186,6 +222,18 @@ def test_cli_filter_advises_in_a_plain_sentence(plugins):
         assert (answers, stderr) == (["rc=0"], "")
     assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"], SLURM_JOB_ID="12")[1] == ""
     assert run(folder / "cli_filter.lua", ["advise\ttype=srun\ttime=60"])[1].startswith("jobaware: failure risk 70%")
+
+
+def test_cli_filter_finds_the_user_by_uid_without_user_or_logname(plugins):
+    folder, cache = plugins
+    me = pwd.getpwuid(os.getuid()).pw_name
+    write_cache(cache, [verdict(me, account="", time=60)], default_partition="debug")
+    assert os.readlink(cache.with_name("verdicts.tsv.users") / f"#{os.getuid()}.tsv") == f"{me}.tsv"
+    env = {k: v for k, v in os.environ.items() if k not in ("USER", "LOGNAME")}
+    done = subprocess.run([LUA or "lua5.1", str(DRIVER), str(folder / "cli_filter.lua"), "/dev/stdin"],
+                          input="advise\ttype=sbatch\ttime=60\n", capture_output=True, text=True, timeout=60,
+                          env={**env, "XDG_RUNTIME_DIR": str(folder)})
+    assert done.stdout == "rc=0\n" and done.stderr.startswith("jobaware: failure risk 70%, TIMEOUT likely")
 
 
 def test_gpus_from_tres_strings(plugins):

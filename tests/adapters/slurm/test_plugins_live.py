@@ -5,7 +5,9 @@ import pwd
 import random
 import re
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -41,10 +43,13 @@ def cache(cluster):
     return path
 
 
-def submit(cluster, *args: str) -> tuple[int, str]:
-    """sbatch a held job (it stays pending, its comment readable); its id and sbatch's stderr."""
+def submit(cluster, *args: str, state: Path | None = None) -> tuple[int, str]:
+    """sbatch a held job (it stays pending, its comment readable); its id and sbatch's stderr. `state`: the folder
+    where cli_filter.lua keeps the time it last said the cache was broken (a fresh one unless given)."""
+    state = state or Path(tempfile.mkdtemp(dir=cluster.root))
     done = subprocess.run(["sbatch", "--parsable", "--hold", "-n1", "--mem=500", f"--chdir={cluster.root / 'jobs'}",
-                           "--wrap=true", *args], env=cluster.env, capture_output=True, text=True, timeout=60)
+                           "--wrap=true", *args], env={**cluster.env, "XDG_RUNTIME_DIR": str(state)},
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr + cluster.logs()
     return int(done.stdout.strip().split(";")[0]), done.stderr
 
@@ -89,19 +94,40 @@ def _break(path, how: str) -> None:
     elif how == "truncated":
         path.write_bytes(good[: len(good) // 2])
     elif how == "wrong fields":  # the 60-minute line loses a field: the 5-minute line is all that is left
-        lines = good.decode().split("\n")
+        mine = path.with_name(path.name + ".users") / f"{USER}.tsv"  # the plugins read the user's own file
+        lines = mine.read_text().split("\n")
         at = next(i for i, line in enumerate(lines) if line.split("\t")[3:4] == ["5"])  # 60 min: bucket 5
         lines[at] = lines[at].rsplit("\t", 1)[0]
-        path.write_text("\n".join(lines))
+        mine.unlink()
+        mine.write_text("\n".join(lines))
 
 
-@pytest.mark.parametrize("how", ["missing", "stale", "random bytes", "truncated", "wrong fields"])
-def test_a_broken_cache_fails_open(cluster, cache, how):
+@pytest.mark.parametrize("how, why", [("missing", "missing"), ("stale", "stale (written 66"),
+                                      ("random bytes", "corrupt (not a version 2"), ("truncated", "corrupt (truncated"),
+                                      ("wrong fields", None)])
+def test_a_broken_cache_fails_open(cluster, cache, how, why, tmp_path):
     _break(cache, how)
-    job, stderr = submit(cluster, "--time=60", "--comment=mine")
+    job, stderr = submit(cluster, "--time=60", "--comment=mine", state=tmp_path)
     expected = "mine | jobaware: failure risk 5%; 0/10 similar failed; model 4; cpu-bound; nearest shape" \
         if how == "wrong fields" else "mine"
     assert comment(cluster, job) == expected
-    assert stderr == ""
+    # said on the user's terminal at info level, once a minute (a second sbatch says nothing)
+    said = f"sbatch: lua: jobaware: verdict cache {cache} {why}"
+    assert stderr == "" if why is None else stderr.startswith(said) and stderr.count("\n") == 1, stderr
+    assert submit(cluster, "--time=60", state=tmp_path)[1] == ""
+    if how == "missing":  # the first broken cache of this slurmctld: said in its log at info level
+        assert f"jobaware: verdict cache {cache} missing; no verdicts" in (cluster.root / "log" / "slurmctld.log").read_text()
     log = (cluster.root / "log" / "slurmctld.log").read_text().replace(str(cluster.root), "")
     assert "error" not in "\n".join(line for line in log.splitlines() if "lua" in line).lower()
+
+
+def test_doctor_on_the_live_cluster(cluster, cache, tmp_path):
+    """`jobaware slurm doctor` over the test cluster's own slurm.conf: the plugins and the cache pass; this cluster
+    has no accounting, and says so."""
+    from adapters.slurm.doctor import doctor
+
+    checks = {c.name: c for c in doctor(cluster.conf, cache, str(tmp_path / "absent"), {})}
+    for name in ("JobSubmitPlugins=lua", "CliFilterPlugins=lua", "job_submit.lua", "cli_filter.lua",
+                 "verdict cache fresh", "readable by SlurmUser root"):
+        assert checks[name].ok, (name, checks[name].detail)
+    assert not checks["AccountingStorageType"].ok and not checks["OOM visible"].ok

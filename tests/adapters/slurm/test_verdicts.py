@@ -12,6 +12,7 @@ from adapters.slurm.verdicts import (
     bucket,
     lookup,
     read_cache,
+    users_folder,
     write_cache,
 )
 from jobaware import card as cards
@@ -82,7 +83,9 @@ def test_write_is_atomic_readable_and_counts_generations(tmp_path):
     assert write_cache(path, [verdict(), verdict(time=600).model_dump()], stale_after=900,
                        default_partition="debug") == 1
     assert write_cache(path, [verdict()]) == 2
-    assert os.listdir(path.parent) == ["verdicts.tsv"]  # no temporary file left behind
+    # no temporary file left behind; the per-user folders of this generation and the one before, and the link
+    assert sorted(os.listdir(path.parent)) == [".verdicts.tsv.users.1", ".verdicts.tsv.users.2", "verdicts.tsv",
+                                               "verdicts.tsv.users"]
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     cache = read_cache(path)
     assert (cache.generation, cache.stale_after, cache.max_age, len(cache.verdicts)) == (2, 3600, 30 * 86_400, 1)
@@ -90,6 +93,28 @@ def test_write_is_atomic_readable_and_counts_generations(tmp_path):
     assert back.key() == sent.key() and (back.comment, back.advice, back.n_similar) == (sent.comment, sent.advice, 10)
     path.write_text("garbage\n")
     assert write_cache(path, []) == 1
+
+
+def test_each_user_has_a_file_of_their_own_verdicts(tmp_path):
+    """`PATH.users/USER.tsv`: the same format, that user's lines only; a user without verdicts has no file; the
+    folder two generations back is gone."""
+    path = tmp_path / "verdicts.tsv"
+    write_cache(path, [verdict(), verdict(user="bob"), verdict(time=600)], default_partition="debug", mode=0o640)
+    write_cache(path, [verdict(), verdict(user="bob")], default_partition="debug")
+    write_cache(path, [verdict(), verdict(time=600)], default_partition="debug")
+    users = users_folder(path)
+    assert os.readlink(users) == ".verdicts.tsv.users.3" and sorted(os.listdir(users)) == ["ana.tsv"]
+    assert sorted(p.name for p in tmp_path.glob(".verdicts.tsv.users.*")) == [".verdicts.tsv.users.2",
+                                                                               ".verdicts.tsv.users.3"]
+    whole, mine = path.read_text().split("\n"), (users / "ana.tsv").read_text().split("\n")
+    assert whole == mine  # every verdict is ana's: the same text, header included
+    assert stat.S_IMODE((users / "ana.tsv").stat().st_mode) == 0o644
+    assert stat.S_IMODE(os.stat(users).st_mode) == 0o755
+    write_cache(path, [verdict(), verdict(user="bob")], mode=0o640)
+    bob = (users / "bob.tsv").read_text().split("\n")
+    assert bob[0].split("\t")[6] == "1" and bob[1].startswith("bob\t") and bob[2:] == ["end\t1", ""]
+    assert bob[0].split("\t")[:6] == path.read_text().split("\t")[:6]  # the same generation and times
+    assert stat.S_IMODE(os.stat(users).st_mode) == 0o750
 
 
 def test_each_verdict_keeps_its_own_age_and_old_ones_are_left_out(tmp_path):

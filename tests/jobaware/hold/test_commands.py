@@ -10,7 +10,7 @@ import pytest
 from jobaware.errors import InputError
 from jobaware.hold.commands import parse_events
 from jobaware.hold.service import predict_file
-from jobaware.hold.synth import default_data, truth_path, write_synthetic
+from jobaware.hold.synth import default_data, outcomes_path, truth_path, write_synthetic
 from tests.jobaware.hold.conftest import CONDOR, STANDALONE
 
 
@@ -32,10 +32,16 @@ def test_synth_formats_and_the_default_data(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="--format: expected one of iso, old"):
         write_synthetic(tmp_path / "x.log", 50, fmt="json")
     monkeypatch.setattr(synth, "DEFAULT_SYNTH_JOBS", 60)
-    made = default_data(tmp_path)
-    assert made.endswith("synthetic_hold_60.log") and truth_path(made).is_file()
-    written = truth_path(made).stat().st_mtime_ns
-    assert default_data(tmp_path) == made and truth_path(made).stat().st_mtime_ns == written  # generated once
+    made = json.loads(default_data(tmp_path))
+    assert made[:-1] == synth.real_logs() and any(m.endswith("condor-more") for m in made)  # the real logs first,
+    generated = made[-1]  # then a log generated from outcomes fitted on them, its truth and outcomes beside it
+    assert generated.endswith("fitted_hold_60.log") and truth_path(generated).is_file()
+    assert json.loads(outcomes_path(generated).read_text())["fitted_on"]["workflows"] == 8
+    written = truth_path(generated).stat().st_mtime_ns
+    assert json.loads(default_data(tmp_path)) == made and truth_path(generated).stat().st_mtime_ns == written  # once
+    monkeypatch.setenv("JOBAWARE_HOLD_REAL", str(STANDALONE))  # a site's own real logs instead
+    site = json.loads(default_data(tmp_path))
+    assert site[0] == str(STANDALONE) and json.loads(outcomes_path(site[1]).read_text())["fitted_on"]["holds"] == 10
 
 
 def test_predict_file_writes_one_decision_per_standing_hold(trained, synthetic, tmp_path):

@@ -132,3 +132,51 @@ def test_count_features_see_the_job_history_and_the_pool(small):
     assert counts["n_execute"] == 1 and counts["n_held_before"] == 0 and counts["hold_code"] == 13
     assert counts["age"] == 600 and counts["since_last"] == 480 and counts["last_code"] == 1
     assert counts["pool_held"] == 0 and counts["pool_events"] == 8  # events from 09:10 on, before the hold
+
+
+SIBLINGS = """000 (9.000.000) 2025-05-01 09:00:00 Job submitted from host: <1.2.3.4:9618>
+...
+000 (9.001.000) 2025-05-01 09:00:00 Job submitted from host: <1.2.3.4:9618>
+...
+000 (9.002.000) 2025-05-01 09:00:00 Job submitted from host: <1.2.3.4:9618>
+...
+012 (9.000.000) 2025-05-01 09:10:00 Job was held.
+\tError from slot1: permission denied
+\tCode 6 Subcode 13
+...
+012 (9.001.000) 2025-05-01 09:11:00 Job was held.
+\tError from slot1: permission denied
+\tCode 6 Subcode 13
+...
+013 (9.000.000) 2025-05-01 09:20:00 Job was released.
+\tvia condor_release (by user x)
+...
+009 (9.001.000) 2025-05-01 09:21:00 Job was aborted.
+\tvia condor_rm (by user x)
+...
+005 (9.000.000) 2025-05-01 09:40:00 Job terminated.
+\t(1) Normal termination (return value 0)
+...
+012 (9.002.000) 2025-05-01 09:50:00 Job was held.
+\tError from slot1: permission denied
+\tCode 6 Subcode 13
+...
+"""
+
+
+def test_siblings_are_the_other_jobs_of_the_cluster_before_the_hold(tmp_path):
+    path = tmp_path / "siblings.log"
+    path.write_text(SIBLINGS)
+    events, _ = read_events([str(path)])
+    table = decisions(events)
+    counts = F.count_features(F.build_index(events), table)
+    assert counts[list(F.SIBLINGS)].to_numpy().tolist() == [[0, 0, 0, 0], [1, 0, 0, 0], [2, 1, 1, 1]]
+    # how the earlier holds ended, once their end is in the log: 9.0 released and run to its end, 9.1 removed
+    assert counts[list(F.EVIDENCE)].to_numpy().tolist() == [[0] * 10, [0] * 10, [1, 1, 0, 1, 1, 0, 1, 1, 0, 0]]
+    # asked between 9.0's release (09:20) and its end (09:40): a release not yet ended
+    cut = pd.concat([events[events["time"] <= "2025-05-01 09:21:00"], events.tail(1)], ignore_index=True)
+    pending = F.count_features(F.build_index(cut), decisions(cut)).iloc[-1]
+    assert pending[["log_ended_remove", "log_released_pending", "log_released_pending_same_code",
+                    "sib_released_pending"]].tolist() == [1, 1, 1, 1]
+    ends = [events.loc[events["event_code"] == code, "seq"].iloc[0] for code in (5, 9)]
+    assert table["resolution_seq"].iloc[:2].tolist() == ends and pd.isna(table["resolution_seq"].iloc[2])

@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobaware.hold.service import Limits, decide, parse_request
+from jobaware.bodies import parse_body
+from jobaware.hold.service import Limits, checked, decide, request_model
 from tests.fuzzing import examples, fuzz_settings
 
 HOLD_CODES = [1, 3, 6, 7, 12, 13, 16, 21, 26, 30, 32, 34, 35, 43, 46, 47]  # common HTCondor hold codes
@@ -95,7 +96,8 @@ def test_every_generated_log_of_a_held_job_gets_a_decision(trained):
     @given(case=held_job_logs())
     def check(case):
         cluster, proc, log, hold = case
-        answer = decide(bundle, parse_request({"cluster": cluster, "proc": proc, "log": log}, Limits()), "1")
+        body = parse_body(request_model(Limits()), {"cluster": cluster, "proc": proc, "log": log})
+        answer = decide(bundle, checked(body, Limits()), "1")
         json.dumps(answer, allow_nan=False)
         assert (answer["cluster"], answer["proc"]) == (cluster, proc)
         assert (answer["hold_code"], answer["hold_subcode"]) == (hold["code"], hold["subcode"])

@@ -11,7 +11,8 @@ from jobaware.hold.params import Params, check_params
 def test_defaults_are_complete_and_valid():
     p = check_params({})
     assert p == Params().model_dump()
-    assert (p["network"], p["primary_metric"]) == ("lstm", "f1_remove")
+    assert (p["network"], p["folds"], p["synthetic_weights"]) == ("lstm", 0, [0.0, 1.0])
+    assert (p["wrong_remove_cost"], p["min_workflow_holds"]) == (3.0, 10)
 
 
 @pytest.mark.parametrize("raw, words", [
@@ -20,7 +21,11 @@ def test_defaults_are_complete_and_valid():
     ({"j": 101}, "j: input should be less than or equal to 100"),
     ({"network": "transformer"}, "network: input should be 'lstm', 'gru' or 'conv'"),
     ({"bogus": 1}, "bogus: unknown parameter"),
-    ({"test_fraction": 0.5, "validation_fraction": 0.45}, "must stay below 0.9"),
+    ({"synthetic_weights": []}, "synthetic_weights: list should have at least 1 item"),
+    ({"synthetic_weights": [-1]}, r"synthetic_weights\[0\]: input should be greater than or equal to 0, got -1"),
+    ({"folds": 1}, r"folds: one fold leaves nothing to train on: give 0 \(each workflow held out on its own\) or 2"),
+    ({"folds": -1}, "folds: input should be greater than or equal to 0"),
+    ({"wrong_remove_cost": 0}, "wrong_remove_cost: input should be greater than 0"),
     ({"epochs": "3"}, "epochs: input should be a valid integer"),
 ])
 def test_bad_values_are_refused_with_what_was_expected(raw, words):

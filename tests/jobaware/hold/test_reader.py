@@ -16,7 +16,7 @@ import pytest
 from jobaware.errors import InputError
 from jobaware.hold.events import EVENT_NAMES
 from jobaware.hold.reader import ReadOptions, ingest, read_events, read_stats, resolve_sources
-from tests.jobaware.hold.conftest import CONDOR, REAL_LOGS, STANDALONE
+from tests.jobaware.hold.conftest import CONDOR, MORE_LOGS, REAL_LOGS, STANDALONE
 
 
 def official(path: Path) -> list[tuple]:
@@ -49,11 +49,20 @@ def ours(path: Path, year: int) -> list[tuple]:
     return rows
 
 
-@pytest.mark.parametrize("path", REAL_LOGS, ids=lambda p: p.name)
+BLANK_LINE_BETWEEN_EVENTS = {"stat405project__job.log": 533}  # index of the "..." line a blank line follows
+
+
+@pytest.mark.parametrize("path", REAL_LOGS + MORE_LOGS, ids=lambda p: p.name)
 def test_every_real_sample_reads_as_htcondor_reads_it(path):
     expected = official(path)
     assert expected, "the official reader found no event"
-    assert ours(path, time.localtime().tm_year) == expected
+    read = ours(path, time.localtime().tm_year)
+    if path.name in BLANK_LINE_BETWEEN_EVENTS:  # HTCondor's reader stops at an empty line between two events;
+        lines = path.read_text().splitlines()  # jobaware's goes on (the events after it are whole and valid)
+        assert lines[BLANK_LINE_BETWEEN_EVENTS[path.name] + 1] == "" and lines[BLANK_LINE_BETWEEN_EVENTS[path.name]] == "..."
+        assert read[:len(expected)] == expected and len(read) > len(expected)
+        return
+    assert read == expected
 
 
 def test_a_generated_global_log_reads_as_htcondor_reads_it(synthetic):

@@ -118,3 +118,16 @@ def test_the_request_model_states_the_rules_across_its_fields(tmp_path):
         assert not validator.is_valid(body)
         with pytest.raises(InputError, match=words):
             parse_request(body, limits)
+
+
+def test_the_answer_says_who_decided_why_and_what_drove_it(real_trained):
+    bundle = real_trained[0]
+    answer = decide(bundle, parse_request({"cluster": 12634462, "proc": 0, "log": HELD}, Limits()), "3")
+    assert answer["decided_by"] == bundle.decided_by and answer["why"] == bundle.why
+    assert answer["why"].startswith(f"{bundle.decided_by} (") and "real ended holds" in answer["why"]
+    assert answer["reasons"].startswith("hold 47/0 (47 JobExecuteExceeded") and "real holds of 47/0" in answer["reasons"]
+    assert "this log's earlier holds of other jobs: 0 ended released, 0 removed, 0 released not yet" in answer["reasons"]
+    assert answer["threshold"] == 0.25  # a wrong removal weighs three wrong releases
+    assert answer["trained_on"]["evaluated_on"] == "real" and answer["trained_on"]["source"] == "mixed"
+    if bundle.decided_by == "remove_all":
+        assert (answer["p_release"], answer["decision"]) == (0.0, "remove")

@@ -88,3 +88,31 @@ def test_release_probability_follows_the_policy_recursion():
     job.user_released = True
     assert synth.release_probability("user", 1, job, 0.0, 0) == 0.0
     assert np.isclose(synth.release_probability("cpu", 26, job, 0.0, 0), expected - q ** 3 * user_turn)
+
+
+def test_a_generator_fitted_to_real_outcomes_ends_its_holds_as_they_say(tmp_path):
+    from jobaware.hold.groups import by_log, log_holds
+    from jobaware.hold.outcomes import CodeOutcomes, Outcomes, release_chance
+
+    code = CodeOutcomes(released=0.5, removed=0.3, held=0.2, reheld=0.25, ends_normally=0.8, release_log_hours=0.0,
+                        release_log_sigma=0.5, removal_log_hours=0.0, removal_log_sigma=0.5)
+    fitted = Outcomes({"all": CodeOutcomes(), "13/2": code, "6/13": CodeOutcomes(released=0.0, removed=1.0, held=0.0)},
+                      {"13/2": 0.7, "6/13": 0.3}, {"holds": 2})
+    truth = synth.write(tmp_path / "EventLog", 6000, seed=4, outcomes=fitted)
+    events, report = read_events([str(tmp_path / "EventLog")])
+    assert report.bad_rows == 0 and synth.outcomes_path(tmp_path / "EventLog").is_file()
+    table = next(log_holds(part, name) for name, part in by_log(events).items())
+    first = table[table["hold_index"] == 0]
+    keys = first["hold_code"].astype(str) + "/" + first["hold_subcode"].astype(str)
+    assert set(keys) == {"13/2", "6/13"} and abs((keys == "13/2").mean() - 0.7) < 0.1  # clusters draw the mix
+    early = table["hold_time"] < table["hold_time"].max() - pd.Timedelta(hours=10)  # not cut by the log's end
+    shares = table[(table["hold_code"] == 13) & early]["action"].value_counts(normalize=True)
+    assert abs(shares["released"] - 0.5) < 0.05 and abs(shares["removed"] - 0.3) < 0.05
+    released = table[(table["hold_code"] == 13) & (table["action"] == "released") & early]
+    assert abs(np.median(released["hours"]) - 1.0) < 0.15  # exp(release_log_hours)
+    assert abs(released["reheld"].mean() - 0.25) < 0.06
+    assert (table.loc[table["hold_code"] == 6, "label"] == "remove").all()
+    ended = table[(table["hold_code"] == 13) & table["label"].notna()]
+    expected = float(release_chance(0.5, 0.2, 0.25, 0.8 * (1 - synth.APP_FAILURE)))
+    assert abs((ended["label"] == "release").mean() - expected) < 0.06
+    assert np.allclose(pd.read_parquet(truth).query("code == 13")["p_release"], expected)

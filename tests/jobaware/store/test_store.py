@@ -30,6 +30,8 @@ def play(store) -> None:
         store.put_final(A, "FAILED", "observed")
         store.put_final(A, "OUT_OF_MEMORY", "sacct", exit_code=0, signal=9)
         store.put_final(A, "COMPLETED", "observed")  # weaker than accounting: ignored
+        store.put_usage(A, {"source": "sacct", "elapsed_s": 5, "mem_used_mib": 20.5})
+        store.put_usage(A, {"source": "sacct", "elapsed_s": 6, "mem_used_mib": 20.5})  # accounting's later word
         store.put_job(C, {"job_id": 3})
         store.put_prediction(A, "4", {"p_fail": 0.25})
         store.put_prediction(A, "3", {"p_fail": 0.5})
@@ -42,7 +44,8 @@ def play(store) -> None:
         store.put_event("audit", "x", {"kind": "act"})
     store.put_record({"cluster": "c3", "job_id": 1, "submit_time": 5, "row": {"a": 1},
                       "states": [{"state": "PENDING", "time": 1.0}, {"state": "PENDING", "time": 2.0}],
-                      "script": None, "final": {"state": "CANCELLED", "source": "sacct", "exit_code": 0}})
+                      "script": None, "final": {"state": "CANCELLED", "source": "sacct", "exit_code": 0},
+                      "usage": {"elapsed_s": 0}})
 
 
 def contents(store) -> dict:
@@ -80,6 +83,8 @@ def test_every_backend_gives_the_same_records_and_answers(tmp_path, fresh_redis,
     assert a["states"] == [{"state": "PENDING", "time": 1.0}, {"state": "RUNNING", "time": 2.0}]
     assert a["script"] == "#!/bin/bash\necho é\n" and a["row"]["name"] == "a,\n\"b\""
     assert a["final"] == {"state": "OUT_OF_MEMORY", "source": "sacct", "exit_code": 0, "signal": 9}
+    assert a["usage"] == {"source": "sacct", "elapsed_s": 6, "mem_used_mib": 20.5}
+    assert got["records"][0]["usage"] == {"elapsed_s": 0} and got["records"][3]["usage"] is None
     assert got["open"] == [[B], [C]]
     assert got["outcomes"][1] == {"key": A, "final": a["final"], "predictions": {
         "3": {"p_fail": 0.5}, "4": {"p_fail": 0.25}, "adapter:failure=3": {"card": {"p": 1}}}}
@@ -196,3 +201,33 @@ def test_a_sqlite_batch_commits_unsynced_then_syncs_once(tmp_path):
         assert store.db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert store.db.execute("SELECT value FROM meta WHERE name = 'synced'").fetchone() is not None
         assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_a_sqlite_store_of_the_first_format_gains_usage_and_keeps_its_jobs(tmp_path):
+    import sqlite3
+
+    folder = tmp_path / "old"
+    folder.mkdir()
+    old = sqlite3.connect(folder / DB)
+    old.executescript("""PRAGMA journal_mode=WAL;
+        CREATE TABLE jobs (id INTEGER PRIMARY KEY, cluster TEXT NOT NULL, job_id INTEGER NOT NULL,
+            submit_time INTEGER NOT NULL, fields TEXT NOT NULL DEFAULT '{}', script TEXT, final TEXT,
+            UNIQUE (cluster, submit_time, job_id));
+        CREATE TABLE states (job INTEGER NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL, time REAL NOT NULL,
+            PRIMARY KEY (job, seq)) WITHOUT ROWID;
+        CREATE TABLE predictions (submit_time INTEGER NOT NULL, cluster TEXT NOT NULL, job_id INTEGER NOT NULL,
+            name TEXT NOT NULL, answer TEXT NOT NULL, PRIMARY KEY (submit_time, cluster, job_id, name)) WITHOUT ROWID;
+        CREATE TABLE checkpoints (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, id TEXT NOT NULL,
+            subject TEXT, record TEXT NOT NULL, UNIQUE (stream, id));
+        CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT) WITHOUT ROWID;
+        INSERT INTO jobs (cluster, job_id, submit_time, fields, final) VALUES ('c1', 7, 5, '{"a":1}',
+            '{"state":"COMPLETED","source":"sacct","exit_code":0,"signal":null}');
+        PRAGMA user_version=1;""")
+    old.close()
+    with open_store(str(folder)) as store:
+        assert store.db.execute("PRAGMA user_version").fetchone()[0] == 2
+        [record] = store.records()
+        assert record["row"] == {"a": 1} and record["final"]["state"] == "COMPLETED" and record["usage"] is None
+        store.put_usage(JobKey("c1", 7, 5), {"elapsed_s": 3})
+        assert store.get(JobKey("c1", 7, 5))["usage"] == {"elapsed_s": 3}

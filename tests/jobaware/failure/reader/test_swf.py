@@ -3,7 +3,7 @@ import pytest
 
 from jobaware.errors import InputError
 from jobaware.failure.reader import read_jobs
-from jobaware.failure.reader.swf import parse_header
+from jobaware.swf import parse_header
 from tests.conftest import KTH, THUNDER
 
 HEADER = "; Version: 2.2\n; UnixStartTime: 843480031\n; TimeZoneString: Europe/Stockholm\n; Queue: 1 batch\n; Partition: 2 big\n"

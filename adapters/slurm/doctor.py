@@ -1,0 +1,210 @@
+"""`jobaware slurm doctor`: checks a Slurm deployment of jobaware end to end and says what to fix, one line each.
+
+Each check reads what is there (slurm.conf as written, the plugins beside it, the verdict cache, the services'
+`/readyz`, the store) and changes nothing; a store that does not exist is not created.
+"""
+
+from __future__ import annotations
+
+import grp
+import pwd
+import re
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.slurm.verdicts import read_cache, users_folder
+from jobaware.errors import JobawareError
+
+RENDERED = "rendered by `jobaware slurm plugins`"
+CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str  # what was found, or what to fix
+
+
+def read_slurm_conf(path: Path) -> dict[str, str]:
+    """slurm.conf's parameters by lower-case name (the last of repeated ones; node and partition lines left out)."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise JobawareError(f"{path}: cannot read slurm.conf: {exc.strerror}") from None
+    conf = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        name, sep, value = line.partition("=")
+        if sep and " " not in name.strip() and name.strip().lower() not in ("nodename", "partitionname"):
+            conf[name.strip().lower()] = value.strip()
+    return conf
+
+
+def _plugins(value: str, kind: str) -> set[str]:
+    return {p.strip().removeprefix(f"{kind}/") for p in value.split(",") if p.strip()}
+
+
+def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Check]:
+    """Both plugins named in slurm.conf, their files beside it, rendered by jobaware for this cache."""
+    checks = []
+    for name, option, kind in (("job_submit.lua", "jobsubmitplugins", "job_submit"),
+                               ("cli_filter.lua", "clifilterplugins", "cli_filter")):
+        named = "lua" in _plugins(conf.get(option, ""), kind)
+        option_name = "JobSubmitPlugins" if kind == "job_submit" else "CliFilterPlugins"
+        checks.append(Check(f"{option_name}=lua", named, f"named in {conf_path}" if named else
+                            f"add `{option_name}=lua` to {conf_path}, then `scontrol reconfigure`"))
+        path = conf_path.parent / name
+        fix = f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --force`"
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            checks.append(Check(name, False, f"{path} missing: {fix}"))
+            continue
+        found = CACHE_PATH.search(text)
+        if RENDERED not in text or found is None:
+            checks.append(Check(name, False, f"{path} is not a jobaware plugin: {fix}"))
+        elif found.group(1) != str(cache):
+            checks.append(Check(name, False, f"{path} reads {found.group(1)}, the adapter writes {cache}: {fix}"))
+        else:
+            checks.append(Check(name, True, f"{path} reads {cache}"))
+    return checks
+
+
+def readable_by(path: Path, user: str) -> bool:
+    """Whether `user` may read `path` by its mode bits and those of the folders above it (root may read all)."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return False
+    if entry.pw_uid == 0:
+        return True
+    groups = {entry.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+
+    def allowed(p: Path, bit: int) -> bool:
+        st = p.stat()
+        if st.st_uid == entry.pw_uid:
+            return bool(st.st_mode & (bit << 6))
+        if st.st_gid in groups:
+            return bool(st.st_mode & (bit << 3))
+        return bool(st.st_mode & bit)
+
+    resolved = path.resolve()
+    return allowed(resolved, 4) and all(allowed(folder, 1) for folder in resolved.parents)
+
+
+def readable_by_everyone(path: Path) -> bool:
+    resolved = path.resolve()
+    return bool(resolved.stat().st_mode & stat.S_IROTH) and all(
+        folder.stat().st_mode & stat.S_IXOTH for folder in resolved.parents)
+
+
+def check_cache(cache: Path, slurm_user: str, cli_filter: bool, now: float | None = None) -> list[Check]:
+    """The cache reads as a whole, is fresh, and slurmctld's user (and, with cli_filter, everyone) may read it."""
+    now = time.time() if now is None else now
+    try:
+        read = read_cache(cache)
+    except JobawareError as exc:
+        fix = "is `jobaware slurm adapt --cache` running?" if not cache.exists() else "the adapter rewrites it each pass"
+        return [Check("verdict cache", False, f"{exc} ({fix})")]
+    age = int(now - read.created)
+    checks = [Check("verdict cache fresh", age <= read.stale_after,
+                    f"{cache}: written {age} s ago, {len(read.verdicts)} verdicts (limit {read.stale_after} s)"
+                    + ("" if age <= read.stale_after else ": the adapter has not rewritten it; see its log (a "
+                       "service down keeps the old cache)"))]
+    users = users_folder(cache)
+    if not users.is_dir():
+        checks.append(Check("user files", False, f"{users} missing: the plugins find no verdicts; upgrade the adapter "
+                                                 "and let it pass once"))
+        return checks
+    files = [cache, users, *users.iterdir()]
+    unreadable = [str(p) for p in files if not readable_by(p, slurm_user)]
+    checks.append(Check(f"readable by SlurmUser {slurm_user}", not unreadable,
+                        "cache and user files" if not unreadable else
+                        f"{', '.join(unreadable[:3])}: give {slurm_user} read access (write_cache's mode 0644)"))
+    if cli_filter:
+        closed = [str(p) for p in files if not readable_by_everyone(p)]
+        checks.append(Check("readable by sbatch users", not closed, "cache and user files" if not closed else
+                            f"{', '.join(closed[:3])}: cli_filter.lua runs as each user; make them world-readable "
+                            "or drop CliFilterPlugins=lua"))
+    return checks
+
+
+def check_services(urls: dict[str, str], timeout: float = 3.0) -> list[Check]:
+    """Each capability's service answers `/readyz` with 200."""
+    import httpx
+
+    checks = []
+    for key, url in urls.items():
+        try:
+            status = httpx.get(f"{url.rstrip('/')}/readyz", timeout=timeout).status_code
+            ok, said = status == 200, f"HTTP {status}"
+        except httpx.HTTPError as exc:
+            ok, said = False, type(exc).__name__
+        checks.append(Check(f"service {key}", ok, f"{url}/readyz: {said}" + ("" if ok else
+                            f": start `jobaware serve {key}` there or point JOBAWARE_{key.upper()}_URL at it")))
+    return checks
+
+
+def check_store(uri: str) -> list[Check]:
+    """The store exists, may be shared by the collector and the adapter, and the collector has written to it."""
+    from jobaware.store import backend, open_store
+
+    try:
+        kind, where = backend(uri)
+    except JobawareError as exc:
+        return [Check("store", False, str(exc))]
+    if kind != "redis" and not Path(where).exists():
+        return [Check("store", False, f"{where} does not exist: start `jobaware slurm collect --store {uri}`")]
+    if kind == "folder":
+        return [Check("store shared", False, f"{where} is a folder store (one writer): the collector and the adapter "
+                                             f"cannot share it; `jobaware store copy {uri} sqlite:NEW` and use NEW")]
+    try:
+        with open_store(uri) as store:
+            jobs, checkpoints = store.count(), store.checkpoints()
+    except Exception as exc:  # noqa: BLE001 - any backend's failure is the finding
+        return [Check("store", False, f"{uri}: {type(exc).__name__}: {str(exc)[:200]}")]
+    ok = bool(checkpoints)
+    return [Check("store shared", ok, f"{uri} ({kind}): {jobs} jobs, collector checkpoint for "
+                  f"{', '.join(sorted(checkpoints))}" if ok else
+                  f"{uri} ({kind}): no collector checkpoint; run `jobaware slurm collect --store {uri}`")]
+
+
+def check_accounting(conf_path: Path, conf: dict[str, str]) -> list[Check]:
+    """Accounting storage and job accounting gather configured; an out-of-memory kill visible to sacct."""
+    storage = conf.get("accountingstoragetype", "accounting_storage/none")
+    gather = conf.get("jobacctgathertype", "jobacct_gather/none")
+    checks = [
+        Check("AccountingStorageType", not storage.endswith("/none"),
+              storage if not storage.endswith("/none") else f"{storage}: sacct has no end states; set "
+              f"AccountingStorageType=accounting_storage/slurmdbd in {conf_path}"),
+        Check("JobAcctGatherType", not gather.endswith("/none"),
+              gather if not gather.endswith("/none") else f"{gather}: no memory use recorded; set "
+              f"JobAcctGatherType=jobacct_gather/cgroup (or /linux) in {conf_path}"),
+    ]
+    cgroup = "cgroup" in conf.get("taskplugin", "")
+    constrained = False
+    if cgroup:
+        try:
+            cgroup_conf = (conf_path.parent / "cgroup.conf").read_text(errors="replace")
+            constrained = re.search(r"^\s*ConstrainRAMSpace\s*=\s*yes", cgroup_conf, re.M | re.I) is not None
+        except OSError:
+            pass
+    over_memory = "overmemorykill" in conf.get("jobacctgatherparams", "").lower() and not gather.endswith("/none")
+    how = "task/cgroup with ConstrainRAMSpace=yes" if constrained else "JobAcctGatherParams=OverMemoryKill" \
+        if over_memory else ""
+    checks.append(Check("OOM visible", bool(how), how or "no memory limit is enforced, so no job ends OUT_OF_MEMORY: "
+                        "TaskPlugin=task/cgroup with ConstrainRAMSpace=yes in cgroup.conf, or "
+                        "JobAcctGatherParams=OverMemoryKill"))
+    return checks
+
+
+def doctor(conf_path: Path, cache: Path, store: str, urls: dict[str, str], now: float | None = None) -> list[Check]:
+    """Every check, in the order an admin fixes them."""
+    conf = read_slurm_conf(conf_path)
+    cli_filter = "lua" in _plugins(conf.get("clifilterplugins", ""), "cli_filter")
+    return [*check_plugins(conf_path, conf, cache),
+            *check_cache(cache, conf.get("slurmuser", "root"), cli_filter, now),
+            *check_services(urls), *check_store(store), *check_accounting(conf_path, conf)]

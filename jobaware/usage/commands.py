@@ -1,0 +1,268 @@
+"""`jobaware report jobs|waste|digest`: what finished jobs used against what they asked for (and against what
+jobaware said before they ran), where node-hours went unused, and a digest per user or account to print or mail."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jobaware.console import err, out, progress, show
+from jobaware.errors import InputError
+
+StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                          "JOBAWARE_STORE): a folder (SQLite) or redis://host:port/db")]
+Since = Annotated[str, typer.Option(help="jobs submitted from: 7d, 12h, 30m, 2w ago, a date 2026-01-31, a local "
+                                         "time 2026-01-31T08:00, or all")]
+Until = Annotated[str, typer.Option(help="jobs submitted before: as --since, or now")]
+Cluster = Annotated[str, typer.Option(help="the cluster's name in the store (default: every cluster)")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
+Users = Annotated[list[str] | None, typer.Option("--user", help="only this user's jobs (repeat for more)")]
+Accounts = Annotated[list[str] | None, typer.Option("--account", help="only this account's jobs (repeat for more)")]
+Partitions = Annotated[list[str] | None, typer.Option("--partition", help="only this partition's jobs (repeat)")]
+
+
+def _filters(since: str, until: str, cluster: str, jobs=None, arrays=None, users=None, accounts=None,
+             partitions=None):
+    from jobaware.usage.jobs import Filters, job_ids, moment, now
+
+    at = now()
+    start, end = moment(since, at, "--since"), moment(until, at, "--until")
+    if start is not None and end is not None and start >= end:
+        raise InputError(f"--since {since} is not before --until {until}")
+    return Filters(since=start, until=end, cluster=cluster or None, jobs=job_ids(jobs or []),
+                   arrays=set(arrays or []), users=set(users or []), accounts=set(accounts or []),
+                   partitions=set(partitions or []))
+
+
+def _store(uri: str):
+    from jobaware.store import is_store, open_store
+
+    if not uri:
+        raise InputError("--store: give the site's job store (or set JOBAWARE_STORE)")
+    if not is_store(uri):
+        raise InputError(f"--store {uri}: no job store there (the collector creates it: jobaware slurm collect)")
+    return open_store(uri)
+
+
+def _read(store, filters, work, label: str):
+    """`work(store, filters, advance)` with a progress count of the jobs read on stderr."""
+    total = store.count(filters.cluster, filters.since, filters.until)
+    with progress(label) as bar:
+        task = bar.add_task("jobs", total=total)
+        return work(lambda n: bar.advance(task, n))
+
+
+def _cell(row: dict) -> dict:
+    from jobaware.usage.jobs import said_text
+    from jobaware.usage.measures import clock, hours, percent, size
+
+    spread = row.get("distribution")
+    if spread:
+        def span(name, shown=percent):
+            found = spread[name]
+            return f"{shown(found['median'])} [{shown(found['p10'])}-{shown(found['p90'])}]" if found else "-"
+        ran, time_eff, cpu_eff, mem_eff = span("elapsed_s", clock), span("time_eff"), span("cpu_eff"), span("mem_eff")
+        memory = f"max {size((spread['mem_used_mib'] or {}).get('max'))} / {size(row.get('mem_req_mib'))}"
+    else:
+        ran, time_eff, cpu_eff, mem_eff = (clock(row.get("elapsed_s")), percent(row.get("time_eff")),
+                                           percent(row.get("cpu_eff")), percent(row.get("mem_eff")))
+        memory = f"{size(row.get('mem_used_mib'))} / {size(row.get('mem_req_mib'))}"
+    return {"job": row["job"], "user": row.get("user") or "", "partition": row.get("partition") or "",
+            "end": row["state"], "ran": ran, "time eff": time_eff, "CPU eff": cpu_eff, "memory used / asked": memory,
+            "mem eff": mem_eff, "node-h": hours(row.get("node_hours")),
+            "said before it ran": said_text(row.get("said") or [])}
+
+
+def report_jobs(
+    store: StoreOption = "",
+    job: Annotated[list[str] | None, typer.Option("--job", help="a job id, an array's id (the whole array) or an "
+                                                  "array task 123_4; repeat or separate by commas")] = None,
+    array: Annotated[list[int] | None, typer.Option("--array", help="an array's id (repeat for more)")] = None,
+    user: Users = None, account: Accounts = None, partition: Partitions = None,
+    since: Since = "7d", until: Until = "now", cluster: Cluster = "",
+    htcondor: Annotated[bool, typer.Option("--htcondor", help="the HTCondor jobs the follower kept (by end time) "
+                                           "instead of Slurm's")] = False,
+    limit: Annotated[int, typer.Option(help="rows at most (newest first; the totals and plots count every job)")] = 200,
+    as_json: JsonFlag = False,
+    html: Annotated[Path | None, typer.Option("--html", help="also write an HTML page with plots here")] = None,
+):
+    """One row per finished job (an array as one row: the median and 10th-90th percentile of its tasks): time,
+    CPU and memory efficiency, the end, and what jobaware said before it ran."""
+    from jobaware.usage.jobs import report
+
+    if not 1 <= limit <= 100_000:
+        raise InputError(f"--limit: expected 1..100,000, got {limit}")
+    if htcondor and (user or account or partition or array):
+        raise InputError("--htcondor: HTCondor's terminate events name no user, account, partition or array; "
+                         "give --job, --since and --until only")
+    filters = _filters(since, until, cluster, job, array, user, account, partition)
+    with _store(store) as opened:
+        found = _read(opened, filters, lambda advance: report(opened, filters, limit, "htcondor" if htcondor
+                                                              else "slurm", advance), "reading jobs")
+    if html is not None:
+        from jobaware.usage.mail import period
+        from jobaware.usage.page import write
+
+        write(found, html, f"Finished jobs submitted {period(filters.since, filters.until)}"
+              + (f" on {cluster}" if cluster else ""))
+        err.print(f"page: {html}", highlight=False, soft_wrap=True)
+    totals = {"jobs": found.jobs, "states": dict(found.states), "node_hours": found.node_hours,
+              "failed_node_hours": found.failed_node_hours, "timeout_node_hours": found.timeout_node_hours,
+              "without_accounting": found.unaccounted, "not_finished": found.not_finished,
+              "not_listed": found.not_listed}
+    if as_json:
+        show({"since": filters.since, "until": filters.until, "totals": totals, "jobs": found.rows}, True)
+        return
+    if not found.rows:
+        out.print(f"no finished job matches (jobs submitted {since} to {until}; {found.not_finished} not finished "
+                  "yet)", highlight=False)
+        return
+    show(None, False, [_cell(row) for row in found.rows], title="finished jobs (arrays: median [10th-90th "
+                                                                 "percentile] of their tasks)")
+    from jobaware.usage.measures import hours
+
+    states = ", ".join(f"{n:,} {s}" for s, n in found.states.most_common())
+    out.print(f"{found.jobs:,} jobs ({states}); {hours(found.node_hours)} node-hours, {hours(found.failed_node_hours)} "
+              f"failed, {hours(found.timeout_node_hours)} timed out; {found.unaccounted:,} without accounting data; "
+              f"{found.not_finished:,} not finished; {found.not_listed:,} not listed", highlight=False, soft_wrap=True)
+
+
+def report_waste(
+    store: StoreOption = "",
+    by: Annotated[str, typer.Option(help="user, account or partition")] = "user",
+    since: Since = "30d", until: Until = "now", cluster: Cluster = "",
+    top: Annotated[int, typer.Option(help="groups listed (the most wasteful first)")] = 10,
+    sort: Annotated[str, typer.Option(help="wasted, idle, failed, timeout, unused_limit, unused_memory or "
+                                           "node_hours")] = "wasted",
+    as_json: JsonFlag = False,
+):
+    """Node-hours left idle, spent on failed and timed-out jobs, and asked for but not used, per user, account or
+    partition, the top offenders first; and what the recommendations would have released."""
+    from jobaware.usage.waste import GROUPS, SORTS, waste
+
+    if by not in GROUPS:
+        raise InputError(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
+    if sort not in SORTS:
+        raise InputError(f"--sort {sort!r}: expected one of {', '.join(SORTS)}")
+    if not 1 <= top <= 10_000:
+        raise InputError(f"--top: expected 1..10,000, got {top}")
+    filters = _filters(since, until, cluster)
+    with _store(store) as opened:
+        rows, total = _read(opened, filters, lambda advance: waste(opened, filters, by, advance), "reading jobs")
+    rows = sorted(rows, key=lambda r: (-(r[sort] or 0), r[by]))[:top]
+    if as_json:
+        show({"since": filters.since, "until": filters.until, "by": by, "groups": rows, "total": total}, True)
+        return
+    if not rows:
+        out.print(f"no finished job submitted {since} to {until}", highlight=False)
+        return
+    parts = sorted({part for row in [*rows, total] for part in row["released_by"]})
+
+    def shown(row: dict) -> dict:
+        from jobaware.usage.measures import hours, percent
+
+        return {by: row[by], "jobs": f"{row['jobs']:,}", "node-h": hours(row["node_hours"]),
+                "CPU eff": percent(row["cpu_eff"]), "wasted node-h": hours(row["wasted"]), "idle": hours(row["idle"]),
+                "failed": hours(row["failed"]), "timed out": hours(row["timeout"]),
+                "limit unused": hours(row["unused_limit"]), "memory unused GiB-h": hours(row["unused_memory"]),
+                "released by own use": hours(row["released_by_use"]),
+                **{f"released by {part}": hours(row["released_by"].get(part, 0.0)) for part in parts}}
+
+    show(None, False, [shown(row) for row in rows] + [shown(total)],
+         title=f"node-hours by {by}, top {len(rows)} by {sort} (last row: every job)")
+
+
+def report_digest(
+    store: StoreOption = "",
+    by: Annotated[str, typer.Option(help="user or account: one digest each")] = "user",
+    since: Since = "7d", until: Until = "now", cluster: Cluster = "",
+    user: Users = None, account: Accounts = None,
+    mail: Annotated[bool, typer.Option("--mail", help="mail each digest (to the user; an account's to --to)")] = False,
+    to: Annotated[str, typer.Option(help="where an account's digests go with --mail (an address)")] = "",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="with --mail: print the mails, send nothing")] = False,
+    worst: Annotated[int, typer.Option(help="jobs listed per digest (those that left most unused)")] = 5,
+):
+    """A digest per user (or account) of the jobs that finished in a period: counts, efficiencies, failed work,
+    the jobs that left most unused with the values to ask for next time; printed, or mailed (SMTP, retried)."""
+    from jobaware.usage.jobs import Filters, finished, summarize
+    from jobaware.usage.mail import digest, period
+
+    if by not in ("user", "account"):
+        raise InputError(f"--by {by!r}: expected user or account")
+    if mail and by == "account" and not to:
+        raise InputError("--mail --by account: give --to, the address the account digests go to")
+    if dry_run and not mail:
+        raise InputError("--dry-run: only with --mail (without --mail nothing is sent)")
+    if not 0 <= worst <= 100:
+        raise InputError(f"--worst: expected 0..100, got {worst}")
+    settings = _mail_settings() if mail else None
+    filters = _filters(since, until, cluster, users=user, accounts=account)
+    named = set(user or []) if by == "user" else set(account or [])
+    with _store(store) as opened:
+        groups: dict[str, list] = {name: [] for name in named}
+
+        def collect(advance) -> None:
+            for happened, predictions in finished(opened, filters):
+                advance(1)
+                if happened is not None:
+                    groups.setdefault(happened.get(by) or "(none)", []).append((happened, predictions))
+
+        _read(opened, filters, collect, "reading jobs")
+    until_ = filters.until or time.time()
+    digests = {name: digest(f"{by} {name}", summarize(pairs, limit=100_000, grouped=Filters().grouped),
+                            filters.since, until_, worst)
+               for name, pairs in sorted(groups.items())}
+    if not digests:
+        out.print(f"no job finished from {since} to {until}: no digest", highlight=False)
+        return
+    if not mail:
+        for name, text in digests.items():
+            out.print(f"== {by} {name} ==\n{text}", highlight=False, soft_wrap=True)
+        return
+    _mail_digests(digests, groups, by, to, settings, dry_run, period(filters.since, until_))
+
+
+def _mail_settings():
+    from jobaware import config
+    from jobaware.usage.spool import Settings, log_to
+
+    log_to(config.logs_dir())
+    return Settings.from_env(os.environ)
+
+
+def _mail_digests(digests: dict, groups: dict, by: str, to: str, settings, dry_run: bool, when: str) -> None:
+    from jobaware.usage.spool import Spool, message, send_due
+
+    subject = f"jobaware: your jobs {when}" if by == "user" else f"jobaware: the jobs of account {{name}} {when}"
+    spool, sent_to, skipped = Spool(settings.spool), [], []
+    for name, text in digests.items():
+        if not groups[name]:
+            skipped.append(name)  # a user with no job gets no mail
+            continue
+        entry = {"id": f"digest-{name}", "created": time.time(), "to": [name if by == "user" else to],
+                 "subject": subject.format(name=name), "body": text, "request": {}}
+        if dry_run:
+            out.print(message(entry, settings).as_string(), highlight=False, soft_wrap=True)
+            continue
+        spool.put(entry["to"], entry["subject"], text, kind="digest")
+        sent_to.append(name)
+    for name in skipped:
+        err.print(f"{by} {name}: no job finished in the period; no digest mailed", highlight=False)
+    if dry_run or not sent_to:
+        return
+    done = send_due(spool, settings)
+    if done.deferred or done.failed:
+        raise InputError(f"{done.sent} of {len(sent_to)} digest(s) sent through {settings.server}: "
+                         f"{done.errors[-1] if done.errors else 'not sent'}; the rest stay in {spool.folder} "
+                         "(retried by `jobaware mail flush`, see `jobaware mail status`)")
+    out.print(f"mailed {done.sent} digest(s) through {settings.server}", highlight=False)
+
+
+def register(app: typer.Typer, report_app: typer.Typer) -> None:
+    report_app.command("jobs")(report_jobs)
+    report_app.command("waste")(report_waste)
+    report_app.command("digest")(report_digest)

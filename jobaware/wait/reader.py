@@ -1,0 +1,202 @@
+"""Read queue traces into the canonical `queue_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
+through the platform's `jobaware.swf`), one trace a cluster."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jobaware.errors import InputError
+from jobaware.reading import QUARANTINE, Problem, ReadReport
+from jobaware.sources import files as source_files
+from jobaware.swf import SUFFIXES, SwfTrace, read_swf
+from jobaware.wait.schema import CONTRACT, QUEUE_JOBS
+
+STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
+
+
+def cluster_name(path: str | Path) -> str:
+    """A trace's cluster: its file name without the suffixes (`KTH-SP2-1996-2.1-cln`)."""
+    name = Path(path).name
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
+    """A read trace's jobs as `queue_jobs` rows (times in UTC; -1 as unknown)."""
+    jobs, header, known = trace.jobs, trace.header, trace.known
+    procs = known("procs_req").fillna(known("procs_alloc"))
+    max_procs = header.fields.get("MaxProcs", "").split(" ")[0]
+    epoch = header.start_epoch
+
+    def utc(offsets: pd.Series) -> pd.Series:
+        return pd.to_datetime(epoch + offsets, unit="s", utc=True)
+
+    wait = known("wait")
+    run = known("run")
+    start = jobs["submit"] + wait
+    names = lambda col, table, prefix: known(col).map(  # noqa: E731
+        lambda v: table.get(int(v), f"{prefix}{int(v)}"), na_action="ignore")
+    return pd.DataFrame({
+        "cluster": cluster,
+        "cluster_procs": int(max_procs) if max_procs.isdigit() else None,
+        "timezone": str(header.tz),
+        "job_id": jobs["job"].astype("int64"),
+        "user": known("user").map(lambda v: f"user{int(v)}", na_action="ignore"),
+        "group": known("group").map(lambda v: f"group{int(v)}", na_action="ignore"),
+        "queue": names("queue", header.queues, "queue"),
+        "partition": names("partition", header.partitions, "partition"),
+        "processors_req": procs,
+        "wallclock_req": known("time_req"),
+        "mem_req": known("mem_req") * procs / 1024.0,
+        "submit_time": utc(jobs["submit"]),
+        "start_time": utc(start),
+        "end_time": utc(start + run),
+        "wait_s": wait,
+        "run_s": run,
+        "status": jobs["status"].map(lambda s: STATUS.get(int(s)), na_action="ignore"),
+        "line": jobs["line"].astype("int64"),
+    })
+
+
+def _duplicates(jobs: pd.DataFrame, path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """A job number seen twice (after partial executions are folded) is a bad record: the later line goes."""
+    twice = jobs["job_id"].duplicated().to_numpy()
+    problems = [Problem(path, int(line), "job", str(job), "job number seen before in this trace")
+                for line, job in zip(jobs["line"][twice][:20], jobs["job_id"][twice][:20], strict=True)]
+    quarantined = [{"file": path, "line": int(line), "reason": "duplicate job number"} for line in jobs["line"][twice]]
+    return jobs.loc[~twice].reset_index(drop=True), problems, quarantined
+
+
+def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """One trace as `queue_jobs` rows, its problems and quarantined records."""
+    trace = read_swf(path)
+    jobs, problems, quarantined = _duplicates(trace_jobs(trace, cluster_name(path)), str(path))
+    return jobs, trace.problems + problems, trace.quarantined + quarantined
+
+
+def trace_files(sources: list[str] | str) -> list[str]:
+    """The traces named by paths, globs and folders (a folder: its `.swf` and `.swf.gz` files)."""
+    found = source_files(sources, SUFFIXES)
+    for path in found:
+        if not path.lower().endswith(SUFFIXES):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)})")
+    return found
+
+
+def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,
+           progress: Callable[[int], None] | None = None) -> ReadReport:
+    """Traces (paths, globs, folders) into `out_dir/queue_jobs.parquet`, bad records into quarantine.jsonl."""
+    paths = trace_files(sources)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = ReadReport(", ".join(paths))
+    clusters: dict[str, str] = {}
+    with pq.ParquetWriter(out_dir / f"{CONTRACT}.parquet", QUEUE_JOBS) as writer, \
+            open(out_dir / QUARANTINE, "w") as bad:
+        for path in paths:
+            jobs, problems, quarantined = read_trace(path)
+            cluster = cluster_name(path)
+            if cluster in clusters:
+                raise InputError(f"{path}: the same cluster as {clusters[cluster]}; one trace a cluster")
+            clusters[cluster] = path
+            if strict and problems:
+                raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
+            report.rows += len(jobs)
+            report.bad_rows += len(quarantined)
+            report.add(problems)
+            writer.write_table(pa.Table.from_pandas(jobs, schema=QUEUE_JOBS, preserve_index=False))
+            for record in quarantined:
+                bad.write(json.dumps(record, default=str) + "\n")
+            if progress:
+                progress(len(jobs) + len(quarantined))
+    if report.rows == 0:
+        raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
+    return report
+
+
+# ---------------------------------------------------------------- a live queue: squeue --json
+SQUEUE_RUNNING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
+HELD = ("JobHeldUser", "JobHeldAdmin", "BeginTime", "Dependency", "DependencyNeverSatisfied")
+
+
+def _number(value):
+    """A number of squeue --json: plain (Slurm 22.05) or wrapped {"set", "infinite", "number"} (later versions);
+    None when unset, infinite or not a number."""
+    if isinstance(value, dict):
+        if not value.get("set", True) or value.get("infinite"):
+            return None
+        value = value.get("number")
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _squeue_job(record: dict, where: str) -> dict:
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: expected a job record (an object)")
+    job_id = _number(record.get("job_id"))
+    if job_id is None or job_id < 0:
+        raise InputError(f"{where}.job_id: expected a job number, got {record.get('job_id')!r}")
+    limit = _number(record.get("time_limit"))  # minutes
+    cpus = _number(record.get("cpus"))
+    state = record.get("job_state")
+    state = state[0] if isinstance(state, list) and state else state
+    job = {"job_id": int(job_id), "user": record.get("user_name") or None, "group": record.get("account") or None,
+           "queue": record.get("partition") or None, "processors_req": max(int(cpus), 1) if cpus else 1,
+           "wallclock_req": float(limit) * 60 if limit is not None and limit >= 0 else None,
+           "submit_time": _number(record.get("submit_time")), "state": str(state or ""),
+           "reason": str(record.get("state_reason") or ""), "priority": _number(record.get("priority")),
+           "eligible_time": _number(record.get("eligible_time")), "start_time": _number(record.get("start_time"))}
+    for name in ("submit_time", "start_time", "eligible_time"):
+        if job[name] is not None and not 0 < job[name] <= 4_102_444_800:
+            job[name] = None  # squeue's 0: not yet
+    return job
+
+
+def squeue_jobs(payload: dict) -> list[dict]:
+    """The job records of `squeue --json` as plain dicts (request, times in epoch seconds, state, reason, priority,
+    eligible time); a record that cannot be read is a one-line error naming it."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("jobs"), list):
+        raise InputError("squeue --json: expected an object with a 'jobs' list")
+    return [_squeue_job(record, f"jobs[{k}]") for k, record in enumerate(payload["jobs"])]
+
+
+def squeue_body(payload: dict, job_ids: list[int] | None = None, now: float | None = None,
+                capacity: int | None = None) -> dict:
+    """A `POST /wait` body from a snapshot of `squeue --json`: its running jobs, its pending jobs in the order
+    Slurm serves them (priority, then submit time), held ones left out of the queue (they wait for a person or
+    a date, not for the jobs ahead), and the jobs to estimate (`job_ids`, default every pending job)."""
+    import time
+
+    jobs = squeue_jobs(payload)
+    now = float(now if now is not None else _number((payload.get("meta") or {}).get("time")) or time.time())
+    fields = ("job_id", "user", "group", "queue", "processors_req", "wallclock_req", "submit_time")
+    running = [{**{k: job[k] for k in fields}, "start_time": job["start_time"]} for job in jobs
+               if job["state"] in SQUEUE_RUNNING and job["start_time"] is not None and job["start_time"] <= now]
+    waiting = [job for job in jobs if job["state"] == "PENDING" and job["submit_time"] is not None]
+    served = sorted((job for job in waiting if job["reason"] not in HELD),
+                    key=lambda job: (-(job["priority"] or 0), job["submit_time"], job["job_id"]))
+    asked = set(job_ids) if job_ids is not None else {job["job_id"] for job in waiting}
+    wanted = [job for job in jobs if job["job_id"] in asked]
+    missing = asked - {job["job_id"] for job in wanted}
+    if missing:
+        raise InputError(f"job {sorted(missing)[0]}: not in the queue squeue shows")
+    clusters = {job.get("cluster") for job in payload["jobs"] if isinstance(job, dict) and job.get("cluster")}
+    body = {"time": int(now), "jobs": [{k: job[k] for k in fields if job[k] is not None} for job in wanted],
+            "running": [{k: v for k, v in job.items() if v is not None} for job in running],
+            "pending": [{k: job[k] for k in fields if job[k] is not None} for job in served]}
+    for job in body["jobs"] + body["running"] + body["pending"]:
+        for name in ("submit_time", "start_time"):
+            if name in job:
+                job[name] = int(job[name])
+    if len(clusters) == 1:
+        body["cluster"] = clusters.pop()
+    if capacity:
+        body["capacity"] = int(capacity)
+    return body

@@ -1,0 +1,91 @@
+import json
+
+import pytest
+
+from jobaware.bodies import parse_body
+from jobaware.errors import InputError, TooLargeError
+from jobaware.model import Served
+from jobaware.wait.capability import CAPABILITY
+from jobaware.wait.service import Limits, predict_file, request_model, wait
+
+FIELDS = {"job_id", "wait_s", "wait_low_s", "wait_high_s", "wait_bound_s", "model_version", "reason"}
+
+
+def wait_request(payload, bundle, version, limits=None):
+    """The route function over a JSON payload, as the service calls it."""
+    limits = limits or Limits()
+    return wait(parse_body(request_model(limits), payload), Served(bundle, version), limits)
+
+
+def test_the_registered_example_is_answered_with_a_reason(trained):
+    bundle, _ = trained
+    answer = wait_request(CAPABILITY.example[1], bundle, "7")
+    [row] = answer["predictions"]
+    assert set(row) == FIELDS and row["job_id"] == 3 and answer["model_version"] == "7"
+    assert row["wait_low_s"] <= row["wait_s"] <= row["wait_high_s"] <= row["wait_bound_s"]
+    assert row["reason"] == "1 job ahead in `batch`, 32 processor-hours queued"
+    assert "this queue is example" in answer["fit"][0]
+
+
+def test_a_job_with_nothing_ahead_says_what_is_free(trained):
+    bundle, _ = trained
+    body = {"time": 1_700_000_000, "capacity": 100, "jobs": [{"job_id": 1, "processors_req": 4}]}
+    [row] = wait_request(body, bundle, "1")["predictions"]
+    assert row["reason"] == "nothing ahead; 100 of 100 processors free"
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"jobs": []}, "jobs: list should have at least 1 item"),
+    ({"jobs": [{"job_id": 1}], "running": [{"job_id": 2}]}, "running[0].start_time: a running job needs its start time"),
+    ({"time": 100, "jobs": [{"job_id": 1}], "running": [{"job_id": 2, "start_time": 200}]},
+     "running[0].start_time: after the snapshot's time"),
+    ({"time": 300, "jobs": [{"job_id": 1}], "running": [{"job_id": 2, "start_time": 200, "submit_time": 250}]},
+     "running[0].start_time: before its submit_time"),
+    ({"jobs": [{"job_id": 1, "processors_req": 0}]}, "jobs[0].processors_req"),
+    ({"jobs": [{"job_id": 1}], "time": "yesterday"}, "time: expected epoch seconds"),
+    ({"jobs": [{"job_id": 1, "nodes": 3}]}, "jobs[0].nodes"),
+])
+def test_a_bad_body_is_one_line_naming_the_field(trained, body, message):
+    bundle, _ = trained
+    with pytest.raises(InputError) as error:
+        wait_request(body, bundle, "1")
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_queue_over_the_limit_is_refused_before_any_work(trained, monkeypatch):
+    bundle, _ = trained
+    monkeypatch.setenv("JOBAWARE_WAIT_MAX_QUEUE", "3")
+    limits = Limits.load()
+    queued = [{"job_id": k, "submit_time": 1} for k in range(2)]
+    running = [{"job_id": 10 + k, "submit_time": 1, "start_time": 2} for k in range(2)]
+    with pytest.raises(TooLargeError, match="4 queued jobs; the limit is 3"):
+        wait_request({"time": 10, "jobs": [{"job_id": 99}], "pending": queued, "running": running}, bundle, "1", limits)
+    with pytest.raises(InputError, match=r"pending: list should have at most 3 items"):
+        wait_request({"time": 10, "jobs": [{"job_id": 99}], "pending": queued * 2}, bundle, "1", limits)
+
+
+def test_predict_file_answers_every_job_of_a_trace_in_order(trained, generated, tmp_path):
+    bundle, _ = trained
+    out = tmp_path / "waits.jsonl"
+    summary = predict_file([str(generated)], out, bundle, "3")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert summary.predictions == len(rows) == 3000 and summary.bad_records == 0
+    assert set(rows[0]) == FIELDS and [r["job_id"] for r in rows[:3]] == [1, 2, 3]
+    assert all(r["wait_low_s"] <= r["wait_s"] <= r["wait_high_s"] <= r["wait_bound_s"] for r in rows)
+
+
+def test_a_job_submitted_after_the_snapshot_is_refused(trained):
+    bundle, _ = trained
+    with pytest.raises(InputError, match=r"pending\[0\].submit_time: after the snapshot's time"):
+        wait_request({"time": 100, "jobs": [{"job_id": 1}], "pending": [{"job_id": 2, "submit_time": 200}]}, bundle, "1")
+    with pytest.raises(InputError, match="time: expected epoch seconds"):
+        wait_request({"time": "2023-02-29 00:00:00", "jobs": [{"job_id": 1}]}, bundle, "1")
+
+
+def test_the_registered_model_answers_its_input_example(trained):
+    from jobaware.wait.bundle import ANSWER, input_example
+
+    bundle, _ = trained
+    answer = bundle.predict(input_example(bundle))
+    assert list(answer.columns) == ["job_id", *ANSWER] and answer["job_id"].tolist() == [1, 2, 3]
+    assert (answer["wait_s"] >= 0).all()
