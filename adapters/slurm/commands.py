@@ -256,7 +256,8 @@ def plugins(
 @slurm_app.command("doctor")
 def doctor(
     store: StoreOption,
-    conf: Annotated[Path, typer.Option(envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path("/etc/slurm/slurm.conf"),
+    conf: Annotated[Path, option(role=FILE, envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path(
+        "/etc/slurm/slurm.conf"),
     cache: Annotated[Path, typer.Option(help="the verdict cache the adapter writes")] = Path(DEFAULT_CACHE),
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
