@@ -437,6 +437,10 @@ SENTINEL = b"an existing file that a refused command must leave as it is\n"
 
 
 def _real_sample(key: str, tmp: Path) -> Path:
+    """The capability's real sample: listed above, else the data its registration trains on by default (`make run`'s,
+    a real file where the slice defaults to one)."""
+    if key not in REAL_SAMPLES:
+        return Path(capabilities.get(key).default_data(tmp, None))
     sample = REAL_SAMPLES[key]
     if key == "similarity":  # 70,000 real jobs: the first 150 answer as well
         small = tmp / "mistral" / sample.name

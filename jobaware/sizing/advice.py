@@ -1,0 +1,161 @@
+"""What the scheduler side says with a sizing answer (the card part, the adapter's comment, the `sbatch` message,
+failure's TIMEOUT and OUT_OF_MEMORY advice) and the memory an HTCondor job held for memory (hold code 34) should
+be given: plain functions over an answer row of `POST /size` and over the text of HTCondor events, so that the
+wiring on the scheduler side is a call."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# `sbatch --time` values are whole minutes; the suggestion rounds up further, to a value a person would type
+ROUND_UP = ((3600, 300), (10 * 3600, 1800), (math.inf, 3600))  # below 1 h: 5 min; below 10 h: 30 min; else 1 h
+
+
+def clock(seconds: float) -> str:
+    """Seconds as `--time` takes them: H:MM:SS up to a day, D-HH:MM:SS beyond."""
+    seconds = int(math.ceil(seconds))
+    if seconds <= 86_400:
+        return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    days, rest = divmod(seconds, 86_400)
+    return f"{days}-{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+def suggested_time(seconds: float, asked: float | None = None) -> int:
+    """The `--time` to suggest for a recommendation of `seconds`: rounded up (ROUND_UP), never below it; where that
+    would pass the request `asked`, rounded up to the minute only (and never above the request)."""
+    step = next(step for below, step in ROUND_UP if seconds < below)
+    value = int(math.ceil(seconds / step) * step)
+    if asked is not None and value > asked:
+        value = min(int(math.ceil(seconds / 60) * 60), int(asked))
+    return value
+
+
+def hours(seconds: float) -> str:
+    """A rough span for people: '~40 min', '~2 h', '~3 d'."""
+    if seconds < 3600:
+        return f"~{max(1, round(seconds / 60))} min"
+    if seconds < 2 * 86_400:
+        return f"~{round(seconds / 3600)} h"
+    return f"~{round(seconds / 86_400)} d"
+
+
+def smaller_time(row: dict) -> int | None:
+    """The `--time` to suggest where the answer recommends less than the job asked; None where it recommends
+    nothing or the request itself (sizing never recommends more than a job asked)."""
+    time_s, asked = row.get("time_s"), row.get("time_asked_s")
+    if time_s is None or asked is None:
+        return None
+    suggested = suggested_time(time_s, asked)
+    return suggested if suggested < asked else None
+
+
+def sbatch_message(row: dict, sooner_s: float | None = None) -> str | None:
+    """The line `cli_filter.lua` prints at `sbatch` for a /size answer row, e.g. `asked 24:00:00; 92 % of jobs
+    like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner` (the share is the job's own
+    `time_fit`); `sooner_s`: how much sooner the `wait` capability expects the smaller request to start (the clause
+    is left out when unknown or under a minute). None where there is nothing to say: no recommendation, or one no
+    smaller than the request."""
+    suggested = smaller_time(row)
+    if suggested is None:
+        return None
+    line = (f"asked {clock(row['time_asked_s'])}; {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+            f"{clock(row['time_s'])}; --time={clock(suggested)}")
+    return line + (f" would likely start {hours(sooner_s)} sooner" if sooner_s and sooner_s >= 60 else " would do")
+
+
+def fit(row: dict, key: str) -> float:
+    """A recommendation's estimated probability of being met (the share all recommendations meet, where an answer
+    has no such field)."""
+    return row[key] if row.get(key) is not None else row["coverage"]
+
+
+def percent(probability: float) -> str:
+    return f"{100 * probability:.3g} %"
+
+
+def card_part(row: dict) -> dict:
+    """The job card's `sizing` part: the recommendation beside the request, and the line for people."""
+    part = {name: row.get(name) for name in ("time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb",
+                                             "mem_asked_per_cpu_mb", "mem_fit", "coverage")
+            if row.get(name) is not None}
+    part["summary"] = comment(row)
+    return part
+
+
+def comment(row: dict) -> str:
+    """The adapter's comment for a /size answer row: `fits --time=3:30:00 (92 %) --mem-per-cpu=2390M (97 %)`, each
+    part where it is smaller than the request; `no smaller request is sure enough` where neither is; or why there
+    is no recommendation."""
+    if row.get("time_s") is None:
+        return row.get("note") or "no recommendation"
+    parts = []
+    if (suggested := smaller_time(row)) is not None:
+        parts.append(f"--time={clock(suggested)} ({percent(fit(row, 'time_fit'))})")
+    if smaller_memory(row):
+        parts.append(f"--mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M ({percent(fit(row, 'mem_fit'))})")
+    return "fits " + " ".join(parts) if parts else "no smaller request is sure enough"
+
+
+def smaller_memory(row: dict) -> bool:
+    mem, asked = row.get("mem_per_cpu_mb"), row.get("mem_asked_per_cpu_mb")
+    return mem is not None and (asked is None or math.ceil(mem) < asked)
+
+
+def failure_advice(outcome: str, row: dict) -> str | None:
+    """The values `failure` gives for TIMEOUT and OUT_OF_MEMORY instead of a direction; where sizing gives the job
+    its request back, it says that no smaller value is safe and that sizing recommends nothing above a request (a
+    run stopped at its limit never shows how much more it needed). None where the answer has nothing for that
+    outcome."""
+    if outcome == "TIMEOUT" and row.get("time_s") is not None:
+        asked = f" (asked {clock(row['time_asked_s'])})" if row.get("time_asked_s") else ""
+        if (suggested := smaller_time(row)) is None:
+            return (f"no shorter --time is safe{asked}; sizing recommends at most the request, since a job stopped "
+                    "at its limit never shows how much more it needed")
+        return (f"ask for --time={clock(suggested)}: {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+                f"{clock(row['time_s'])}{asked}")
+    if outcome == "OUT_OF_MEMORY" and row.get("mem_per_cpu_mb") is not None:
+        asked = f" (asked {row['mem_asked_per_cpu_mb']:.0f}M)" if row.get("mem_asked_per_cpu_mb") else ""
+        if not smaller_memory(row):
+            return (f"no smaller --mem-per-cpu is safe{asked}; sizing recommends at most the request, since a job "
+                    "stopped at its limit never shows how much more it needed")
+        return (f"ask for --mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M: {percent(fit(row, 'mem_fit'))} of "
+                f"jobs like this used less{asked}")
+    return None
+
+
+# HTCondor: a job over its memory is held with code 34 and a reason naming its limit and peak
+HELD_FOR_MEMORY = 34
+_LIMIT_PEAK = re.compile(r"memory limit of (\d+) megabytes\.\s*Peak usage: (\d+) megabytes", re.IGNORECASE)
+_USAGE = re.compile(r"^\s*(\d+)\s+-\s+MemoryUsage of job \(MB\)", re.MULTILINE)
+_RESOURCES = re.compile(r"^\s*Memory \(MB\)\s*:\s*(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
+
+
+def condor_memory(events_text: str) -> dict[str, int]:
+    """What a job's HTCondor events say of its memory (MB): `request` (the limit it was held at, or the request
+    of a terminate event), `peak` (the largest usage of its hold reason, image-size updates and terminate
+    events); a key is absent when no event says it."""
+    found: dict[str, int] = {}
+    peaks = [int(p) for p in _USAGE.findall(events_text)]
+    for limit, peak in _LIMIT_PEAK.findall(events_text):
+        found["request"] = int(limit)
+        peaks.append(int(peak))
+    for usage, request, _allocated in _RESOURCES.findall(events_text):
+        peaks.append(int(usage))
+        found.setdefault("request", int(request))
+    if peaks:
+        found["peak"] = max(peaks)
+    return found
+
+
+def condor_request_memory(request_mb: int | None, peak_mb: int | None, recommended_mb: float | None,
+                          margin: float, cap_mb: int) -> int | None:
+    """The RequestMemory (MB) to give a job held for memory: the larger of the recommendation and the observed
+    peak with `margin` (0.2: 20 % more), up to `cap_mb`; None when that is no more than the job already has
+    (raising it would not help: release or remove instead)."""
+    wanted = [value for value in (recommended_mb, peak_mb * (1 + margin) if peak_mb is not None else None)
+              if value is not None and math.isfinite(value) and value > 0]
+    if not wanted:
+        return None
+    new = min(int(math.ceil(max(wanted))), cap_mb)
+    return new if request_mb is None or new > request_mb else None

@@ -1,0 +1,141 @@
+"""Read job traces into the canonical `sizing_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
+through the platform's `jobaware.swf`), one trace a cluster.
+
+A value the format calls unknown (-1) stays unknown (null). A request of zero (no time or no memory asked for)
+says nothing of what the job needed and is read as unknown too; a memory figure beyond MAX_MEM_MB per processor is
+quarantined with its file, line and field, as the platform reader quarantines what no job can have.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jobaware.errors import InputError
+from jobaware.reading import QUARANTINE, Problem, ReadReport
+from jobaware.sizing.schema import CONTRACT, MAX_MEM_MB, SIZING_JOBS
+from jobaware.sources import files as source_files
+from jobaware.swf import SUFFIXES, SwfTrace, read_swf
+
+STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
+KB_PER_MB = 1024.0
+
+
+def cluster_name(path: str | Path) -> str:
+    """A trace's cluster: its file name without the suffixes (`KTH-SP2-1996-2.1-cln`)."""
+    name = Path(path).name
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
+    """A read trace's jobs as `sizing_jobs` rows (times in UTC; unknown as null)."""
+    jobs, header, known = trace.jobs, trace.header, trace.known
+    procs = known("procs_req").fillna(known("procs_alloc"))
+    positive = lambda column: known(column).where(known(column) > 0)  # noqa: E731 - 0 asked: nothing said
+    names = lambda col, table, prefix: known(col).map(  # noqa: E731
+        lambda v: table.get(int(v), f"{prefix}{int(v)}"), na_action="ignore")
+
+    def utc(offsets: pd.Series) -> pd.Series:
+        return pd.to_datetime(header.start_epoch + offsets, unit="s", utc=True)
+
+    return pd.DataFrame({
+        "cluster": cluster,
+        "job_id": jobs["job"].astype("int64"),
+        "user": known("user").map(lambda v: f"user{int(v)}", na_action="ignore"),
+        "group": known("group").map(lambda v: f"group{int(v)}", na_action="ignore"),
+        "name": known("executable").map(lambda v: f"exe{int(v)}", na_action="ignore"),
+        "queue": names("queue", header.queues, "queue"),
+        "procs": procs.where(procs > 0),
+        "time_req_s": positive("time_req"),
+        "mem_req_mb": positive("mem_req") / KB_PER_MB,
+        "submit_time": utc(jobs["submit"]),
+        "end_time": utc(jobs["end"]),
+        "run_s": known("run"),
+        "mem_used_mb": known("mem_used") / KB_PER_MB,
+        "status": jobs["status"].map(lambda s: STATUS.get(int(s)), na_action="ignore"),
+        "line": jobs["line"].astype("int64"),
+    })
+
+
+def _bad_records(jobs: pd.DataFrame, path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """A job number seen twice (after partial executions are folded), or memory beyond MAX_MEM_MB per processor,
+    is a bad record: it goes to quarantine."""
+    twice = jobs["job_id"].duplicated().to_numpy()
+    absurd = {column: (jobs[column] > MAX_MEM_MB).to_numpy() for column in ("mem_req_mb", "mem_used_mb")}
+    problems, quarantined = [], []
+    for i in np.flatnonzero(twice | absurd["mem_req_mb"] | absurd["mem_used_mb"]):
+        line = int(jobs["line"].iloc[i])
+        if twice[i]:
+            field, value, reason = "job", str(jobs["job_id"].iloc[i]), "job number seen before in this trace"
+        else:
+            field = "mem_req" if absurd["mem_req_mb"][i] else "mem_used"
+            value = f"{jobs[field + '_mb'].iloc[i] * KB_PER_MB:.0f}"
+            reason = f"more than {MAX_MEM_MB:,} MB per processor"
+        problems.append(Problem(path, line, field, value, reason))
+        quarantined.append({"file": path, "line": line, "reason": reason})
+    keep = ~(twice | absurd["mem_req_mb"] | absurd["mem_used_mb"])
+    return jobs.loc[keep].reset_index(drop=True), problems, quarantined
+
+
+def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """One trace as `sizing_jobs` rows, its problems and quarantined records."""
+    trace = read_swf(path)
+    jobs, problems, quarantined = _bad_records(trace_jobs(trace, cluster_name(path)), str(path))
+    return jobs, trace.problems + problems, trace.quarantined + quarantined
+
+
+def trace_files(sources: list[str] | str) -> list[str]:
+    """The traces named by paths, globs and folders (a folder: its `.swf` and `.swf.gz` files)."""
+    found = source_files(sources, SUFFIXES)
+    for path in found:
+        if not path.lower().endswith(SUFFIXES):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)})")
+    return found
+
+
+def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,
+           progress: Callable[[int], None] | None = None) -> ReadReport:
+    """Traces (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records into quarantine.jsonl."""
+    paths = trace_files(sources)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = ReadReport(", ".join(paths))
+    clusters: dict[str, str] = {}
+    with pq.ParquetWriter(out_dir / f"{CONTRACT}.parquet", SIZING_JOBS) as writer, \
+            open(out_dir / QUARANTINE, "w") as bad:
+        for path in paths:
+            cluster = cluster_name(path)
+            if cluster in clusters:
+                raise InputError(f"{path}: the same cluster as {clusters[cluster]}; one trace a cluster")
+            clusters[cluster] = path
+            jobs, problems, quarantined = read_trace(path)
+            if strict and problems:
+                raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
+            report.rows += len(jobs)
+            report.bad_rows += len(quarantined)
+            report.add(problems)
+            writer.write_table(pa.Table.from_pandas(jobs, schema=SIZING_JOBS, preserve_index=False))
+            for record in quarantined:
+                bad.write(json.dumps(record, default=str) + "\n")
+            if progress:
+                progress(len(jobs) + len(quarantined))
+    if report.rows == 0:
+        raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
+    return report
+
+
+def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
+    """The `sizing_jobs` rows of a dataset folder's table, or of one trace read directly."""
+    path = Path(dataset_or_trace)
+    if path.is_dir():
+        return pd.read_parquet(path / f"{CONTRACT}.parquet")
+    return read_trace(path)[0]

@@ -1,0 +1,78 @@
+from jobaware.sizing.advice import (
+    card_part,
+    clock,
+    comment,
+    condor_memory,
+    condor_request_memory,
+    failure_advice,
+    sbatch_message,
+    suggested_time,
+)
+from tests.conftest import ROOT
+
+ROW = {"job_id": 1, "time_s": 11_400, "time_asked_s": 86_400.0, "time_fit": 0.92, "mem_per_cpu_mb": 2390,
+       "mem_asked_per_cpu_mb": 4096.0, "mem_fit": 0.97, "coverage": 0.95, "model_version": "2"}
+# sizing gave the job its request back: it recommends nothing above a request
+KEPT = {**ROW, "time_s": 86_400, "time_fit": 1.0, "mem_per_cpu_mb": 4096, "mem_fit": 0.99}
+
+
+def test_the_sbatch_message_has_the_exact_values_and_the_jobs_own_probability():
+    assert sbatch_message(ROW, sooner_s=7_300) == (
+        "asked 24:00:00; 92 % of jobs like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner")
+    assert sbatch_message(ROW) == "asked 24:00:00; 92 % of jobs like this ended within 3:10:00; --time=3:30:00 would do"
+    assert sbatch_message({**ROW, "time_fit": None}).startswith("asked 24:00:00; 95 % of jobs")  # older answers
+    assert sbatch_message(KEPT) is None and sbatch_message({**ROW, "time_s": 86_000}) is None  # nothing smaller
+    assert sbatch_message({**ROW, "time_s": None, "note": "no history: no recommendation"}) is None
+
+
+def test_times_are_spelled_as_slurm_spells_them_and_rounded_up_but_never_past_the_request():
+    assert clock(11_400) == "3:10:00" and clock(90_061) == "1-01:01:01" and clock(86_400) == "24:00:00" and clock(59.2) == "0:01:00"
+    assert suggested_time(11_400) == 12_600 and suggested_time(610) == 900 and suggested_time(40_000) == 43_200
+    assert suggested_time(950, asked=1000) == 960 and suggested_time(995, asked=1000) == 1000
+
+
+def test_card_comment_and_failure_advice_give_values_not_directions():
+    assert comment(ROW) == "fits --time=3:30:00 (92 %) --mem-per-cpu=2390M (97 %)"
+    assert card_part(ROW)["summary"] == comment(ROW) and card_part(ROW)["time_s"] == 11_400
+    assert card_part(ROW)["time_fit"] == 0.92 and card_part(ROW)["coverage"] == 0.95
+    assert comment({"time_s": None, "note": "no history: no recommendation"}) == "no history: no recommendation"
+    assert failure_advice("TIMEOUT", {**ROW, "time_asked_s": 28_800.0}) == (
+        "ask for --time=3:30:00: 92 % of jobs like this ended within 3:10:00 (asked 8:00:00)")
+    assert failure_advice("OUT_OF_MEMORY", ROW) == (
+        "ask for --mem-per-cpu=2390M: 97 % of jobs like this used less (asked 4096M)")
+    assert failure_advice("NODE_FAIL", ROW) is None
+
+
+def test_where_the_request_is_given_back_the_advice_says_so_and_asks_for_nothing_larger():
+    assert comment(KEPT) == "no smaller request is sure enough"
+    assert failure_advice("TIMEOUT", KEPT) == (
+        "no shorter --time is safe (asked 24:00:00); sizing recommends at most the request, since a job stopped at "
+        "its limit never shows how much more it needed")
+    assert failure_advice("OUT_OF_MEMORY", KEPT).startswith("no smaller --mem-per-cpu is safe (asked 4096M)")
+    assert comment({**KEPT, "mem_per_cpu_mb": 2390}) == "fits --mem-per-cpu=2390M (99 %)"
+
+
+def test_a_real_memory_hold_names_its_limit_and_peak():
+    log = (ROOT.parent / "shared" / "data" / "real" / "condor-more" / "stat405project__interactive.log")
+    text = log.read_text() if log.is_file() else (
+        "012 (254037.000.000) 2024-05-01 17:41:22 Job was held.\n\tError from slot: Job has gone over cgroup memory "
+        "limit of 3072 megabytes. Peak usage: 3070 megabytes.  Consider resubmitting with a higher request_memory.\n"
+        "\tCode 34 Subcode 0\n...\n")
+    held = text[text.index("Job was held"):]
+    held = held[: held.index("...")]
+    assert condor_memory(held) == {"request": 3072, "peak": 3070}
+
+
+def test_terminate_and_image_size_events_give_usage_and_request():
+    text = ("006 (1.0.0) 2024-01-01 00:00:00 Image size of job updated: 9\n\t188  -  MemoryUsage of job (MB)\n...\n"
+            "005 (1.0.0) 2024-01-01 01:00:00 Job terminated.\n\t   Memory (MB)          :      301      256       256\n")
+    assert condor_memory(text) == {"request": 256, "peak": 301}
+    assert condor_memory("000 (1.0.0) 2024-01-01 00:00:00 Job submitted\n") == {}
+
+
+def test_the_new_request_memory_is_the_larger_of_recommendation_and_peak_with_margin_up_to_the_cap():
+    assert condor_request_memory(3072, 3070, 2500, margin=0.2, cap_mb=16_384) == 3684
+    assert condor_request_memory(3072, 3070, 5000, margin=0.2, cap_mb=16_384) == 5000
+    assert condor_request_memory(3072, 3070, 5000, margin=0.2, cap_mb=4096) == 4096
+    assert condor_request_memory(4096, 3070, None, margin=0.2, cap_mb=4096) is None  # no more to give: no action
+    assert condor_request_memory(None, None, None, margin=0.2, cap_mb=4096) is None

@@ -1,0 +1,64 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from jobaware.errors import JobawareError
+from jobaware.sizing.bundle import NO_HISTORY, NO_TIME_ASKED
+from jobaware.sizing.train import score, train_in_memory, write_eval
+
+
+def test_the_under_estimation_rate_is_the_one_stated(trained):
+    _, evaluation = trained
+    model = evaluation.metrics["model"]
+    assert model["jobs"] > 1000
+    assert 0.03 <= model["under_rate"] <= 0.07, model
+    assert 0.0 <= model["mem_under_rate"] <= 0.07, model
+
+
+def test_the_model_beats_every_baseline_at_about_the_same_rate(trained):
+    _, evaluation = trained
+    metrics = evaluation.metrics
+    assert set(metrics) == {"model", "request", "tsafrir", "user_p95"}
+    for name in ("request", "tsafrir", "user_p95"):
+        assert metrics[name]["jobs"] == metrics["model"]["jobs"]  # judged on the same jobs
+        assert metrics["model"]["median_ratio"] < metrics[name]["median_ratio"], name
+        assert metrics["model"]["quantile_loss"] < metrics[name]["quantile_loss"], name
+    # generated users over-ask: the recommendations give back a good share of what was asked
+    assert metrics["model"]["median_ratio"] < 0.8 and metrics["model"]["released_share"] > 0.2
+
+
+def test_a_recommendation_is_never_below_what_similar_jobs_of_the_user_recently_needed_nor_above_the_request(
+        trained, generated_jobs):
+    bundle, _ = trained
+    jobs = generated_jobs.iloc[3000:3600].reset_index(drop=True)
+    recommended = bundle.recommend(jobs)
+    features = bundle.features(jobs)
+    floor = np.expm1(np.fmax(features["shape_recent_max"], features["program_recent_max"]))
+    has = np.isfinite(floor) & recommended["time_s"].notna()
+    asked = recommended["time_asked_s"][has]
+    assert has.sum() > 300 and (recommended["time_s"][has] >= np.fmin(floor[has], asked)).all()
+    assert (recommended["time_s"][has] <= asked).all() and (recommended["time_s"][has] < asked).mean() > 0.3
+    memory = recommended["mem_per_cpu_mb"].notna()
+    assert memory.sum() > 300 and (recommended["mem_per_cpu_mb"] <= recommended["mem_asked_per_cpu_mb"])[memory].all()
+
+
+def test_no_history_and_no_request_get_a_clear_answer_not_a_number(trained):
+    bundle, _ = trained
+    asked = pd.DataFrame({"job_id": [1, 2, 3], "user": ["nobody-seen", "user1", "user1"],
+                          "time_req_s": [3600.0, None, 3600.0], "procs": [4.0, 4.0, 4.0],
+                          "submit_time": pd.Timestamp("2030-01-01", tz="UTC")})
+    answer = bundle.recommend(asked)
+    assert answer["note"].tolist()[:2] == [NO_HISTORY, NO_TIME_ASKED] and answer["time_s"][:2].isna().all()
+    assert answer["time_s"][2] > 0 and answer["note"][2] is None and (answer["coverage"] == 0.95).all()
+
+
+def test_the_gate_score_is_the_quantile_loss_of_the_stored_evaluation(trained, tmp_path):
+    bundle, evaluation = trained
+    write_eval(evaluation, tmp_path / "eval")
+    loss, rows = score(bundle, tmp_path / "eval")
+    assert rows > 1000 and 0 < loss < evaluation.metrics["request"]["quantile_loss"]
+
+
+def test_a_trace_without_requested_times_is_refused_in_one_line(generated_jobs):
+    with pytest.raises(JobawareError, match="sizing needs at least 100"):
+        train_in_memory(generated_jobs.assign(time_req_s=np.nan), {"max_iter": 5})
