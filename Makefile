@@ -6,13 +6,25 @@ export JOBAWARE_HOME ?= $(CURDIR)/.jobaware
 
 .PHONY: run test test-fast fuzz venv bench clean image test-containers
 
-$(BIN)/jobaware: pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[test]'
-	touch $@
+# The venv is built only when what it was installed from changed: its stamp holds a checksum of pyproject.toml
+# and constraints.txt, and the folder the project is installed (editable) from. File times are no guide: a fresh
+# clone makes every file new. Same checksum, another folder (a venv moved beside a fresh clone): only the project
+# is installed again (`--no-deps`, seconds); another checksum: the venv is built.
+STAMP := $(VENV)/.jobaware-installed
+DEPS := $(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)
 
-venv: $(BIN)/jobaware
+venv:
+	@installed="$$(cat $(STAMP) 2>/dev/null)"; \
+	if [ "$${installed% *}" != "$(DEPS)" ]; then \
+		echo "building $(VENV): pyproject.toml or constraints.txt changed"; \
+		$(PYTHON) -m venv $(VENV) && \
+		$(BIN)/pip install --quiet --upgrade pip && \
+		$(BIN)/pip install --quiet -c constraints.txt -e '.[test]' && \
+		echo "$(DEPS) $(CURDIR)" > $(STAMP); \
+	elif [ "$${installed#* }" != "$(CURDIR)" ]; then \
+		echo "installing the project from $(CURDIR) into $(VENV)"; \
+		$(BIN)/pip install --quiet --no-deps -e . && echo "$(DEPS) $(CURDIR)" > $(STAMP); \
+	fi
 
 run: venv
 	$(BIN)/jobaware demo

@@ -81,9 +81,10 @@ class Capability:
       signature() -> mlflow.models.ModelSignature;  input_example(bundle) -> DataFrame
       score(bundle, eval_dir: Path) -> tuple[float, int]
           the primary metric of a bundle on a stored evaluation folder, and its number of rows
-      predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress) -> PredictionSummary
+      predict_file(inputs: list[str], output: str | Path, model: () -> (bundle, version), progress) -> PredictionSummary
           predictions for files, folders or globs, written whole as JSON Lines (`-`: standard output);
-          returns the one summary shape of jobaware.prediction
+          returns the one summary shape of jobaware.prediction. It reads the input first and calls `model()` only
+          when there is something to predict: input with nothing usable is an InputError before any model loads
       train(dataset_dir: Path, params: dict, workdir: Path[, truth: str]) -> (bundle, evaluation)
           fit and evaluate (bundle: a jobaware.model.Bundle; evaluation: a jobaware.model.Evaluation), writing the
           gate's evaluation folder under `workdir`; the shared `train` step runs it for every capability

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -24,12 +24,13 @@ from adapters.htcondor.commands import register as _register_htcondor
 from adapters.slurm.commands import register as _register_slurm
 from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
-from jobaware.console import err, out, progress, show
-from jobaware.errors import JobawareError
+from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
+from jobaware.console import err, out, progress, show, warning
+from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
 from jobaware.usage.commands import register as _register_usage
 
-app = typer.Typer(help="Job awareness for HPC schedulers.", no_args_is_help=True, pretty_exceptions_enable=False)
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help=True)
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, show, promote, roll back.", no_args_is_help=True)
@@ -39,9 +40,31 @@ app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
 app.add_typer(report_app, name="report")
 
-Key = Annotated[str, typer.Argument(help=f"capability: {', '.join(capabilities.keys())}")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables")]
+KeyName = Literal[tuple(capabilities.keys())]
+Key = Annotated[KeyName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON instead of tables (errors too)")]
+Overwrite = Annotated[bool, typer.Option("--overwrite", help="replace an existing output file (a folder never)")]
+Inputs = Annotated[list[str] | None, option("--input", "-i", role=SOURCE,
+                                            help="file, folder or glob to read (repeatable)")]
+OldInputs = Annotated[list[str] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
 FIRST_PORT = 3000
+
+
+def _print_version(wanted: bool) -> None:
+    if wanted:
+        from importlib.metadata import version
+
+        out.print(f"jobaware {version('jobaware')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                               help="print jobaware's version and exit")] = False):
+    """Job awareness for HPC schedulers.
+
+    Example: jobaware pipeline run all
+    """
 
 
 def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:
@@ -50,61 +73,86 @@ def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise JobawareError(f"--param {item!r}: expected key=value")
+            raise UsageError(f"--param {item!r}: expected key=value")
         try:
             raw[key] = json.loads(value)
         except json.JSONDecodeError:
             raw[key] = value
-    return capability.check_params(raw)
+    try:
+        return capability.check_params(raw)
+    except JobawareError as exc:
+        raise UsageError(f"--param: {exc}") from None
 
 
 # ---------------------------------------------------------------- data
 @data_app.command("validate")
 def data_validate(
     key: Key,
-    paths: Annotated[list[str], typer.Argument(help="source file(s), folder or object-store URI")],
+    inputs: Inputs = None,
+    paths: OldInputs = None,
     as_json: JsonFlag = False,
-    strict: Annotated[bool, typer.Option(help="stop at the first bad record")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="stop at the first bad record")] = False,
 ):
     """Check source data against its contracts: exit 0 when every record is good and every expectation met,
-    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise."""
+    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise.
+
+    Example: jobaware data validate failure --input jobs.csv
+    """
     from jobaware import sources, steps
     from jobaware.reading import QUARANTINE
 
-    capabilities.get(key)
-    paths = [path for source in paths for path in sources.expand(source)]
+    paths = [path for source in given(inputs, paths) for path in sources.expand(source)]
     with tempfile.TemporaryDirectory() as tmp:
         with progress("reading") as bar:
             task = bar.add_task("records", total=None)
-            steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
+            read = steps.ingest(key, paths, Path(tmp), strict=strict, progress=lambda n: bar.advance(task, n))
+        nothing_read(read, paths)
         with err.status("checking the data contracts"):
             report = steps.validate(Path(tmp), budget=0.0)
         text = steps.format_validation(report).replace(str(Path(tmp) / QUARANTINE), "the quarantine")
     if as_json:
         show(report, True)
     else:
-        (out if report["success"] else err).print(text, highlight=False, soft_wrap=True)
+        (out if report["success"] else err).print(text, soft_wrap=True)
     raise typer.Exit(0 if report["success"] else 1)
+
+
+def nothing_read(report, paths: list[str]) -> None:
+    """Reading nothing usable is never success: an InputError naming the sources and the first problem."""
+    if report.rows:
+        return
+    first = f"; first: {report.problems[0]}" if report.problems else ""
+    bad = f"{report.bad_rows:,} bad record(s)" if report.bad_rows else "no record at all"
+    raise InputError(f"{', '.join(map(str, paths))}: nothing usable read ({bad}){first}")
 
 
 @data_app.command("synth")
 def data_synth(
     key: Key,
-    jobs: Annotated[int, typer.Option(help="how many jobs (or records) to generate")],
-    out_path: Annotated[Path, typer.Option("--out", help="output file or folder")],
+    jobs: Annotated[int, typer.Option(min=1, help="how many jobs (or records) to generate")],
+    output: Annotated[Path, option("--output", "-o", role=OUTPUT, help="file or folder to write (with the "
+                                   "ground truth beside it)")],
     fmt: Annotated[str, typer.Option("--format", help="output format where the capability has several")] = "",
-    seed: Annotated[int, typer.Option(help="random seed")] = 0,
+    seed: Annotated[int, typer.Option(min=0, help="random seed")] = 0,
+    overwrite: Overwrite = False,
 ):
     """Generate data in the capability's real format, with its ground truth beside it (both written whole or
-    not at all: an existing file is replaced only once the new one is complete)."""
+    not at all).
+
+    Example: jobaware data synth failure --jobs 1000 --output jobs.csv
+    """
     from jobaware.outputs import staged
 
     capability = capabilities.get(key)
-    with progress("generating") as bar, staged(out_path) as staging:
+    with progress("generating") as bar, staged(output, overwrite=overwrite) as staging:
         task = bar.add_task("records", total=jobs)
-        truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None, progress=lambda n: bar.advance(task, n))
-    truth = out_path.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
-    out.print(f"wrote {jobs:,} to {out_path}; ground truth in {truth}", highlight=False)
+        try:
+            truth = capability.synth(staging, jobs, seed=seed, fmt=fmt or None,
+                                     progress=lambda n: bar.advance(task, n))
+        except InputError as exc:  # a generator refuses only its arguments (--jobs, --format): a usage error
+            raise UsageError(str(exc)) from None
+    truth = output.parent / Path(truth).relative_to(staging.parent)  # where the staged truth file went
+    out.print(f"wrote {jobs:,} to {output}; ground truth in {truth}")
 
 
 # ---------------------------------------------------------------- pipelines
@@ -121,47 +169,71 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
 
     keys = capabilities.keys() if name == "all" else [name]
     if name == "all" and (data or params):
-        raise JobawareError("pipeline all runs every capability on its default data; run one capability for --data or --param")
-    tracking = "" if remote else config.tracking_uri()
+        raise UsageError("pipeline all runs every capability on its default data; run one capability for --input "
+                         "or --param")
     if name != "all":
         capability = capabilities.get(name)
         checked = json.dumps(_parse_params(capability, params))  # before the default data is prepared
-        local = (lambda s: [s]) if remote else sources.expand  # a KFP host resolves its own paths
-        chosen = sources.encode([path for source in data for path in local(source)]) if data else _default_data(name)
+        if remote:  # a KFP host resolves its own paths
+            chosen = sources.encode(data)
+        elif data:
+            paths = [path for source in data for path in sources.expand(source)]
+            _check_data(name, paths, budget)
+            chosen = sources.encode(paths)
+        else:
+            chosen = _default_data(name)
+        tracking = "" if remote else config.tracking_uri()  # JOBAWARE_HOME made only once the data is good
         return {"data": chosen, "params": checked, "tracking_uri": tracking, "bad_record_budget": budget}
-    arguments = {"tracking_uri": tracking, "bad_record_budget": budget}
+    arguments = {"tracking_uri": "" if remote else config.tracking_uri(), "bad_record_budget": budget}
     for key in keys:
         arguments[f"{key}_data"] = _default_data(key)
     return arguments
 
 
+def _check_data(key: str, paths: list[str], budget: float) -> None:
+    """Read a person's data once before the pipeline starts (its ingest reads it again): a file with nothing usable,
+    or more bad records than the budget, is refused here in one line, not at the pipeline's first steps."""
+    from jobaware import sources, steps
+
+    local = [path for path in paths if not sources.is_remote(path) and not path.startswith(sources.STORE_SCHEMES)]
+    if not local:
+        return
+    with tempfile.TemporaryDirectory() as tmp, progress(f"reading the data of {key}") as bar:
+        task = bar.add_task("records", total=None)
+        report = steps.ingest(key, local, Path(tmp), progress=lambda n: bar.advance(task, n))
+    nothing_read(report, local)
+    share = report.bad_rows / (report.rows + report.bad_rows)
+    if share > budget:
+        raise InputError(f"{', '.join(local)}: {report.bad_rows:,} bad record(s) of {report.rows + report.bad_rows:,} "
+                         f"({share:.2%}, over --budget {budget:.2%}); first: {report.problems[0]}")
+
+
 @pipeline_app.command("run")
 def pipeline_run(
-    name: Annotated[str, typer.Argument(help="a capability, or all")],
-    data: Annotated[list[str], typer.Option(help="source file, folder, glob or object-store URI (repeatable)")] = [],  # noqa: B006
+    name: Annotated[Literal[(*capabilities.keys(), "all")], argument(metavar="NAME", help="a capability, or all")],
+    inputs: Inputs = None,
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
-    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
-    host: Annotated[str, typer.Option(envvar="KFP_HOST", help="submit to this Kubeflow Pipelines host")] = "",
-    verbose: Annotated[bool, typer.Option(help="show the steps' own logs live")] = False,
-    runner_name: Annotated[str, typer.Option("--runner", help="kfp.local runner: subprocess (fast), or docker: "
-                                             "every step in the project image through podman")] = "subprocess",
+    budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
+    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="submit to this Kubeflow Pipelines host")] = "",
+    verbose: Annotated[bool, typer.Option("--verbose", help="show the steps' own logs live")] = False,
+    runner_name: Annotated[Literal["subprocess", "docker"], typer.Option(
+        "--runner", help="kfp.local runner: subprocess (fast), or docker: every step in the project image "
+                         "through podman")] = "subprocess",
     as_json: JsonFlag = False,
 ):
-    """Run a pipeline with kfp.local (default) or submit it to a KFP host."""
-    from pipelines import runner
+    """Run a pipeline with kfp.local (default) or submit it to a KFP host. Data given with --input is read once
+    before the pipeline starts: nothing usable, or more bad records than --budget, is refused right away.
 
-    if name not in runner.names():
-        raise JobawareError(f"unknown pipeline '{name}'; available: {', '.join(runner.names())}")
-    if runner_name not in runner.RUNNERS:
-        raise JobawareError(f"--runner {runner_name}: expected one of {', '.join(runner.RUNNERS)}")
-    if not 0 <= budget <= 1:  # every option is checked before any work starts
-        raise JobawareError(f"--budget: expected a share of bad records in [0, 1], got {budget:g}")
-    arguments = _arguments(name, data, param, budget, remote=bool(host))
+    Example: jobaware pipeline run failure --input jobs.csv --param max_iter=100
+    """
+    arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
     if host:
+        from pipelines import runner
+
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
         show({"submitted": name, "host": host, "run_id": run_id}, as_json)
         return
-    outputs = _run_with_progress(name, arguments, verbose, runner_name)
+    outputs = _run_pipelines({name: arguments}, verbose, runner_name)[name]
     keys = capabilities.keys() if name == "all" else [name]
     versions = {key: outputs.get(key if name == "all" else "Output") for key in keys}
     _training_summary(versions, as_json)
@@ -169,24 +241,26 @@ def pipeline_run(
 
 @pipeline_app.command("submit")
 def pipeline_submit(
-    name: Annotated[str, typer.Argument(help="a capability")],
-    host: Annotated[str, typer.Option(envvar="KFP_HOST", help="the Kubeflow Pipelines host (KFP_HOST)")],
-    data: Annotated[list[str], typer.Option(help="source path or URI as the host's steps see it (repeatable)")],
+    name: Key,
+    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="the Kubeflow Pipelines host (KFP_HOST)")],
+    inputs: Annotated[list[str], typer.Option("--input", "-i", metavar="PATH",
+                                              help="source path or URI as the host's steps see it (repeatable)")],
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
-    budget: Annotated[float, typer.Option(help="largest share of bad records the run goes past")] = 0.01,
+    budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
     recurring: Annotated[str, typer.Option(help="retrain on this cron schedule ('0 3 * * *') instead of once")] = "",
     as_json: JsonFlag = False,
 ):
     """Submit a run, or a recurring run, of a capability's pipeline to a Kubeflow Pipelines host; its steps read
-    the MLflow tracking URI from the Secret `jobaware-mlflow` there."""
+    the MLflow tracking URI from the Secret `jobaware-mlflow` there.
+
+    Example: jobaware pipeline submit failure --host https://kfp.example.org --input s3://bucket/jobs.parquet
+    """
     from kfp_server_api import ApiException
     from urllib3.exceptions import HTTPError
 
     from pipelines import runner
 
-    if name not in capabilities.keys():
-        raise JobawareError(f"unknown capability '{name}'; available: {', '.join(capabilities.keys())}")
-    arguments = _arguments(name, data, param, budget, remote=True)
+    arguments = _arguments(name, inputs, param, budget, remote=True)
     try:  # kfp.Client prints links and warns on stdout and stderr: its chatter goes to the log file
         with open(config.logs_dir() / "kfp-client.log", "a") as chatter, contextlib.redirect_stdout(chatter), \
                 contextlib.redirect_stderr(chatter):
@@ -203,8 +277,15 @@ def pipeline_submit(
     show({"submitted": name, "host": host, **result}, as_json)
 
 
-def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: str = "subprocess") -> dict:
-    """One line per step with its status and seconds, a spinner for the running steps, logs to a file."""
+def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "subprocess", lanes: int = 1,
+                   on_done=None) -> dict:
+    """Run the pipelines `runs` names (name -> arguments), `lanes` at a time, each in its own process logging to a
+    file: one line per finished step with its status, seconds and CPU; a live line per running step with its
+    progress and the time it has left, where the step says; `on_done(name, outputs)` as each one ends well.
+    Returns each pipeline's outputs; a failed pipeline raises once every one has ended."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor, wait
+
     from rich.live import Live
     from rich.spinner import Spinner
     from rich.table import Table
@@ -212,30 +293,79 @@ def _run_with_progress(name: str, arguments: dict, verbose: bool, runner_name: s
 
     from pipelines import runner
 
-    log = config.logs_dir() / f"pipeline-{name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
-    err.print(f"pipeline {name}: steps' logs in {log}", highlight=False, soft_wrap=True)
-    running: dict[str, float] = {}
+    running: dict[str, dict] = {}  # "pipeline step" -> since, progress
+    lock = threading.Lock()
+    # pipelines side by side share the cores: each step's thread pools (OpenMP, BLAS, torch) get their share
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, min(lanes, len(runs)))))
+    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ}
 
     def view():
         grid = Table.grid(padding=(0, 1))
-        for step, since in running.items():
-            grid.add_row(Spinner("dots"), step, f"{time.monotonic() - since:.0f} s")
+        with lock:
+            for step, state in running.items():
+                grid.add_row(Spinner("dots"), step, f"{time.monotonic() - state['since']:.0f} s", _left(state))
         return grid
 
-    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live:
-        def on_event(kind: str, step: str, seconds: float) -> None:
-            if kind == "start":
-                running[step] = time.monotonic()
-                return
-            running.pop(step, None)
-            mark = ("✓", "green") if kind == "SUCCESS" else ("✗", "red")
-            live.console.print(Text.assemble(mark, f" {step:<28} {kind.lower():<8} {seconds:6.1f} s"), highlight=False)
+    def watch(name: str, arguments: dict, live) -> dict:
+        log = config.logs_dir() / f"pipeline-{name}-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        err.print(f"pipeline {name}: steps' logs in {log}", soft_wrap=True)
+        prefix = f"{name} " if len(runs) > 1 else ""
+
+        def on_event(event) -> None:
+            label = prefix + event.step
+            with lock:
+                if event.kind == "start":
+                    running[label] = {"since": time.monotonic(), "progress": None}
+                elif event.kind == "progress" and label in running:
+                    state = running[label]
+                    if not state["progress"] or state["progress"][2] != event.progress[2]:
+                        state["unit_since"] = time.monotonic()  # the estimate counts from this unit's first line
+                    state["progress"] = event.progress
+                else:
+                    running.pop(label, None)
+            if event.kind in ("SUCCESS", "FAILURE"):
+                mark = ("✓", "green") if event.kind == "SUCCESS" else ("✗", "red")
+                cpu = f"  CPU {event.cpu:6.1f} s" if event.cpu is not None else ""
+                live.console.print(Text.assemble(mark, f" {label:<28} {event.kind.lower():<8} {event.seconds:6.1f} s"
+                                                       f"{cpu}"))
 
         try:
-            return runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
-                                      runner=runner_name)
+            outputs = runner.run_watched(name, arguments, config.home() / "kfp", log, on_event, echo=verbose,
+                                         runner=runner_name, env=env, stopped=stop.is_set)
         except RuntimeError as exc:
             raise JobawareError(f"pipeline {name}: {exc}{_failure_reason(log)}") from None
+        if on_done is not None:
+            on_done(name, outputs)
+        return outputs
+
+    stop = threading.Event()  # set when this thread is stopped (Ctrl-C, SIGTERM): every lane kills its pipeline
+    with Live(view(), console=err, transient=True, refresh_per_second=4, get_renderable=view) as live:
+        pool = ThreadPoolExecutor(max(1, lanes))
+        try:
+            futures = {name: pool.submit(watch, name, arguments, live) for name, arguments in runs.items()}
+            wait(list(futures.values()))
+        except BaseException:
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=stop.is_set())
+        failed = [future.exception() for future in futures.values() if future.exception() is not None]
+    if failed:
+        raise failed[0] if len(failed) == 1 else JobawareError(
+            f"{len(failed)} pipelines failed: " + "; ".join(str(exc).splitlines()[0] for exc in failed))
+    return {name: future.result() for name, future in futures.items()}
+
+
+def _left(state: dict) -> str:
+    """`120/300 iterations, about 30 s left` for a step that said how far it is."""
+    if not state.get("progress"):
+        return ""
+    done, total, unit = state["progress"]
+    text = f"{done:,}/{total:,} {unit}"
+    if 0 < done < total:
+        left = (time.monotonic() - state["unit_since"]) * (total - done) / done
+        text += f", about {left:.0f} s left"
+    return text
 
 
 def _failure_reason(log: Path) -> str:
@@ -254,50 +384,62 @@ def _failure_reason(log: Path) -> str:
 
 
 def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
-    """The metrics of the versions this run registered, and where to look at them."""
-    from jobaware import gate, tracking
+    """The metrics of the versions this run registered (the model beside its baselines, a note where it does not
+    beat a trivial one), and where to look at them."""
+    from jobaware import registry_read
+    from jobaware.results import metrics_rows
 
     summary = {}
     for key, version in versions.items():
         capability = capabilities.get(key)
-        metrics = tracking.version_metrics(key, version) if version else {}
-        champion = tracking.champion_version(key)
-        gate = (gate.last_promotion(key, version) or {}) if version else {}
-        summary[key] = {"version": version, "champion": champion, "gate": gate.get("reason"), "metrics": metrics}
+        metrics = registry_read.version_metrics(key, version) if version else {}
+        champion = registry_read.champion_version(key)
+        decision = (registry_read.last_promotion(key, version) or {}) if version else {}
+        summary[key] = {"version": version, "champion": champion, "gate": decision.get("reason"), "metrics": metrics}
         if as_json:
             continue
-        columns = capability.metrics_table or (capability.primary_metric,)
-        rows = [{"model": name, **{m: values.get(m, float("nan")) for m in columns}} for name, values in metrics.items()]
+        rows, notes = metrics_rows(capability, metrics)
         state = "champion" if champion == version else \
-            f"not promoted: {gate.get('reason', 'the gate did not run')}; champion is {champion or 'none'}"
+            f"not promoted: {decision.get('reason', 'the gate did not run')}; champion is {champion or 'none'}"
         show(summary[key], False, rows, title=f"{capability.model_name} version {version} ({state})")
         if "gap_to_bayes" in metrics.get("model", {}):
             m = metrics["model"]
             out.print(f"Bayes-optimal {capability.primary_metric} {m['bayes_roc_auc']:.4f}; "
-                      f"gap to the model {m['gap_to_bayes']:.4f}", highlight=False)
+                      f"gap to the model {m['gap_to_bayes']:.4f}")
+        for note in notes:
+            out.print(f"note: {note}", soft_wrap=True)
     if as_json:
         show(summary, True)
     else:
         out.print(f"MLflow: {config.tracking_uri()}  (browse: mlflow ui --backend-store-uri {config.tracking_uri()})",
-                  highlight=False, soft_wrap=True)
+                  soft_wrap=True)
 
 
 @pipeline_app.command("compile")
-def pipeline_compile(out_dir: Annotated[Path, typer.Option("--out", help="directory for the IR YAML files")]):
-    """Compile every pipeline to KFP IR YAML (each file replaced whole)."""
+def pipeline_compile(
+    output: Annotated[Path, option("--output", "-o", role=FOLDER, help="folder for the IR YAML files")],
+    overwrite: Overwrite = False,
+):
+    """Compile every pipeline to KFP IR YAML, one file per pipeline, each written whole.
+
+    Example: jobaware pipeline compile --output pipelines/golden --overwrite
+    """
     from pipelines.runner import compile_all
 
-    for path in compile_all(out_dir):
-        out.print(f"wrote {path}", highlight=False)
+    for path in compile_all(output, overwrite=overwrite):
+        out.print(f"wrote {path}")
 
 
 # ---------------------------------------------------------------- models
 @models_app.command("list")
 def models_list(as_json: JsonFlag = False):
-    """Registered model versions with their aliases and primary metric."""
-    from jobaware import tracking
+    """Registered model versions with their aliases and primary metric.
 
-    rows = tracking.list_models()
+    Example: jobaware models list --json
+    """
+    from jobaware import registry_read
+
+    rows = registry_read.list_models()
     if not rows and not as_json:
         out.print("no registered models yet; run `jobaware pipeline run <capability>`")
         return
@@ -307,54 +449,76 @@ def models_list(as_json: JsonFlag = False):
 @models_app.command("promote")
 def models_promote(
     key: Key,
-    version: Annotated[str, typer.Argument(help="model version to promote")],
-    force: Annotated[bool, typer.Option(help="promote even if the gate says no (logged as forced)")] = False,
+    version: Annotated[str, typer.Argument(metavar="VERSION", help="model version to promote")],
+    force: Annotated[bool, typer.Option("--force", help="promote even if the gate says no (logged as forced)")] = False,
     as_json: JsonFlag = False,
 ):
-    """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused."""
+    """Run the promotion gate for VERSION; exit 0 when it became champion, 1 when the gate refused.
+
+    Example: jobaware models promote failure 3
+    """
     from jobaware import gate
 
-    decision = gate.promote(capabilities.get(key).key, version, force)
+    decision = gate.promote(key, version, force)
     show(decision, as_json, [{k: v for k, v in decision.items() if k != "checks"}])
     raise typer.Exit(0 if decision["promoted"] else 1)
 
 
 @models_app.command("rollback")
 def models_rollback(key: Key, as_json: JsonFlag = False):
-    """Point champion back at the previous champion."""
+    """Point champion back at the previous champion.
+
+    Example: jobaware models rollback failure
+    """
     from jobaware import gate
 
-    show(gate.rollback(capabilities.get(key).key), as_json)
+    show(gate.rollback(key), as_json)
 
 
 # ---------------------------------------------------------------- predictions and services
 @app.command("predict")
 def predict(
     key: Key,
-    input_path: Annotated[list[str], typer.Option("--input", help="input file, folder or glob (repeatable)")],
-    output: Annotated[str, typer.Option("--output", help="JSON Lines file, one object per record; - for stdout")],
+    inputs: Annotated[list[str], option("--input", "-i", role=SOURCE, help="file, folder or glob to read "
+                                        "(repeatable)")],
+    output: Annotated[str, option("--output", "-o", role=OUTPUT, stdout=True,
+                                  help="JSON Lines file, one object per record; - for standard output")],
     version: Annotated[str, typer.Option(help="model version (default: the champion)")] = "",
+    overwrite: Overwrite = False,
 ):
-    """Predict every record of the input with the champion (or a given version); the output is written whole
-    or not at all."""
-    from jobaware import fit, sources, tracking
+    """Predict every record of the input with the champion (or a given version). The input is read before the
+    model is loaded; the output is written whole or not at all.
+
+    Example: jobaware predict failure --input jobs.csv --output predictions.jsonl
+    """
+    from jobaware import fit, registry_read, sources
+
+    def model():  # MLflow is imported only once the input held something to predict
+        from jobaware import tracking
+
+        return tracking.load_bundle(key, version or None)
 
     capability = capabilities.get(key)
-    inputs = [path for source in input_path for path in sources.expand(source)]
-    bundle, used = tracking.load_bundle(key, version or None)
-    with progress(f"predicting with {capability.model_name} version {used}") as bar:
+    inputs = [path for source in inputs for path in sources.expand(source)]
+    with progress(f"predicting with {capability.model_name}") as bar:
         task = bar.add_task("records", total=None)
-        summary = capability.predict_file(inputs, output, bundle, used, progress=lambda n: bar.advance(task, n))
-    summary.fit = fit.notes(tracking.training_profile(key, used), summary.input_profile, used)
+        summary = capability.predict_file(inputs, output, model, progress=lambda n: bar.advance(task, n))
+    used = summary.model_version
+    model = f"model version {used}" if used else "no model loaded: nothing to predict"
+    used = used or version or registry_read.champion_version(key)  # the input still meets the model it would meet
+    if used:
+        summary.fit = fit.notes(registry_read.training_profile(key, used), summary.input_profile, used)
     where = "standard output" if output == "-" else output
-    (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} (model version {used})"
-              + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()), highlight=False, soft_wrap=True)
+    (err if output == "-" else out).print(f"wrote {summary.predictions:,} predictions to {where} ({model})"
+                                          + "".join(f"; {name} {value:,}" for name, value in summary.counts.items()),
+                                          soft_wrap=True)
+    if summary.reason:
+        warning(summary.reason)
     for note in summary.fit:
-        err.print(f"warning: {note}", style="yellow", highlight=False, soft_wrap=True)
+        warning(note)
     if summary.bad_records:
         first = f"; first: {summary.problems[0]}" if summary.problems else ""
-        err.print(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}",
-                  style="yellow", highlight=False, soft_wrap=True)
+        warning(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}")
 
 
 def service_command(key: str, port: int, host: str) -> list[str]:
@@ -373,10 +537,13 @@ def service_env(key: str, port: int) -> dict:
 @app.command("serve")
 def serve(
     key: Key,
-    port: Annotated[int, typer.Option(help="TCP port")] = FIRST_PORT,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server."""
+    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server.
+
+    Example: jobaware serve failure --port 3000
+    """
     from jobaware import supervise
 
     code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
@@ -386,28 +553,73 @@ def serve(
 
 
 @app.command("demo")
-def demo(first_port: Annotated[int, typer.Option(help="port of the first service; the others follow")] = FIRST_PORT):
-    """What `make run` does: every pipeline on its default data, then every champion served on localhost."""
+def demo(
+    first_port: Annotated[int, typer.Option(min=1, max=65535 - 16, help="port of the first service; the others "
+                                            "follow")] = FIRST_PORT,
+    parallel: Annotated[int, typer.Option(min=1, max=16, help="pipelines run at the same time (default: the "
+                                          "cores, at most 2)")] = min(2, os.cpu_count() or 1),
+):
+    """What `make run` does: every pipeline on its default data (PARALLEL at a time), each champion served on
+    localhost as soon as its pipeline is done; it says when each service is ready and how long the whole took.
+
+    Example: jobaware demo --first-port 3000
+    """
+    import threading
+
     from jobaware import supervise
 
-    started = []
+    started_at = time.monotonic()
     keys = capabilities.keys()
-    for key in keys:
-        pipeline_run(key, [], [], 0.01, "", False, "subprocess", False)
-    examples = {}
+    ports = {key: first_port + offset for offset, key in enumerate(keys)}
+    for port in ports.values():
+        supervise.wait_for_port("127.0.0.1", port, say=_say_to_a_person)
+    runs = {key: _arguments(key, [], [], 0.01, remote=False) for key in keys}  # the default data, made once
+    started: dict[str, supervise.Guarded] = {}
+    lock = threading.Lock()
+
+    def serve_it(key: str, _outputs: dict) -> None:  # a capability is served as soon as its pipeline is done
+        log = open(config.logs_dir() / f"serve-{key}.log", "wb")
+        with lock:
+            started[key] = supervise.Guarded(service_command(key, ports[key], "127.0.0.1"),
+                                             service_env(key, ports[key]), stdout=log, stderr=subprocess.STDOUT)
+
     try:  # from the first service started: a Ctrl-C at any point stops every one started
-        for offset, key in enumerate(keys):
-            port = first_port + offset
-            log = open(config.logs_dir() / f"serve-{key}.log", "wb")
-            started.append(supervise.Guarded(service_command(key, port, "127.0.0.1"), service_env(key, port), stdout=log,
-                                             stderr=subprocess.STDOUT))
-            examples[key] = port
-        _print_examples(examples)
-        while all(p.poll() is None for p in started):
+        outputs = _run_pipelines(runs, False, "subprocess", lanes=parallel, on_done=serve_it)
+        _training_summary({key: outputs[key].get("Output") for key in keys}, False)
+        _wait_ready(ports, [started[key] for key in keys])
+        out.print(f"every capability serving {time.monotonic() - started_at:.0f} s after `jobaware demo` began")
+        _print_examples(ports)
+        while all(p.poll() is None for p in started.values()):
             time.sleep(1)
         raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
     finally:
-        stop_services(started)
+        stop_services(list(started.values()))
+
+
+def _wait_ready(ports: dict[str, int], processes: list, limit: float = 300.0) -> None:
+    """A line per service once its /readyz answers 200 (its champion loaded), with the seconds it took."""
+    import urllib.error
+    import urllib.request
+
+    since, waiting = time.monotonic(), dict(zip(ports, processes, strict=True))
+    with err.status("starting the services"):
+        while waiting:
+            for key, process in list(waiting.items()):
+                if process.poll() is not None:
+                    raise JobawareError(f"the {key} service stopped while starting; its log: "
+                                        f"{config.logs_dir() / f'serve-{key}.log'}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{ports[key]}/readyz", timeout=2) as answer:
+                        ready = answer.status == 200
+                except (urllib.error.URLError, OSError):
+                    ready = False
+                if ready:
+                    del waiting[key]
+                    err.print(f"✓ serve {key:<22} ready    {time.monotonic() - since:6.1f} s", style="green")
+            if time.monotonic() - since > limit:
+                raise JobawareError(f"not ready after {limit:.0f} s: {', '.join(waiting)}; logs under "
+                                    f"{config.logs_dir()}")
+            time.sleep(0.5)
 
 
 def stop_services(processes: list, grace: float = 20.0) -> None:
@@ -463,46 +675,23 @@ _register_usage(app, report_app)
 _register_mail(app)
 
 
-def _error(message: str) -> None:
-    from rich.text import Text
-
-    err.print(Text.assemble(("error:", "red"), " ", message), highlight=False, soft_wrap=True)
-
-
-def _cli_exceptions() -> tuple[tuple, tuple, tuple]:
-    """(exit, usage error, abort) classes of click and of the click that recent typer releases vendor."""
-    import click
-
-    exits, usage, aborts = [click.exceptions.Exit, typer.Exit], [click.ClickException], [click.exceptions.Abort, typer.Abort]
-    try:
-        from typer._click import ClickException as TyperClickException
-    except ImportError:
-        pass
-    else:
-        usage.append(TyperClickException)
-    return tuple(exits), tuple(usage), tuple(aborts)
-
-
 def main() -> None:
-    """Entry point: user errors are one clear line; JOBAWARE_DEBUG=1 shows the traceback."""
-    exits, usage_errors, aborts = _cli_exceptions()
+    """Entry point: the command contract's exit codes and one-line errors (jobaware.cli_contract.run)."""
+    from jobaware import cli_contract
+
     # kill, systemd and harnesses stop with SIGTERM: unwind like Ctrl-C, so every `finally` stops what it started
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
-    try:
-        code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it here
-        sys.exit(code if isinstance(code, int) else 0)
-    except JobawareError as exc:  # ContractError included: its message is the readable report
-        _error(str(exc))
-        sys.exit(1)
-    except exits as exc:
-        sys.exit(exc.exit_code)
-    except usage_errors as exc:  # click's own message (usage, the option, what was wrong), exit 2
-        exc.show()
-        sys.exit(exc.exit_code)
-    except (*aborts, KeyboardInterrupt):
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
-        if os.environ.get("JOBAWARE_DEBUG"):
-            raise
-        _error(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)")
-        sys.exit(1)
+    sys.exit(cli_contract.run(command(), sys.argv[1:]))
+
+
+_command = None
+
+
+def command():
+    """The click command of the whole CLI, with the command contract installed (once)."""
+    global _command
+    if _command is None:
+        from jobaware import cli_contract
+
+        _command = cli_contract.installed(app)
+    return _command

@@ -1,7 +1,8 @@
 """What a person sees: results on stdout (tables or JSON), progress and messages on stderr.
 
-Neither console reads markup: text holding user data (a job name `[/bold]`) prints as it is; colour is
-given as a style or a `rich.text.Text`."""
+Neither console reads markup or emoji codes: text holding user data (a job name `[/bold]`, a place `file.csv:100:`)
+prints as it is; colour is given as a style or a `rich.text.Text`. A message line (`error`, `warning`, `notice`) is
+one line: control characters escaped, cut at `LINE_LIMIT` characters."""
 
 from __future__ import annotations
 
@@ -12,12 +13,51 @@ import sys
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from jobaware.jsonable import jsonable
 
+LINE_LIMIT = 300  # characters of one message line; the rest is cut, its length said
+
 # piped output is read by programs: wide enough that no table has to fold an identifier
-out = Console(width=None if sys.stdout.isatty() else 250, markup=False)
-err = Console(stderr=True, markup=False)
+out = Console(width=None if sys.stdout.isatty() else 250, markup=False, emoji=False, highlight=False)
+err = Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
+def escaped(text: str) -> str:
+    """`text` with every character a terminal would act on (control characters, escapes, line breaks) written
+    as a Python escape, so that whatever a file held shows as text on one line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def one_line(text: str, limit: int = LINE_LIMIT) -> str:
+    """`text` escaped onto one line of at most `limit` characters: a longer one keeps its start (where) and its end
+    (what was found), its middle cut and its length said."""
+    text = escaped(str(text))
+    if len(text) <= limit:
+        return text
+    cut = f" ...({len(text):,} characters)... "
+    tail = (limit - len(cut)) // 3
+    return text[: limit - len(cut) - tail] + cut + text[len(text) - tail:]
+
+
+def message(kind: str, text: str, style: str) -> None:
+    """One line on stderr: `kind: text`, the kind coloured."""
+    err.print(Text.assemble((f"{kind}:", style), " ", one_line(text)), soft_wrap=True)
+
+
+def error(text: str) -> None:
+    message("error", text, "red")
+
+
+def warning(text: str) -> None:
+    message("warning", text, "yellow")
+
+
+def notice(text: str) -> None:
+    message("notice", text, "yellow")
 
 
 def table(rows: list[dict], title: str | None = None) -> Table:
@@ -45,9 +85,10 @@ def show(data, as_json: bool, rows: list[dict] | None = None, title: str | None 
 
 
 def progress(label: str) -> Progress:
-    """A transient progress bar on stderr; `total=None` tasks show a spinner and a count."""
+    """A transient progress bar on stderr when it is a terminal (nothing at all when it is a pipe or a file);
+    `total=None` tasks show a spinner and a count."""
     return Progress(SpinnerColumn(), TextColumn(label, markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=True)
+                    console=err, transient=True, disable=not err.is_terminal)
 
 
 def renamed(command, new: str):
@@ -55,8 +96,9 @@ def renamed(command, new: str):
     naming the new spelling."""
     @functools.wraps(command)
     def old(*args, **kwargs):
-        err.print(f"notice: this command is now `{new}`; the old spelling goes in the next release", style="yellow")
+        notice(f"this command is now `{new}`; the old spelling goes in the next release")
         return command(*args, **kwargs)
 
-    old.__doc__ = f"Deprecated: `{new}`."
+    example = [line.strip() for line in (command.__doc__ or "").splitlines() if line.strip().startswith("Example:")]
+    old.__doc__ = f"Deprecated: `{new}`.\n\n" + "\n".join(example)
     return old

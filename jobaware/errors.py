@@ -5,6 +5,10 @@ class JobawareError(Exception):
     """A user-facing error: its message names what was wrong and where."""
 
 
+class UsageError(JobawareError):
+    """A command called wrongly: an option value out of its range or of the wrong kind (exit 2, as click's own)."""
+
+
 class InputError(JobawareError):
     """Bad input data: a file, line or field that cannot be read."""
 

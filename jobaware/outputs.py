@@ -1,7 +1,9 @@
-"""Writing what a command produces: all or nothing, and `-` for standard output.
+"""Writing what a command produces: all or nothing, never destroying, and `-` for standard output.
 
 A file is written to a temporary file in its own folder, flushed to disk and renamed over the target only
-when the writer finished; a refused or failed command leaves an existing file as it was.
+when the writer finished; a refused or failed command leaves an existing file as it was, and removes the
+folders it created for the output. No folder is ever removed or replaced: a command that writes a folder
+adds its files to it.
 """
 
 from __future__ import annotations
@@ -25,30 +27,49 @@ def is_stdout(path: str | Path) -> bool:
 
 
 @contextlib.contextmanager
+def parents(path: Path) -> Iterator[None]:
+    """The folders above `path` made where missing; those made here are removed again (when still empty) if the
+    block raises."""
+    missing = []
+    for parent in path.absolute().parents:
+        if parent.exists():
+            break
+        missing.append(parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{path.parent}: cannot create the folder ({exc.strerror or exc})") from None
+    try:
+        yield
+    except BaseException:
+        for folder in missing:  # the deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+
+
+@contextlib.contextmanager
 def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
     """A temporary path beside `path` for a writer that takes a path; renamed to `path` when the block ends
-    without an exception, removed otherwise."""
+    without an exception, removed otherwise. A folder at `path` is refused, never replaced."""
     target = Path(path)
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{target.parent}: cannot create the folder ({exc.strerror or exc})") from None
     if target.is_dir():
         raise InputError(f"{target}: is a folder; give a file name")
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
-    os.close(fd)
-    temporary = Path(name)
-    try:
-        yield temporary
-        with open(temporary, "rb+") as handle:
-            os.fsync(handle.fileno())
-        if target.exists():
-            os.chmod(temporary, target.stat().st_mode & 0o7777)
-        else:
-            os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, target)
-    finally:
-        temporary.unlink(missing_ok=True)
+    with parents(target):
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix or ".tmp", dir=target.parent)
+        os.close(fd)
+        temporary = Path(name)
+        try:
+            yield temporary
+            with open(temporary, "rb+") as handle:
+                os.fsync(handle.fileno())
+            if target.exists():
+                os.chmod(temporary, target.stat().st_mode & 0o7777)
+            else:
+                os.chmod(temporary, 0o666 & ~_umask())
+            os.replace(temporary, target)
+        finally:
+            temporary.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -69,29 +90,41 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def staged(path: str | Path) -> Iterator[Path]:
-    """For writers that make `path` and files beside it (a ground-truth file, a quarantine): a path of the
-    same name inside a fresh temporary folder beside `path`. When the block ends without an exception,
-    everything written there is flushed and moved beside `path` (replacing what was there); the temporary
-    folder is removed in any case."""
+def staged(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """For writers that make `path` (a file or a folder) and files beside it (a ground-truth file, a quarantine): a
+    path of the same name inside a fresh temporary folder beside `path`. When the block ends without an exception,
+    everything written there is flushed and moved beside `path`: a new name as it is; onto an existing file only
+    with `overwrite`; onto an existing folder file by file (the same rule for each; nothing in it is removed). When
+    anything would be refused, nothing is moved. The temporary folder, and the folders made for it, go in any
+    case."""
     target = Path(path)
     if is_stdout(target):
         raise InputError("-: this command writes files; give a path")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{target.parent}: cannot create the folder ({exc.strerror or exc})") from None
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
-    try:
-        yield staging / target.name
-        for written in staging.rglob("*"):
-            if written.is_file():
-                with open(written, "rb+") as handle:
-                    os.fsync(handle.fileno())
-        for entry in sorted(staging.iterdir()):
-            destination = target.parent / entry.name
-            if destination.is_dir() and not destination.is_symlink():
-                shutil.rmtree(destination)
-            os.replace(entry, destination)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with parents(target):
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            yield staging / target.name
+            moves = [move for entry in sorted(staging.iterdir()) for move in _moves(entry, target.parent / entry.name)]
+            for source, destination in moves:
+                if destination.is_dir() and not source.is_dir():
+                    raise InputError(f"{destination}: a folder is there; it is never replaced")
+                if source.is_dir() and destination.exists():
+                    raise InputError(f"{destination}: a file is there, where a folder goes")
+                if (destination.exists() or destination.is_symlink()) and not overwrite:
+                    raise InputError(f"{destination}: exists; give --overwrite to replace it")
+            for written in staging.rglob("*"):
+                if written.is_file():
+                    with open(written, "rb+") as handle:
+                        os.fsync(handle.fileno())
+            for source, destination in moves:
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(source, destination)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _moves(source: Path, destination: Path) -> list[tuple[Path, Path]]:
+    """What moving `source` to `destination` takes: itself, or, onto an existing folder, each of its entries."""
+    if source.is_dir() and destination.is_dir() and not destination.is_symlink():
+        return [move for entry in sorted(source.iterdir()) for move in _moves(entry, destination / entry.name)]
+    return [(source, destination)]

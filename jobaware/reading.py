@@ -14,6 +14,20 @@ MAX_EXAMPLES = 20
 QUARANTINE = "quarantine.jsonl"  # the bad records of a read, one JSON object a line
 
 
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why the first bytes of a file are no text (a NUL byte, or more than a tenth control bytes), or None."""
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        return f"binary data, not text (a NUL byte at offset {nul:,})"
+    controls = sum(head.count(bytes([b])) for b in _CONTROL)
+    if controls * 10 > len(head):
+        return f"binary data, not text ({controls:,} control bytes in the first {len(head):,})"
+    return None
+
+
 def abbreviated(text: str) -> str:
     """A value as an error shows it: whole up to 80 characters, else its start and its length."""
     return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"

@@ -426,7 +426,8 @@ def describe_version(key: str, version: str) -> dict:
 
 
 def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
-    """The newest runs (training, promotions, rollbacks, sweeps) of the capabilities' experiments."""
+    """The newest runs (training, promotions, rollbacks, sweeps) of the capabilities' experiments; each row names
+    its capability's primary metric and its value."""
     _, client = mlflow_client()
     experiments = {}
     for key in keys:
@@ -444,7 +445,8 @@ def list_runs(keys: list[str], limit: int = 20) -> list[dict]:
         rows.append({"run_id": run.info.run_id, "capability": key,
                      "kind": run.data.tags.get("jobaware.action") or ("sweep" if SWEEP_TAG in run.data.tags else "training"),
                      "started": pd.Timestamp(run.info.start_time, unit="ms").strftime("%Y-%m-%d %H:%M:%S"),
-                     "status": run.info.status, metric: run.data.metrics.get(metric, float("nan")),
+                     "status": run.info.status, "metric": metric,
+                     "score": run.data.metrics.get(metric, float("nan")),
                      "data": run.data.params.get("data", "")})
     return rows
 

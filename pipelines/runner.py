@@ -2,7 +2,8 @@
 image through podman's Docker-compatible API), submit it to a KFP host, or compile it.
 
 `run_watched` runs a pipeline in a child process whose whole output (kfp.local's executor logs and the
-steps' own) goes to a log file, and reports each step's start and end as events, for a short display.
+steps' own) goes to a log file, and reports each step's start, progress (jobaware.progress lines) and end, with
+the seconds and the CPU it took, as events, for a short display.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from jobaware import capabilities
 from jobaware.errors import InputError
+from jobaware.progress import parse as parse_progress
 
 ALL = "pipelines.all:all_pipeline"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -39,14 +42,19 @@ def pipeline(name: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-def compile_all(out_dir: str | Path) -> list[Path]:
+def compile_all(out_dir: str | Path, overwrite: bool = False) -> list[Path]:
+    """Every pipeline as `<out_dir>/<name>.yaml`, each written whole; existing files replaced only with `overwrite`
+    (refused before any is written)."""
     from kfp import compiler
 
     from jobaware.outputs import atomic_path
 
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
-        raise InputError(f"--out {out_dir}: is a file; give a folder for the YAML files")
+        raise InputError(f"{out_dir}: is a file; give a folder for the YAML files")
+    existing = [out_dir / f"{name}.yaml" for name in names() if (out_dir / f"{name}.yaml").exists()]
+    if existing and not overwrite:
+        raise InputError(f"{existing[0]}: exists ({len(existing)} of the files); give --overwrite to replace them")
     written = []
     for name in names():
         path = out_dir / f"{name}.yaml"
@@ -119,48 +127,100 @@ def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
             "mounts": [m for m in mounts if m["Target"] != str(pipeline_root)]}  # kfp mounts the root itself
 
 
-class StepEvents:
-    """Turns kfp.local's log lines into `on_event(kind, step, seconds)` calls: "start", then "SUCCESS" or
-    "FAILURE" with the seconds it ran. A step a ParallelFor runs many times is numbered: trial, trial #2, ..."""
+@dataclass
+class Event:
+    """What a step did: `kind` "start", "progress" (`progress` = (done, total, unit)), "SUCCESS" or "FAILURE" (with
+    the `seconds` it ran and, where /proc tells, the `cpu` seconds its processes used)."""
 
-    def __init__(self, on_event: Callable[[str, str, float], None]):
-        self.on_event = on_event
+    kind: str
+    step: str
+    seconds: float = 0.0
+    cpu: float | None = None
+    progress: tuple[int, int, str] | None = None
+
+
+class StepEvents:
+    """Turns kfp.local's log lines into `on_event(Event)` calls: "start", "progress" lines of the step
+    (jobaware.progress), then "SUCCESS" or "FAILURE". A step a ParallelFor runs many times is numbered: trial,
+    trial #2, ... `cpu()`, when given, is the CPU seconds of the runner's finished children so far: a step's CPU is
+    what it grew by since the step before finished (its processes are reaped when it finishes)."""
+
+    def __init__(self, on_event: Callable[[Event], None], cpu: Callable[[], float | None] = lambda: None):
+        self.on_event, self.cpu = on_event, cpu
         self.running: dict[str, list[tuple[str, float]]] = {}  # step -> its instances still running (label, since)
         self.starts: dict[str, int] = {}
         self.failed: list[str] = []
+        self.reaped = cpu()
 
     def feed(self, line: str) -> None:
         if match := _STARTED.search(line):
             step = match.group(1)
+            self._ended_before(step)
             self.starts[step] = self.starts.get(step, 0) + 1
             label = step if self.starts[step] == 1 else f"{step} #{self.starts[step]}"
             self.running.setdefault(step, []).append((label, time.monotonic()))
-            self.on_event("start", label, 0.0)
+            self.on_event(Event("start", label))
         elif match := _FINISHED.search(line):
             step, status = match.groups()
             label, since = (self.running.get(step) or [(step, time.monotonic())]).pop(0)
             if status != "SUCCESS":
                 self.failed.append(label)
-            self.on_event(status, label, time.monotonic() - since)
+            self.on_event(Event(status, label, time.monotonic() - since, self._spent()))
+        elif (said := parse_progress(line)) is not None:
+            running = [label for instances in self.running.values() for label, _ in instances]
+            if len(running) == 1:  # a line of the one step running (parallel iterations are not told apart)
+                self.on_event(Event("progress", running[0], progress=said))
 
 
-def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path,
-                on_event: Callable[[str, str, float], None], echo: bool = False, runner: str = "subprocess") -> dict:
-    """Run in a child process logging to `log`; call `on_event(kind, step, seconds)` for each step's
-    "start" and "SUCCESS"/"FAILURE"; return the outputs, or raise RuntimeError naming the failed step."""
+    def _spent(self, share: int = 1) -> float | None:
+        reaped = self.cpu()
+        spent = (reaped - self.reaped) / share if reaped is not None and self.reaped is not None else None
+        self.reaped = reaped
+        return spent
+
+    def _ended_before(self, step: str) -> None:
+        """kfp.local runs one task at a time but a ParallelFor's iterations, and logs the end of only one of
+        these: when another task starts, the ones still listed have ended well (else the run would have stopped),
+        sharing the CPU reaped since."""
+        left = [(label, since) for other, instances in self.running.items() if other != step
+                for label, since in instances]
+        for other in [other for other in self.running if other != step]:
+            del self.running[other]
+        share = self._spent(len(left)) if left else None
+        for label, since in left:
+            self.on_event(Event("SUCCESS", label, time.monotonic() - since, share))
+
+
+def children_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of the finished children of process `pid` (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+
+
+def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path, on_event: Callable[[Event], None],
+                echo: bool = False, runner: str = "subprocess", env: dict | None = None,
+                stopped: Callable[[], bool] = lambda: False) -> dict:
+    """Run in a child process (with `env`, default this one's) logging to `log`; call `on_event(Event)` for each
+    step's start, progress and end; return the outputs, or raise RuntimeError naming the failed step. The child
+    and every step it started are killed when this returns or raises, or as soon as `stopped()` is true."""
     result = log.with_suffix(".result.json")
     spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result),
                        "runner": runner})
-    steps = StepEvents(on_event)
     with open(log, "wb") as sink:
         child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1],
+                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1], env=env,
                                  start_new_session=True)  # its own group: stopping it stops the steps too
+    steps = StepEvents(on_event, lambda: children_cpu(child.pid))
     try:
         with open(log, "rb") as source:
             pending = b""
             while True:
                 chunk = source.read()
+                if stopped():
+                    break
                 if not chunk:
                     if child.poll() is not None:
                         break

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,14 +22,14 @@ def run(*args, env=None, timeout=600):
 
 
 def test_validate_exit_codes_and_reports(tmp_path):
-    good = run("data", "validate", "failure", NREL_CSV)
+    good = run("data", "validate", "failure", "--input", NREL_CSV)
     assert good.returncode == 0 and "all 15 expectations met on 700 rows" in good.stdout
-    assert run("data", "validate", "failure", KTH, "--json").returncode == 0
+    assert run("data", "validate", "failure", KTH, "--json").returncode == 0  # the old positional spelling
     lines = NREL_CSV.read_text().splitlines()
     lines[3] = lines[3].replace("COMPLETED", "RUNNING")
     bad = tmp_path / "bad.csv"
     bad.write_text("\n".join(lines) + "\n")
-    failed = run("data", "validate", "failure", bad, "--json")
+    failed = run("data", "validate", "failure", "--input", bad, "--json")
     assert failed.returncode == 1
     report = json.loads(failed.stdout)
     (contract,) = report["contracts"]
@@ -46,7 +47,7 @@ def test_validate_fails_on_any_bad_record_and_lists_each(tmp_path):
     lines[20] = ",".join(fields)
     corrupt = tmp_path / "corrupt.csv"
     corrupt.write_text("\n".join(lines) + "\n")
-    result = run("data", "validate", "failure", corrupt)
+    result = run("data", "validate", "failure", "--input", corrupt)
     assert result.returncode == 1, result.stdout
     assert "2 bad record(s) of 300 read" in result.stderr
     assert f"{corrupt}:11: field 'nodes_req': negative (got '-10')" in result.stderr
@@ -55,34 +56,39 @@ def test_validate_fails_on_any_bad_record_and_lists_each(tmp_path):
 
 
 def test_errors_are_one_line_without_traceback(tmp_path):
-    missing = run("data", "validate", "failure", tmp_path / "nothing.csv")
+    missing = run("data", "validate", "failure", "--input", tmp_path / "nothing.csv")
     assert missing.returncode == 1
     assert missing.stderr.strip().startswith("error:") and "no such file" in missing.stderr
     assert "Traceback" not in missing.stderr and len(missing.stderr.strip().splitlines()) == 1
-    unknown = run("data", "validate", "nonesuch", NREL_CSV)
-    assert unknown.returncode == 1 and "unknown capability 'nonesuch'; available: failure" in unknown.stderr
-    bad_param = run("pipeline", "run", "failure", "--data", NREL_CSV, "--param", "max_iter=2.7")
-    assert bad_param.returncode == 1
+    unknown = run("data", "validate", "nonesuch", "--input", NREL_CSV)  # a usage error, as every wrong value
+    assert unknown.returncode == 2 and "'nonesuch' is not one of 'failure'" in unknown.stderr
+    bad_param = run("pipeline", "run", "failure", "--input", NREL_CSV, "--param", "max_iter=2.7")
+    assert bad_param.returncode == 2
     assert "parameters of failure: max_iter: input should be a valid integer, got 2.7" in bad_param.stderr
-    negative = run("pipeline", "run", "failure", "--data", NREL_CSV, "--param", "learning_rate=-1")
+    negative = run("pipeline", "run", "failure", "--input", NREL_CSV, "--param", "learning_rate=-1")
     assert "learning_rate: input should be greater than 0, got -1" in negative.stderr
 
 
 def test_usage_errors_name_the_option_and_exit_2(tmp_path):
-    for args, message in ((("data", "synth", "hold", "--out", tmp_path / "x.log"), "Missing option '--jobs'"),
-                          (("data", "synth", "hold", "--jobs", "many", "--out", tmp_path / "x.log"),
+    for args, message in ((("data", "synth", "hold", "--output", tmp_path / "x.log"), "Missing option '--jobs'"),
+                          (("data", "synth", "hold", "--jobs", "many", "--output", tmp_path / "x.log"),
                            "Invalid value for '--jobs'"),
                           (("no-such-command",), "No such command 'no-such-command'")):
         result = run(*args)
         assert result.returncode == 2 and message in result.stderr, result.stderr
         assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
     assert not (tmp_path / "x.log").exists()
 
 
 def test_synth_writes_jobs_and_truth(tmp_path):
-    result = run("data", "synth", "failure", "--jobs", 1000, "--out", tmp_path / "s.json", "--seed", 3)
+    result = run("data", "synth", "failure", "--jobs", 1000, "--output", tmp_path / "s.json", "--seed", 3)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "s.json").exists() and (tmp_path / "s.truth.parquet").exists()
+    again = run("data", "synth", "failure", "--jobs", 1000, "--output", tmp_path / "s.json", "--seed", 4)
+    assert again.returncode == 1 and "s.json: exists; give --overwrite to replace it" in again.stderr
+    old = run("data", "synth", "failure", "--jobs", 1000, "--out", tmp_path / "s.json", "--seed", 4, "--overwrite")
+    assert old.returncode == 0 and "notice: --out is now --output" in old.stderr, old.stderr
 
 
 def test_predict_swf_and_models_list_whole_when_piped(champion, tmp_path):
@@ -124,7 +130,7 @@ def test_pipeline_run_shows_a_line_per_step_and_the_metrics_of_its_version(tmp_p
     env.pop("MLFLOW_TRACKING_URI", None)
     data = tmp_path / "jobs.csv"
     write(data, 6_000, "csv", seed=3)
-    result = run("pipeline", "run", "failure", "--data", data, "--param", "max_iter=40", env=env, timeout=900)
+    result = run("pipeline", "run", "failure", "--input", data, "--param", "max_iter=40", env=env, timeout=900)
     assert result.returncode == 0, result.stderr
     steps = [line.split()[1] for line in result.stderr.splitlines() if line.startswith("✓")]
     assert steps == ["ingest", "validate", "train", "register", "promote"]
@@ -166,7 +172,7 @@ def test_stopping_a_pipeline_run_with_sigterm_stops_its_steps(tmp_path):
     data = tmp_path / "jobs.csv"
     write(data, 6000, "csv", 3)
     home = tmp_path / "home"
-    process = subprocess.Popen([JOBAWARE, "pipeline", "run", "failure", "--data", data],
+    process = subprocess.Popen([JOBAWARE, "pipeline", "run", "failure", "--input", data],
                                env={**os.environ, "JOBAWARE_HOME": str(home)}, stdout=subprocess.DEVNULL,
                                stderr=open(tmp_path / "run.err", "wb"))
     try:
@@ -209,31 +215,31 @@ def _listening(port: int) -> bool:
 def test_hold_parse_and_hold_label_on_the_real_logs(tmp_path):
     logs = ROOT / "data" / "real" / "condor" / "mldag_standalone"
     out = tmp_path / "events.parquet"
-    parsed = run("hold", "parse", logs, "--out", out, "--json")
+    parsed = run("hold", "parse", "--input", logs, "--output", out, "--json")
     assert parsed.returncode == 0, parsed.stderr
     summary = json.loads(parsed.stdout)
     assert summary["events"] > 0 and summary["bad_records"] == 0 and out.is_file()
-    labelled = run("hold", "label", logs / "metl_12636334.log", "--json")
+    labelled = run("hold", "label", "--input", logs / "metl_12636334.log", "--json")
     assert labelled.returncode == 0, labelled.stderr
     assert [h["label"] for h in json.loads(labelled.stdout)] == ["remove"] * 5  # five holds, then aborted
-    missing = run("hold", "label", tmp_path / "nothing.log")
+    missing = run("hold", "label", "--input", tmp_path / "nothing.log")
     assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
 
 
 def test_similarity_rank_ranks_the_real_pool_with_the_job_first():
     codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
-    result = run("similarity", "rank", "18035492", "--data", codings, "--top", "3", "--json")
+    result = run("similarity", "rank", "18035492", "--input", codings, "--top", "3", "--json")
     assert result.returncode == 0, result.stderr
     ranking = json.loads(result.stdout)
     assert len(ranking) == 3 and ranking[0]["jobid"] == 18035492 and ranking[0]["similarity"] == 1.0
-    wrong = run("similarity", "rank", "18035492", "--data", codings, "--algorithm", "q-lev")
+    wrong = run("similarity", "rank", "18035492", "--input", codings, "--algorithm", "q-lev")
     assert wrong.returncode == 1 and "quantised" in wrong.stderr.lower() and "Traceback" not in wrong.stderr
 
 
 def test_classify_without_a_champion_says_what_to_run(tmp_path):
     env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    result = run("resource", "classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    result = run("resource", "classify", "--input", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert result.returncode == 1 and "no MLflow store" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -244,6 +250,7 @@ def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tm
     similar = run("similar", "18035492", "--data", codings, "--top", "3", "--json")
     assert similar.returncode == 0 and json.loads(similar.stdout)[0]["jobid"] == 18035492, similar.stderr
     assert "notice: this command is now `jobaware similarity rank`" in similar.stderr
+    assert "notice: --data is now --input" in similar.stderr
     parsed = run("events", "parse", ROOT / "data" / "real" / "condor" / "mldag_standalone", "--out",
                  tmp_path / "events.parquet", "--json")
     assert parsed.returncode == 0 and "now `jobaware hold parse`" in parsed.stderr, parsed.stderr
@@ -251,6 +258,10 @@ def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tm
     env.pop("MLFLOW_TRACKING_URI", None)
     classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
+    from jobaware.store import open_store
+
+    with open_store(str(tmp_path / "store")):  # an empty store: a missing one is refused (the command contract)
+        pass
     live = run("report", "live", "--store", tmp_path / "store")
     assert live.returncode == 0 and "now `jobaware failure accuracy`" in live.stderr, live.stderr
     assert "no finished job with a verdict yet" in live.stdout
@@ -304,24 +315,24 @@ def _with_markup(tmp_path: Path) -> Path:
 
 def test_user_text_is_never_read_as_markup_and_folders_are_sources(tmp_path):
     folder = _with_markup(tmp_path)
-    result = run("data", "validate", "failure", folder)
+    result = run("data", "validate", "failure", "--input", folder)
     assert result.returncode == 1 and "Traceback" not in result.stderr and "unexpected" not in result.stderr
     assert "jobs.csv:10: field 'state'" in result.stderr and "'[red]'" in result.stderr
-    glob = run("data", "validate", "failure", tmp_path / "*" / "*.csv", "--json")
+    glob = run("data", "validate", "failure", "--input", tmp_path / "*" / "*.csv", "--json")
     assert json.loads(glob.stdout)["read"]["bad_rows"] == 1
 
 
 def test_refused_commands_touch_nothing(tmp_path):
     keep = tmp_path / "keep.csv"
     keep.write_text("precious\n")
-    refused = run("data", "synth", "failure", "--jobs", 5, "--out", keep)
-    assert refused.returncode == 1 and "--jobs must be between" in refused.stderr
+    refused = run("data", "synth", "failure", "--jobs", 5, "--output", keep, "--overwrite")
+    assert refused.returncode == 2 and "--jobs must be between" in refused.stderr
     assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
-    events = run("hold", "parse", NREL_CSV, "--out", keep)  # not an event log: nothing read, nothing written
+    events = run("hold", "parse", "--input", NREL_CSV, "--output", keep, "--overwrite")  # not an event log
     assert events.returncode == 1 and "no HTCondor event read" in events.stderr
     assert keep.read_text() == "precious\n" and sorted(p.name for p in tmp_path.iterdir()) == ["keep.csv"]
-    budget = run("pipeline", "run", "failure", "--data", tmp_path / "missing.csv", "--budget", 2)
-    assert budget.returncode == 1 and "--budget: expected a share of bad records in [0, 1], got 2" in budget.stderr
+    budget = run("pipeline", "run", "failure", "--input", tmp_path / "missing.csv", "--budget", 2)
+    assert budget.returncode == 2 and "Invalid value for '--budget'" in budget.stderr
 
 
 def test_predict_takes_a_folder_prints_data_as_it_is_and_writes_to_stdout(champion, tmp_path):
@@ -333,3 +344,128 @@ def test_predict_takes_a_folder_prints_data_as_it_is_and_writes_to_stdout(champi
     assert "1 bad record(s) not predicted" in result.stderr and "'[red]'" in result.stderr
     piped = run("predict", "failure", "--input", folder / "jobs.csv", "--output", "-")
     assert piped.stdout.splitlines() == out.read_text().splitlines()
+
+
+# ---------------------------------------------------------------- issue 36: what a new user met, each once more
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() if p.is_file() else b"<folder>" for p in sorted(folder.rglob("*"))}
+
+
+def test_synth_never_replaces_a_folder_and_a_refusal_leaves_no_folder_behind(tmp_path):
+    """`data synth --out DIR` deleted DIR and its file; a refused synth left `a/b/c` created."""
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "mine.txt").write_text("precious\n")
+    before = _tree(tmp_path)
+    for extra in ([], ["--overwrite"]):
+        result = run("data", "synth", "failure", "--jobs", 1000, "--output", taken, *extra)
+        assert result.returncode == 1 and "a folder is there" in result.stderr and _tree(tmp_path) == before
+    deep = run("data", "synth", "failure", "--jobs", 5, "--output", tmp_path / "a" / "b" / "c" / "x.csv")
+    assert deep.returncode == 2 and not (tmp_path / "a").exists()
+
+
+def test_a_refused_follow_leaves_no_log_file(tmp_path):
+    """`hold follow --audit DIR` was refused but left `DIR.log`."""
+    log = ROOT / "data" / "real" / "condor" / "mldag_standalone" / "metl_12636334.log"
+    folder = tmp_path / "audit"
+    folder.mkdir()
+    result = run("hold", "follow", "--input", log, "--audit", folder, "--once")
+    assert result.returncode == 1 and "is a folder" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["audit"] and not any(folder.iterdir())
+
+
+def test_predict_with_nothing_readable_keeps_the_output_and_says_why(tmp_path):
+    """`predict failure` on records none of which was readable replaced an existing output with an empty file."""
+    existing = tmp_path / "predictions.jsonl"
+    existing.write_text('{"kept": true}\n')
+    unreadable = tmp_path / "jobs.csv"
+    unreadable.write_text("job_id,user\n" + "".join(f"x{i},u\n" for i in range(5)))
+    for extra in ([], ["--overwrite"]):
+        result = run("predict", "failure", "--input", unreadable, "--output", existing, *extra)
+        assert result.returncode == 1 and existing.read_text() == '{"kept": true}\n', result.stderr
+        assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
+    assert "exists; give --overwrite" in run("predict", "failure", "--input", unreadable, "--output",
+                                             existing).stderr
+    read = run("predict", "failure", "--input", unreadable, "--output", existing, "--overwrite")
+    assert "jobs.csv" in read.stderr and "no MLflow store" not in read.stderr  # read first: the model never loaded
+
+
+@pytest.mark.parametrize("content", [b"", bytes(range(256)) * 12])
+def test_empty_or_random_event_logs_are_refused(tmp_path, content):
+    """`data validate hold` and `hold label` passed a 0-byte or random file; `hold follow` counted 0 bad records."""
+    log = tmp_path / "EventLog"
+    log.write_bytes(content)
+    for args in (("data", "validate", "hold", "--input", log), ("hold", "label", "--input", log),
+                 ("hold", "follow", "--input", log, "--audit", tmp_path / "holds.jsonl", "--once")):
+        result = run(*args)
+        assert result.returncode == 1 and result.stderr.startswith("error: ") and "EventLog" in result.stderr, args
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["EventLog"]
+
+
+def test_follow_refuses_text_with_no_whole_event(tmp_path):
+    log = tmp_path / "EventLog"
+    log.write_text("jobid,state\n1,RUNNING\n")
+    result = run("hold", "follow", "--input", log, "--audit", tmp_path / "holds.jsonl", "--once")
+    assert result.returncode == 1 and "no whole HTCondor event" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["EventLog"]
+
+
+def test_export_of_a_store_that_is_none_writes_nothing(tmp_path):
+    """`failure export --store` (formerly `slurm export`) of a missing folder or a regular file exited 0 with a
+    header-only CSV."""
+    plain = tmp_path / "plain.txt"
+    plain.write_text("not a store\n")
+    for store in (tmp_path / "missing", plain):
+        result = run("failure", "export", "--store", store, "--output", tmp_path / "jobs.csv")
+        assert result.returncode == 1 and "not a job store" in result.stderr, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.txt"]
+
+
+def test_classify_refuses_random_bytes():
+    """`resource classify` called random bytes a script of class `other` with probability 1."""
+    with tempfile.TemporaryDirectory() as folder:
+        noise = Path(folder) / "job.sh"
+        noise.write_bytes(bytes(range(256)) * 12)
+        result = run("resource", "classify", "--input", noise)
+    assert result.returncode == 1 and "binary data, not text" in result.stderr
+
+
+def test_a_huge_line_random_bytes_and_a_place_print_as_short_plain_text(tmp_path):
+    """A 10 MB header printed 10,000,074 bytes of error; random bytes reached the terminal raw; `file.csv:100:` printed
+    as an emoji."""
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(b"job_id" + b"x" * (10 << 20) + b"\n1\n")
+    result = run("data", "validate", "failure", "--input", huge)
+    assert result.returncode == 1 and len(result.stderr) < 400 and "huge.csv" in result.stderr
+    noisy = tmp_path / "noisy.csv"
+    noisy.write_bytes(b"job\x1b[31m_id,\x07user\n1,2\n")
+    shown = run("data", "validate", "failure", "--input", noisy).stderr
+    assert "\x1b" not in shown and "\x07" not in shown and "\\x1b" in shown
+    lines = NREL_CSV.read_text().splitlines()
+    fields = lines[100].split(",")
+    fields[lines[0].split(",").index("state")] = "EXPLODED"
+    lines[100] = ",".join(fields)
+    hundred = tmp_path / "file.csv"
+    hundred.write_text("\n".join(lines) + "\n")
+    report = run("data", "validate", "failure", "--input", hundred).stderr
+    assert "file.csv:101:" in report and "\U0001f4af" not in report
+    emoji = tmp_path / "e.csv"
+    emoji.write_text("job_id:100:\n")
+    assert ":100:" in run("data", "validate", "failure", "--input", emoji).stderr
+
+
+def test_json_errors_are_json_and_the_version_is_printed(tmp_path):
+    result = run("data", "validate", "failure", "--input", tmp_path / "gone.csv", "--json")
+    assert result.returncode == 1 and result.stderr == ""
+    assert json.loads(result.stdout) == {"error": f"{tmp_path / 'gone.csv'}: no such file or folder", "exit_code": 1}
+    usage = run("runs", "list", "--limit", 0, "--json")
+    assert usage.returncode == 2 and json.loads(usage.stdout)["exit_code"] == 2
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("jobaware ")
+
+
+def test_every_help_has_an_example_and_shows_flags_as_flags():
+    for args in (("--help",), ("predict", "--help"), ("models", "list", "--help"), ("hold", "follow", "--help")):
+        shown = run(*args, env={**os.environ, "COLUMNS": "120"}).stdout
+        assert "Example: jobaware" in shown and "<bool>" not in shown, shown

@@ -49,7 +49,7 @@ def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
     compiler.Compiler().compile(pipeline(name), str(compiled))
     golden = ROOT / "pipelines" / "golden" / f"{name}.yaml"
     assert _normalised(compiled.read_text()) == _normalised(golden.read_text()), (
-        f"{name} changed: recompile with `jobaware pipeline compile --out pipelines/golden` and review the diff")
+        f"{name} changed: recompile with `jobaware pipeline compile --output pipelines/golden --overwrite` and review the diff")
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -129,6 +129,10 @@ def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_pa
     assert {a.path for a in client.list_artifacts(run.info.run_id, tracking.EVAL_DIR)}, "no evaluation data for the gate"
     assert tracking.version_metrics(key, version)["model"][capability.primary_metric] == pytest.approx(
         float(rows[version]["score"]), abs=1e-6, nan_ok=True)
+    from jobaware.results import TRIVIAL, metrics_rows
+
+    assert set(TRIVIAL) & set(tracking.version_metrics(key, version)), "no trivial baseline (majority or random)"
+    assert metrics_rows(capability, tracking.version_metrics(key, version))[0][0]["model"] == "model"
 
     # a second version from the same run: the gate compares the two on the same data and passes a tie
     second = tracking.register(key, rows[version]["run_id"])
@@ -141,6 +145,9 @@ def test_a_small_run_logs_registers_promotes_and_rolls_back(key, in_home, tmp_pa
         gate.rollback(key)
     actions = client.search_runs([tracking.experiment_id(key)], "tags.`jobaware.action` = 'rollback'")
     assert len(actions) == 1
+    from tests.jobaware.test_registry_read import assert_both_ways_read_the_same
+
+    assert_both_ways_read_the_same(key, [version, second])
 
 
 @pytest.mark.slow
@@ -453,10 +460,11 @@ def _no_crash(name: str, result: subprocess.CompletedProcess) -> None:
     assert "unexpected" not in text and "Traceback" not in text, f"{name}: {text[-2000:]}"
 
 
-def _refused_in_one_line(name: str, result: subprocess.CompletedProcess) -> None:
+def _refused_in_one_line(name: str, result: subprocess.CompletedProcess, code: int = 1) -> None:
+    """Exit `code` (1 bad input, 2 usage: README, "The command contract") with one `error:` line."""
     _no_crash(name, result)
     lines = result.stderr.strip().splitlines()
-    assert result.returncode == 1 and len(lines) == 1 and lines[0].startswith("error: "), (
+    assert result.returncode == code and len(lines) == 1 and lines[0].startswith("error: "), (
         f"{name}: exit {result.returncode}, stderr {result.stderr[-2000:]!r}")
 
 
@@ -485,13 +493,13 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
     taken.bind(("127.0.0.1", 0))
     taken.listen()
     cases = {
-        "validate real": ["data", "validate", key, real],
-        "validate wrong": ["data", "validate", key, wrong],
-        "synth refused": ["data", "synth", key, "--jobs", 0, "--out", kept["synth.out"]],
+        "validate real": ["data", "validate", key, "--input", real],
+        "validate wrong": ["data", "validate", key, "--input", wrong],
+        "synth refused": ["data", "synth", key, "--jobs", 0, "--output", kept["synth.out"], "--overwrite"],
         "predict real": ["predict", key, "--input", real, "--output", out],
         "predict stdout": ["predict", key, "--input", real, "--output", "-"],
         "predict wrong": ["predict", key, "--input", wrong if key != "resource" else tmp_path / "none", "--output",
-                          kept["predict.out"]],
+                          kept["predict.out"], "--overwrite"],
         "pipeline budget": ["pipeline", "run", key, "--budget", -1],
         "pipeline param": ["pipeline", "run", key, "--param", "no_such_parameter=1"],
         "models show": ["models", "show", key, version, "--json"],
@@ -509,8 +517,10 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
         assert results[name].returncode == 0, f"{name}: {results[name].stderr[-2000:]}"
     _no_crash("validate wrong", results["validate wrong"])
     assert results["validate wrong"].returncode == 1
-    for name in ("synth refused", "predict wrong", "pipeline budget", "pipeline param", "serve taken port"):
+    for name in ("predict wrong", "serve taken port"):
         _refused_in_one_line(name, results[name])
+    for name in ("synth refused", "pipeline budget", "pipeline param"):  # a wrong value on the command line
+        _refused_in_one_line(name, results[name], code=2)
     for path in kept.values():
         assert path.read_bytes() == SENTINEL, f"{path.name} was touched by a refused command"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "a temporary file was left behind"
@@ -522,7 +532,7 @@ def test_every_key_taking_command_keeps_the_cli_contract(key, in_home, tmp_path_
     assert f"wrote {len(written):,} predictions to {out}" in results["predict real"].stdout
     if key != "resource":  # resource always trains on the real scripts beside the generated ones
         assert "was trained on synthetic data; this input is real data" in results["predict real"].stderr
-    assert "--budget: expected a share of bad records in [0, 1], got -1" in results["pipeline budget"].stderr
+    assert "Invalid value for '--budget'" in results["pipeline budget"].stderr
     assert "(valid: " in results["pipeline param"].stderr
     shown = json.loads(results["models show"].stdout)
     assert shown["version"] == version and shown["trained_on"]["kind"] == "synthetic" and shown["metrics"]
@@ -553,5 +563,5 @@ def test_the_registry_commands_answer_for_every_capability(in_home, tmp_path_fac
     _refused_in_one_line("runs show unknown", _cli(["runs", "show", "no-such-run"], env))
     folder_taken = tmp_path / "compiled"
     folder_taken.write_bytes(SENTINEL)
-    _refused_in_one_line("compile onto a file", _cli(["pipeline", "compile", "--out", folder_taken], env))
+    _refused_in_one_line("compile onto a file", _cli(["pipeline", "compile", "--output", folder_taken], env))
     assert folder_taken.read_bytes() == SENTINEL

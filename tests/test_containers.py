@@ -94,7 +94,7 @@ def pipeline(key: str, home: Path, data: Path, runner: str) -> str:
     env.pop("MLFLOW_TRACKING_URI", None)
     args = [f"--param={name}={json.dumps(value) if not isinstance(value, str) else value}"
             for name, value in params.items()]
-    result = run("pipeline", "run", key, "--data", data, *args, "--runner", runner, "--json", env=env, timeout=1500)
+    result = run("pipeline", "run", key, "--input", data, *args, "--runner", runner, "--json", env=env, timeout=1500)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout)[key]["version"]
 

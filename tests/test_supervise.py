@@ -1,5 +1,5 @@
 """No server outlives the `jobaware serve` (or `demo`) that started it, however that one dies; a port still closing
-is waited for, said in one line."""
+is waited for (said on a terminal; a refusal in a script is one line)."""
 
 import os
 import signal
@@ -114,8 +114,8 @@ def test_serve_waits_for_a_port_still_closing_then_says_so_in_one_line(tmp_path)
     try:
         refused = subprocess.run([JOBAWARE, "serve", "failure", "--port", str(port)], env=env, capture_output=True,
                                  text=True, timeout=60)
+        # not on a terminal: the wait is not said (it is logged), so that the refusal stays one line
         assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
-            f"port {port} on 127.0.0.1 is still in use (a server stopping?); waiting up to 15 s for it",
             f"error: --port {port}: cannot listen on 127.0.0.1:{port} (Address already in use) after waiting 15 s; "
             "pick a free port with --port"]
         process = subprocess.Popen([JOBAWARE, "serve", "failure", "--port", str(port)], env=env,
@@ -126,8 +126,7 @@ def test_serve_waits_for_a_port_still_closing_then_says_so_in_one_line(tmp_path)
         process.send_signal(signal.SIGTERM)
         process.wait(60)
         assert not _listening(port) and not _marked(f"JOBAWARE_HOME={home}")
-        assert (tmp_path / "serve.err").read_text().splitlines()[0] == (
-            f"port {port} on 127.0.0.1 is still in use (a server stopping?); waiting up to 15 s for it")
+        assert "error:" not in (tmp_path / "serve.err").read_text()
     finally:
         holder.close()
         _kill_marked(f"JOBAWARE_HOME={home}")

@@ -13,8 +13,7 @@ from adapters.htcondor.commands import (
     policy_command,
     report_holds_command,
 )
-from jobaware.console import err
-from jobaware.errors import JobawareError
+from jobaware import cli_contract
 
 app = typer.Typer(help="The HTCondor adapter: follow event logs, decide holds, act by a stated policy.",
                   no_args_is_help=True, pretty_exceptions_enable=False)
@@ -25,8 +24,4 @@ app.command("report")(report_holds_command)
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # unwind: the position is kept
-    try:
-        app()
-    except JobawareError as exc:
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+    sys.exit(cli_contract.run(cli_contract.installed(app), sys.argv[1:], "python -m adapters.htcondor"))

@@ -1,8 +1,8 @@
 """The HTCondor adapter's commands (registered by `register(app)` from jobaware/cli.py):
 
-  jobaware hold follow LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE] [--state FILE]
-                             [--once|--seconds N]
-  jobaware hold decide LOG --cluster C --proc P [--service URL]
+  jobaware hold follow --input LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE]
+                       [--state FILE] [--once|--seconds N]
+  jobaware hold decide --input LOG --cluster C --proc P [--service URL]
   jobaware hold policy --print [--policy FILE]
   jobaware report holds (--store URI | --audit FILE)
 """
@@ -17,24 +17,31 @@ from typing import Annotated
 
 import typer
 
+from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, show
-from jobaware.errors import InputError, JobawareError
+from jobaware.errors import InputError, JobawareError, UsageError
 
 DEFAULT_SERVICE = os.environ.get("JOBAWARE_HOLD_URL", "")
-Service = Annotated[str, typer.Option(help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no decisions")]
-PolicyFile = Annotated[Path | None, typer.Option("--policy", help="the site's policy file (YAML or TOML)")]
-Year = Annotated[int | None, typer.Option(help="year of the first event of year-less (MM/DD) logs")]
-Timeout = Annotated[float, typer.Option(help="seconds to wait for one answer of the service")]
-Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
-                                    "JOBAWARE_STORE): the audit and the read position kept there, beside what the "
-                                    "other daemons keep")]
-AuditFile = Annotated[Path | None, typer.Option("--audit", help="a JSON Lines audit instead of the store")]
+Service = Annotated[str, option(role=SERVICE, help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no "
+                                "decisions")]
+PolicyFile = Annotated[Path | None, option("--policy", role=FILE, help="the site's policy file (YAML or TOML)")]
+Year = Annotated[int | None, typer.Option(min=1970, max=2100, help="year of the first event of year-less (MM/DD) "
+                                          "logs")]
+Timeout = Annotated[float, typer.Option(min=0.1, max=3600, help="seconds to wait for one answer of the service")]
+Logs = Annotated[list[Path] | None, option("--input", "-i", role=SOURCE, metavar="LOG",
+                                           help="event log (repeatable)")]
+OldLogs = Annotated[list[Path] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
+Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job store "
+                                    "(env JOBAWARE_STORE): the audit and the read position kept there, beside what "
+                                    "the other daemons keep")]
+ReadStore = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                  "JOBAWARE_STORE)")]
 
 
 def _audit_place(store: str, audit: Path | None) -> str | Path:
     """The audit's place: a JSON Lines file when given, else the site's store; one line when neither is."""
     if audit is None and not store:
-        raise InputError("give the site's job store (--store or JOBAWARE_STORE) or an --audit file")
+        raise UsageError("give the site's job store (--store or JOBAWARE_STORE) or an --audit file")
     return audit if audit is not None else store
 
 
@@ -48,45 +55,52 @@ def _log_to(path: Path) -> None:
     stream.setFormatter(logging.Formatter("warning: %(message)s"))
     stream.setLevel(logging.WARNING)
     logger.addHandler(stream)
-    file = logging.FileHandler(path)
+    file = logging.FileHandler(path, delay=True)  # the file only once there is something to say
     file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(file)
     logger.propagate = False
 
 
 def follow_command(
-    logs: Annotated[list[Path], typer.Argument(help="event logs to follow (the schedd's EVENT_LOG, user logs)")],
+    inputs: Logs = None,
+    logs: OldLogs = None,
     store: Store = "",
-    audit: AuditFile = None,
+    audit: Annotated[Path | None, option(role=APPEND, help="a JSON Lines audit (appended) instead of the store")]
+    = None,
     service: Service = DEFAULT_SERVICE,
     act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
     policy: PolicyFile = None,
-    state: Annotated[Path | None, typer.Option(help="position file of an --audit file (default: AUDIT.state.json)")]
-    = None,
+    state: Annotated[Path | None, option(role=APPEND, help="position file of an --audit file (default: "
+                                         "AUDIT.state.json)")] = None,
     once: Annotated[bool, typer.Option("--once", help="read what is there now, then stop")] = False,
-    seconds: Annotated[float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")]
-    = None,
+    seconds: Annotated[float | None, typer.Option(min=0.1, help="stop after this many seconds (default: run until "
+                                                  "stopped)")] = None,
     year: Year = None,
     timeout: Timeout = 5.0,
 ):
-    """Follow event logs; decide every new hold over HTTP; audit it, and act only as the policy allows."""
+    """Follow event logs; decide every new hold over HTTP; audit it (in the site's store, or an --audit file), and
+    act only as the policy allows. With --once, logs holding no whole event are refused before anything is written.
+
+    Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
+    """
     from adapters.htcondor.adapter import HoldAdapter, refuse_synthetic
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.policy import load_policy
     from jobaware import config
     from jobaware.store import open_store
 
-    if seconds is not None and seconds <= 0:
-        raise InputError(f"--seconds: expected a positive number, got {seconds}")
+    logs = given(inputs, logs)
     place = _audit_place(store, audit)
     rules = load_policy(policy)
-    _log_to(Path(str(audit) + ".log") if audit is not None else config.logs_dir() / "hold-follow.log")
-    client = DecisionClient(service, timeout=timeout) if service else None
     acting = act or rules.mode == "act"
-    if acting and client is None:
-        raise InputError("--act: give --service (acting needs the model's decision)")
+    if acting and not service:
+        raise UsageError("--act: give --service (acting needs the model's decision)")
+    if once:
+        _some_event(logs, year)
+    client = DecisionClient(service, timeout=timeout) if service else None
     if acting:
         refuse_synthetic(client)
+    _log_to(Path(str(audit) + ".log") if audit is not None else config.logs_dir() / "hold-follow.log")
     opened = open_store(place) if audit is None else None
     try:
         adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
@@ -105,25 +119,43 @@ def follow_command(
               f"{adapter.follower.bad_records}", highlight=False)
 
 
+def _some_event(logs: list[Path], year: int | None) -> None:
+    """Logs that hold no whole event are refused (one poll from their beginnings, nothing kept)."""
+    from adapters.htcondor.follower import Follower
+
+    with tempfile.TemporaryDirectory() as scratch:
+        follower = Follower(logs, Path(scratch) / "state.json", year=year)
+        if follower.poll():
+            return
+    bad = f"{follower.bad_records:,} bad record(s)" if follower.bad_records else "no event ending with a `...` line"
+    raise InputError(f"{', '.join(map(str, logs))}: no whole HTCondor event ({bad})")
+
+
 def decide_command(
-    log: Annotated[Path, typer.Argument(help="the event log holding the job")],
-    cluster: Annotated[int, typer.Option(help="the held job's cluster id")],
-    proc: Annotated[int, typer.Option(help="its proc id")] = 0,
-    subproc: Annotated[int, typer.Option(help="its subproc id")] = 0,
+    cluster: Annotated[int, typer.Option(min=0, help="the held job's cluster id")],
+    inputs: Annotated[Path | None, option("--input", "-i", role=FILE, metavar="LOG",
+                                          help="the event log holding the job")] = None,
+    log: Annotated[Path | None, argument(role=FILE, hidden=True, help="old spelling of --input")] = None,
+    proc: Annotated[int, typer.Option(min=0, help="its proc id")] = 0,
+    subproc: Annotated[int, typer.Option(min=0, help="its subproc id")] = 0,
     service: Service = DEFAULT_SERVICE,
     year: Year = None,
     timeout: Timeout = 30.0,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
-    """One decision for one held job: its last hold in LOG, with the same window `follow` sends."""
+    """One decision for one held job: its last hold in LOG, with the same window `follow` sends.
+
+    Example: jobaware hold decide --input EventLog --cluster 4242 --service http://127.0.0.1:3001
+    """
     from adapters.htcondor.client import DecisionClient
     from adapters.htcondor.follower import Follower
     from adapters.htcondor.window import Window
 
+    log = inputs or log
+    if log is None:
+        raise UsageError("missing option '--input'")
     if not service:
-        raise InputError("--service: give the hold service's URL (or set JOBAWARE_HOLD_URL)")
-    if not log.is_file():
-        raise InputError(f"{log}: no such file")
+        raise UsageError("missing option '--service' (the hold service's URL; or set JOBAWARE_HOLD_URL)")
     window, request = Window(), None
     with tempfile.TemporaryDirectory() as scratch:
         follower = Follower([log], Path(scratch) / "state.json", year=year)
@@ -152,26 +184,32 @@ def decide_command(
 
 
 def policy_command(
-    print_config: Annotated[bool, typer.Option("--print", help="print the site rule as HTCondor configuration")]
-    = False,
+    print_config: Annotated[bool, typer.Option("--print", help="print the site rule as HTCondor configuration")] = False,
     policy: PolicyFile = None,
 ):
-    """The site's policy: checked, and with --print written as SYSTEM_PERIODIC_RELEASE / _REMOVE."""
+    """The site's policy: checked, and with --print written as SYSTEM_PERIODIC_RELEASE / _REMOVE.
+
+    Example: jobaware hold policy --policy policy.yaml --print
+    """
     from adapters.htcondor.policy import condor_config, load_policy
 
     rules = load_policy(policy)
     if print_config:
-        out.print(condor_config(rules), highlight=False, soft_wrap=True, end="")
+        out.print(condor_config(rules), soft_wrap=True, end="")
     else:
         show(rules.model_dump(), False)
 
 
 def report_holds_command(
-    store: Store = "",
-    audit: AuditFile = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    store: ReadStore = "",
+    audit: Annotated[Path | None, option(role=FILE, help="the follower's audit (JSON Lines) instead of the store")]
+    = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
-    """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds."""
+    """Holds by week: the model's recommendations, the site rule's calls, how they really ended, re-holds.
+
+    Example: jobaware report holds --audit holds.jsonl
+    """
     from adapters.htcondor.report import summarize
     from jobaware.store import open_store
 

@@ -4,16 +4,11 @@
 import sys
 
 from adapters.slurm.commands import slurm_app
-from jobaware.console import err
-from jobaware.errors import JobawareError
+from jobaware import cli_contract
 
 
 def main() -> None:
-    try:
-        slurm_app(prog_name="python -m adapters.slurm")
-    except JobawareError as exc:
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
-        sys.exit(1)
+    sys.exit(cli_contract.run(cli_contract.installed(slurm_app), sys.argv[1:], "python -m adapters.slurm"))
 
 
 if __name__ == "__main__":

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
 from adapters.slurm.plugins import DEFAULT_CACHE
-from jobaware.console import err, out
-from jobaware.errors import JobawareError
+from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, option
+from jobaware.console import err, notice, out
+from jobaware.errors import JobawareError, UsageError
 
 slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
-StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
-                                          "JOBAWARE_STORE): a folder (SQLite, created when missing) or "
+StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job "
+                                          "store (env JOBAWARE_STORE): a folder (SQLite, created when missing) or "
                                           "redis://host:port/db")]
 
 
@@ -72,15 +73,18 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
 @slurm_app.command("collect")
 def collect(
     store: StoreOption,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
-    polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between polls")] = 60.0,
+    polls: Annotated[int, typer.Option(min=1, help="how many polls (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="poll until stopped (SIGTERM / Ctrl-C)")] = False,
     notices: Annotated[str, typer.Option(help="new-job notices: redis://host:port/db?stream=NAME or kafka://host:port/TOPIC")] = "",
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
-    max_calls: Annotated[int, typer.Option(help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
-    timeout: Annotated[float, typer.Option(help="seconds each Slurm command may take")] = 30.0,
+    max_calls: Annotated[int, typer.Option(min=0, help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
-    """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end."""
+    """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end.
+
+    Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
+    """
     done = run_collector(store, interval, None if forever else polls, notices or None, cluster or None, max_calls, timeout)
     out.print(f"{done} poll(s) into {store}", highlight=False)
 
@@ -94,31 +98,35 @@ def _urls(given: list[str]) -> dict[str, str]:
     for item in given:
         key, sep, url = item.partition("=")
         if not sep or not url or key not in card.declared():
-            raise JobawareError(f"--service {item!r}: expected KEY=URL with KEY one of {', '.join(card.declared())}")
+            raise UsageError(f"--service {item!r}: expected KEY=URL with KEY one of {', '.join(card.declared())}")
         urls[key] = url
     return card.service_urls(urls)
 
 
-ServiceURLs = Annotated[list[str], typer.Option("--service", help="KEY=URL of a capability's service (repeatable; "
-                                                "default: $JOBAWARE_<KEY>_URL, else the demo's port)")]
+ServiceURLs = Annotated[list[str], option("--service", role=SERVICE, metavar="KEY=URL",
+                                          help="a capability's service, repeatable: KEY=URL (default: "
+                                               "$JOBAWARE_<KEY>_URL, else the demo's port)")]
 
 
 @slurm_app.command("adapt")
 def adapt(
     store: StoreOption,
-    policy: Annotated[Path | None, typer.Option(help="policy YAML or TOML (comment, hold, capabilities, rate limit, timeouts)")] = None,
+    policy: Annotated[Path | None, option(role=FILE, help="policy YAML or TOML (comment, hold, capabilities, rate limit, timeouts)")] = None,
     act: Annotated[bool, typer.Option("--act", help="act on Slurm (scontrol update/hold); without it, a dry run")] = False,
-    audit: Annotated[Path | None, typer.Option(help="a JSON Lines audit instead of the store's stream slurm.adapt")] = None,
-    cache: Annotated[Path | None, typer.Option(help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
-    interval: Annotated[float, typer.Option(help="seconds between passes")] = 30.0,
-    passes: Annotated[int, typer.Option(help="how many passes (bounded)")] = 1,
+    audit: Annotated[Path | None, option(role=APPEND, help="a JSON Lines audit instead of the store's stream slurm.adapt")] = None,
+    cache: Annotated[Path | None, option(role=APPEND, help="verdict cache for job_submit.lua and cli_filter.lua, rewritten each pass")] = None,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between passes")] = 30.0,
+    passes: Annotated[int, typer.Option(min=1, help="how many passes (bounded)")] = 1,
     forever: Annotated[bool, typer.Option("--forever", help="pass until stopped (SIGTERM / Ctrl-C)")] = False,
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
-    timeout: Annotated[float, typer.Option(help="seconds each Slurm command may take")] = 30.0,
+    timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
     """For each pending job: its card (every capability with a card part) kept in the store as a verdict and audited,
-    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down."""
+    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down.
+
+    Example: jobaware slurm adapt --store /var/lib/jobaware/store --passes 1
+    """
     import signal
     import threading
 
@@ -161,14 +169,17 @@ def adapt(
 
 def card(
     job_id: Annotated[str, typer.Argument(help="a pending or running Slurm job: 492, an array task 4_92, or tasks 4_[1-3]")],
-    similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", help="the job's id in the similarity pool, where its I/O codings are")] = None,
-    gateway: Annotated[str, typer.Option(help="ask the card gateway at this URL instead of the services")] = "",
+    similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
+    gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks)")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")] = False,
 ):
     """One answer for one job, a part per capability with a card part (failure risk, the script's binding
     resource, similar past jobs, ...): each with its model version, or the reason it is missing. Array tasks still
-    pending share their array's record, so they share its card."""
+    pending share their array's record, so they share its card.
+
+    Example: jobaware card 4242 --gateway http://127.0.0.1:3010
+    """
     from adapters.slurm import arrays
     from adapters.slurm.collector import Slurm, state_of
     from jobaware.console import show
@@ -222,34 +233,41 @@ def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, 
 
 @slurm_app.command("plugins")
 def plugins(
-    out_dir: Annotated[Path, typer.Option("--out", help="folder for job_submit.lua and cli_filter.lua")],
+    out_dir: Annotated[Path, option("--output", "-o", role=FOLDER, help="folder for job_submit.lua and cli_filter.lua")],
     cache: Annotated[str, typer.Option(help="absolute path of the verdict cache the adapter writes")] = DEFAULT_CACHE,
-    field: Annotated[str, typer.Option(help="where the verdict goes: comment or admin_comment")] = "comment",
-    stale_after: Annotated[int, typer.Option(help="seconds after which the plugins ignore the cache")] = 3600,
-    advise_above: Annotated[float | None, typer.Option(hidden=True, help="ignored: the adapter decides")] = None,
-    force: Annotated[bool, typer.Option(help="replace existing files")] = False,
+    field: Annotated[Literal["comment", "admin_comment"], typer.Option(help="where the verdict goes")] = "comment",
+    stale_after: Annotated[int, typer.Option(min=1, help="seconds after which the plugins ignore the cache")] = 3600,
+    advise_above: Annotated[float | None, typer.Option(min=0, max=1, hidden=True, help="ignored: the adapter decides")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing files")] = False,
 ):
-    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README)."""
+    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README).
+
+    Example: jobaware slurm plugins --output /etc/slurm
+    """
     from adapters.slurm.plugins import write_plugins
 
     if advise_above is not None:
-        err.print("notice: --advise-above is ignored: cli_filter advises where the models flag a job (the "
-                  "adapter writes the advice into the cache); the option goes in the next release", style="yellow")
-    for path in write_plugins(out_dir, force=force, cache=cache, field=field, stale_after=stale_after):
+        notice("--advise-above is ignored: cli_filter advises where the models flag a job (the adapter writes the "
+               "advice into the cache); the option goes in the next release")
+    for path in write_plugins(out_dir, force=overwrite, cache=cache, field=field, stale_after=stale_after):
         err.print(f"wrote {path}", highlight=False)
 
 
 @slurm_app.command("doctor")
 def doctor(
     store: StoreOption,
-    conf: Annotated[Path, typer.Option(envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path("/etc/slurm/slurm.conf"),
+    conf: Annotated[Path, option(role=FILE, envvar="SLURM_CONF", help="slurm.conf (env SLURM_CONF)")] = Path(
+        "/etc/slurm/slurm.conf"),
     cache: Annotated[Path, typer.Option(help="the verdict cache the adapter writes")] = Path(DEFAULT_CACHE),
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
     """Check the deployment end to end: the plugins in slurm.conf and beside it, the verdict cache (fresh, readable
     by SlurmUser and sbatch's users), the services' /readyz, the store, accounting and out-of-memory kills. One line
-    per check with what to fix; exits 1 when any fails."""
+    per check with what to fix; exits 1 when any fails.
+
+    Example: jobaware slurm doctor --store sqlite:/var/lib/jobaware/store.db --conf /etc/slurm/slurm.conf
+    """
     from adapters.slurm.doctor import doctor as run_checks
     from jobaware.console import show
 
@@ -262,18 +280,20 @@ def doctor(
 
 
 def collect_alias(
-    source: Annotated[str, typer.Argument(help="slurm")],
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV of the finished jobs (rewritten)")],
-    polls: Annotated[int, typer.Option(help="how many polls (bounded)")] = 1,
-    interval: Annotated[float, typer.Option(help="seconds between polls")] = 60.0,
+    source: Annotated[Literal["slurm"], typer.Argument(metavar="SOURCE", help="slurm")],
+    out_path: Annotated[Path, option("--output", "-o", role=OUTPUT, help="NREL-format CSV of the finished jobs")],
+    polls: Annotated[int, typer.Option(min=1, help="how many polls (bounded)")] = 1,
+    interval: Annotated[float, typer.Option(min=0.1, help="seconds between polls")] = 60.0,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing output")] = False,
 ):
-    """Deprecated: `jobaware slurm collect` into a local store beside --out, then `jobaware failure export`."""
+    """Deprecated: `jobaware slurm collect` into a local store beside --output, then `jobaware failure export`.
+
+    Example: jobaware collect slurm --output jobs.csv
+    """
     import tempfile
 
     from jobaware import capabilities
 
-    if source != "slurm":
-        raise JobawareError(f"unknown source '{source}'; available: slurm")
     store = str(out_path.with_name(out_path.name + ".store"))
     err.print(f"`jobaware collect slurm` is deprecated: use `jobaware slurm collect --store {store}` and "
               f"`jobaware failure export`", highlight=False)

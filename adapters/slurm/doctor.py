@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.slurm.verdicts import read_cache, users_folder
-from jobaware.errors import JobawareError
+from jobaware.errors import InputError, JobawareError, shown
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
@@ -29,15 +29,23 @@ class Check:
 
 
 def read_slurm_conf(path: Path) -> dict[str, str]:
-    """slurm.conf's parameters by lower-case name (the last of repeated ones; node and partition lines left out)."""
+    """slurm.conf's parameters by lower-case name (the last of repeated ones; node and partition lines left out).
+    A line that is neither `Name=value`, `Include FILE`, a comment nor blank is refused, naming its line: such a
+    file is no slurm.conf, and every check read from it would be wrong."""
     try:
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise JobawareError(f"{path}: cannot read slurm.conf: {exc.strerror}") from None
-    conf = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
+    conf, held = {}, None  # held: the first line's number and the text of a line continued by a backslash
+    for number, part in enumerate(text.splitlines(), 1):
+        start, line = held or (number, "")
+        if part.endswith("\\"):
+            held = (start, line + part[:-1] + " ")
+            continue
+        held, line = None, (line + part).split("#", 1)[0].strip()
         name, sep, value = line.partition("=")
+        if line and not sep and not line.lower().startswith("include"):
+            raise InputError(f"{path}:{start}: not a slurm.conf line (Name=value or Include FILE): {shown(line)}")
         if sep and " " not in name.strip() and name.strip().lower() not in ("nodename", "partitionname"):
             conf[name.strip().lower()] = value.strip()
     return conf

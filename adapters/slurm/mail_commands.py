@@ -30,7 +30,10 @@ def _settings(logged: bool = True):
 
 @mail_app.command("status")
 def status(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False):
-    """The mails waiting in the spool and those given up on, with their tries and last error."""
+    """The mails waiting in the spool and those given up on, with their tries and last error.
+
+    Example: jobaware mail status --json
+    """
     from jobaware.usage.spool import Spool
 
     _, settings = _settings(logged=False)
@@ -53,7 +56,10 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] =
 @mail_app.command("flush")
 def flush():
     """Try every spooled mail now, due or not (the end-of-job mails' text written first); exit 1 while any mail
-    is waiting for a retry or was given up on. Runs beside a delivery that is waiting for its next try."""
+    is waiting for a retry or was given up on. Runs beside a delivery that is waiting for its next try.
+
+    Example: jobaware mail flush
+    """
     from adapters.slurm.mailprog import compose
     from jobaware.usage.spool import Spool, send_due
 
@@ -71,7 +77,10 @@ def flush():
 
 @mail_app.command("retry")
 def retry():
-    """Queue the mails given up on again (each with its tries counted from zero); `flush` sends them."""
+    """Queue the mails given up on again (each with its tries counted from zero); `flush` sends them.
+
+    Example: jobaware mail retry
+    """
     from jobaware.usage.spool import Spool
 
     _, settings = _settings()

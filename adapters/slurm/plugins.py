@@ -49,7 +49,7 @@ def write_plugins(out: Path, force: bool = False, **options) -> list[Path]:
     targets = [out / name for name in NAMES]
     existing = [str(t) for t in targets if t.exists()]
     if existing and not force:
-        raise JobawareError(f"{', '.join(existing)} already exist; pass --force to replace them")
+        raise JobawareError(f"{', '.join(existing)} already exist; give --overwrite to replace them")
     out.mkdir(parents=True, exist_ok=True)
     for target in targets:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)

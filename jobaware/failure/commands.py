@@ -9,26 +9,41 @@ from typing import Annotated
 
 import typer
 
+from jobaware.cli_contract import OUTPUT, STORE, option
 from jobaware.console import out, renamed, show
 
-StoreOption = Annotated[str, typer.Option("--store", help="job store: a folder or redis://host:port/db")]
+StoreOption = Annotated[str, option("--store", role=STORE, help="job store: a folder or redis://host:port/db")]
 
 
 def export(
     store: StoreOption,
-    out_path: Annotated[Path, typer.Option("--out", help="NREL-format CSV to write (replaced)")],
+    out_path: Annotated[Path, option("--output", "-o", role=OUTPUT, help="NREL-format CSV to write")],
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing output")] = False,
 ):
-    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take)."""
+    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take). A store
+    with no finished job writes nothing and says so.
+
+    Example: jobaware failure export --store /var/lib/jobaware/store --output jobs.csv
+    """
+    from jobaware.errors import InputError
     from jobaware.failure.export import export as export_jobs
+    from jobaware.outputs import atomic_path
     from jobaware.store import open_store
 
     with open_store(store) as opened:
-        count = export_jobs(opened, out_path)
-    out.print(f"wrote {count} finished job(s) to {out_path}", highlight=False)
+        if not any(record["final"] for record in opened.records()):
+            raise InputError(f"{store}: no finished job in this store yet; nothing to export")
+        with atomic_path(out_path, ".csv") as written:
+            count = export_jobs(opened, written)
+    out.print(f"wrote {count} finished job(s) to {out_path}")
 
 
-def accuracy(store: StoreOption, as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False):
-    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version."""
+def accuracy(store: StoreOption,
+             as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False):
+    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version.
+
+    Example: jobaware failure accuracy --store /var/lib/jobaware/store
+    """
     from jobaware.failure.accuracy import accuracy_report
     from jobaware.store import open_store
 

@@ -18,6 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
 
+from jobaware import progress
 from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, PORTABLE
 from jobaware.failure.operating import choose_threshold
@@ -162,6 +163,7 @@ class FailureModel:
             categorical_features=list(range(len(self.categorical_))) or None,
             early_stopping=n_fit > 10_000,
             random_state=p["seed"],
+            verbose=2 * progress.listening(),  # its rounds become progress lines (jobaware.progress.from_prints)
         )
         model = Pipeline([("prep", _tree_preprocessor(self.numeric_, self.categorical_)), ("gbt", booster)])
         model.fit(X[~validation], y[~validation])

@@ -23,7 +23,7 @@ from pydantic_settings import SettingsConfigDict
 from jobaware import fit
 from jobaware.bodies import Body
 from jobaware.bodies import Limits as BaseLimits
-from jobaware.failure.model import PROBABILITIES
+from jobaware.errors import InputError
 from jobaware.failure.reader import iter_batches
 from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.reader.dispatch import contract_for, job_files
@@ -183,6 +183,8 @@ def predict(body, model: Served, limits: Limits = LIMITS) -> dict:
 
 def answer_rows(answer: dict[str, np.ndarray], version: str) -> list[dict]:
     """A bundle's `answer` (arrays per field) as one plain dict per job, with the model version."""
+    from jobaware.failure.model import PROBABILITIES
+
     names = ["job_id", *PROBABILITIES, "most_likely_failure", "likely_fail", "threshold", "model_version"]
     columns = [answer["job_id"].astype(np.int64).tolist(), *(answer[name].tolist() for name in names[1:-1])]
     return [dict(zip(names, values)) for values in zip(*columns, repeat(version, len(columns[0])), strict=True)]
@@ -196,9 +198,10 @@ def records(predictions: pd.DataFrame, version: str) -> list[dict]:
     return rows
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Predict every readable job of the files (paths, globs, folders), written as JSON Lines (`-`: standard
-    output); bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    output); bad records go to `<output>.quarantine.jsonl`, counted, never dropped silently. The files are read
+    before `model()` loads the model; a read with no job in it is an InputError."""
     frames, quarantined, problems = [], [], []
     paths = job_files(inputs)
     for path in paths:
@@ -207,7 +210,11 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
         quarantined += bad
         problems += found
     jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    predictions = bundle.predict(jobs) if len(jobs) else pd.DataFrame()
+    if not len(jobs):
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
+    predictions = bundle.predict(jobs)
     with atomic_text(output) as handle:
         for row in records(predictions, version):
             handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")

@@ -32,6 +32,7 @@ from jobaware.failure.schema import COLUMNS, OUTCOMES, jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.fit import PUBLIC_SUFFIX, public_traces
 from jobaware.model import Evaluation
+from jobaware.progress import Progress, from_prints
 from jobaware.steps import READ_REPORT
 
 IMPORTANCE_ROWS = 2000
@@ -288,19 +289,24 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
     p = check_params(params or {})
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    phases = Progress(3, "phases: features, the model, its evaluation")
     jobs = jobs_table(dataset_dir)
     truth = truth or _truth_beside(Path(dataset_dir))
     generated = truth is not None and Path(truth).is_file()
     features = FeatureTable(workdir / "features.parquet")
     extra = None if public.is_public(jobs) else _public_beside(Path(dataset_dir), p["public_data"], generated, workdir)
     featurize_file(jobs, features.source, p["test_fraction"], public_table=extra)
+    phases.advance()
     if public.is_public(jobs):
         history = FailureBundle.history_tail(to_canonical_dtypes(pd.DataFrame()))
     else:
         history = FailureBundle.history_tail_file(jobs)
-    bundle = fit(features, history, p, trained_on(jobs, extra))
+    with from_prints(r"^\[(\d+)/(\d+)\]", "boosting iterations (at most: early stopping)"):
+        bundle = fit(features, history, p, trained_on(jobs, extra))
+    phases.advance()
     truth_table = pd.read_parquet(truth, columns=TRUTH_FOR_SCORES) if generated else None
     evaluation = evaluate(bundle, features, p, truth_table, workdir / "plots")
+    phases.advance()
     evaluation.run_params = {"rows": pq.ParquetFile(jobs).metadata.num_rows}
     write_eval(evaluation, workdir / "eval")
     return bundle, evaluation

@@ -24,7 +24,7 @@ from jobaware.hold import features as F
 from jobaware.hold.baselines import PolicyRule, TreeBaseline
 from jobaware.hold.capability import FEATURE_VERSION
 from jobaware.hold.deciders import Calibrator, threshold
-from jobaware.hold.labels import decisions, describe_hold
+from jobaware.hold.labels import current_holds, decisions, describe_hold
 from jobaware.hold.model import HoldNetwork, StaticEncoder, predict_proba, threads
 from jobaware.hold.outcomes import Outcomes
 from jobaware.model import Bundle
@@ -35,7 +35,6 @@ INPUT_COLUMNS = ("seq", "cluster", "proc", "subproc", "event_code", "time", "cod
 REQUIRED = ("cluster", "proc", "event_code", "time")
 OUTPUT_COLUMNS = ("cluster", "proc", "subproc", "hold_seq", "hold_time", "hold_code", "hold_subcode", "hold_reason",
                   "p_release", "decision", "decided_by", "reasons")
-CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: after these a hold is no longer current
 
 
 def as_events(frame: pd.DataFrame) -> pd.DataFrame:
@@ -57,18 +56,6 @@ def as_events(frame: pd.DataFrame) -> pd.DataFrame:
     if out["seq"].duplicated().any():
         raise InputError("events: seq must be unique (the order of the events in the log)")
     return out.reset_index(drop=True)
-
-
-def current_holds(events: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
-    """Mask over `table`: holds that still stand at the end of the events (nothing after them cleared them)."""
-    order = events.sort_values("seq", kind="stable")
-    clearing = order[order["event_code"].isin(CLEARS_HOLD)]
-    last_clear = clearing.groupby(["cluster", "proc", "subproc"])["seq"].max()
-    last_hold = table.groupby(["cluster", "proc", "subproc"])["hold_seq"].transform("max")
-    keyed = pd.MultiIndex.from_frame(table[["cluster", "proc", "subproc"]])
-    cleared_after = last_clear.reindex(keyed).to_numpy(dtype=float)
-    return ((table["hold_seq"] == last_hold).to_numpy()
-            & ~(cleared_after > table["hold_seq"].to_numpy(dtype=float)))
 
 
 @dataclass

@@ -21,6 +21,20 @@ from jobaware.hold.events import JOB_ABORTED, JOB_HELD, JOB_TERMINATED, hold_rea
 
 JOB = ["cluster", "proc", "subproc"]
 
+CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: after these a hold is no longer current
+
+
+def current_holds(events: pd.DataFrame, table: pd.DataFrame) -> np.ndarray:
+    """Mask over `table`: holds that still stand at the end of the events (nothing after them cleared them)."""
+    order = events.sort_values("seq", kind="stable")
+    clearing = order[order["event_code"].isin(CLEARS_HOLD)]
+    last_clear = clearing.groupby(["cluster", "proc", "subproc"])["seq"].max()
+    last_hold = table.groupby(["cluster", "proc", "subproc"])["hold_seq"].transform("max")
+    keyed = pd.MultiIndex.from_frame(table[["cluster", "proc", "subproc"]])
+    cleared_after = last_clear.reindex(keyed).to_numpy(dtype=float)
+    return ((table["hold_seq"] == last_hold).to_numpy()
+            & ~(cleared_after > table["hold_seq"].to_numpy(dtype=float)))
+
 
 def job_order(events: pd.DataFrame) -> np.ndarray:
     """Row positions of `events` sorted by job, then log order (seq)."""

@@ -35,8 +35,7 @@ from jobaware import fit
 from jobaware.bodies import Body
 from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError, TooLargeError
-from jobaware.hold.bundle import HoldBundle, current_holds
-from jobaware.hold.labels import decisions
+from jobaware.hold.labels import current_holds, decisions
 from jobaware.hold.reader import EventLogReader, ReadOptions, Source, read_events, to_frame
 from jobaware.hold.schema import CONTRACT, SCHEMA
 from jobaware.model import Served
@@ -162,7 +161,7 @@ def cut(text: str, limit: int = MAX_REASON_CHARS) -> str:
     return text[: limit - len(marker)] + marker
 
 
-def decide(bundle: HoldBundle, request: CheckedRequest, version: str, options: ReadOptions | None = None,
+def decide(bundle, request: CheckedRequest, version: str, options: ReadOptions | None = None,
            trained: dict | None = None) -> dict:
     """The decision for the request's held job, as a plain JSON-ready dict (no NaN); `fit` says where the log is
     unlike what the model was `trained` on (its profile, `jobaware.fit`)."""
@@ -210,18 +209,22 @@ def hold_decision(body, model: Served, limits: Limits = LIMITS) -> dict:
     return decide(model.bundle, checked(body, limits), model.version, trained=model.profile)
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle: HoldBundle, version: str,
-                 progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Decide every hold still standing at the end of the event logs (files, globs, folders); one JSON object
-    per line in `output` (`-`: standard output), bad records in `<output>.quarantine.jsonl`."""
+    per line in `output` (`-`: standard output), bad records in `<output>.quarantine.jsonl`. The logs are read
+    before `model()` loads the model, and only when a hold stands is it loaded (no hold standing: no decision,
+    and the summary says why)."""
     quarantined: list[dict] = []
     reader = EventLogReader(inputs, strict=False, progress=progress,
                             on_bad=lambda record: quarantined.append(json.loads(record.as_json())))
     events = to_frame(pa.Table.from_batches(list(reader.batches()), schema=SCHEMA))
     if not len(events):
-        raise InputError(f"{', '.join(map(str, inputs))}: no HTCondor event read"
-                         + (f"; first problem: {reader.report.problems[0]}" if reader.report.problems else ""))
-    decided = bundle.predict(events)
+        raise InputError(f"{', '.join(map(str, inputs))}: no HTCondor event read ({reader.report.bad_rows:,} bad "
+                         "record(s))" + (f"; first: {reader.report.problems[0]}" if reader.report.problems else ""))
+    table = decisions(events)
+    standing = int(current_holds(events, table).sum()) if len(table) else 0
+    bundle, version = model() if standing else (None, None)
+    decided = bundle.predict(events) if standing else pd.DataFrame(columns=["decision"])
     with atomic_text(output) as handle:
         for row in decided.itertuples(index=False):
             record = row._asdict()
@@ -230,8 +233,10 @@ def predict_file(inputs: list[str], output: str | Path, bundle: HoldBundle, vers
                 record[key] = None if record[key] != record[key] else int(record[key])
             record["model_version"] = version
             handle.write(json.dumps(record) + "\n")
+    reason = None if standing else (f"no hold stands at the end of the logs ({len(events):,} events, {len(table):,} "
+                                    "hold(s), every one released, removed or run since); predict decides standing holds")
     return PredictionSummary(predictions=len(decided), model_version=version, output=str(output),
                              bad_records=reader.report.bad_rows, quarantine=write_quarantine(output, quarantined),
                              problems=[str(p) for p in reader.report.problems],
                              counts={"events": reader.report.rows, "remove": int((decided["decision"] == "remove").sum())},
-                             input_profile=fit.describe({CONTRACT: events}, inputs))
+                             input_profile=fit.describe({CONTRACT: events}, inputs), reason=reason)

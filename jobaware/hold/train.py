@@ -52,6 +52,7 @@ from jobaware.hold.reader import read_stats
 from jobaware.hold.schema import CONTRACT
 from jobaware.hold.synth import truth_path
 from jobaware.model import Evaluation
+from jobaware.progress import Progress
 
 EVENT_COLUMNS = ["seq", "source", "cluster", "proc", "subproc", "event_code", "time", "code", "subcode",
                  "terminated_normally", "return_value", "by_user", "job_ad"]  # hold reason texts are not features
@@ -272,9 +273,11 @@ def cross_validate(data: Dataset, feats: Features, cv: CrossValidation, p: dict,
     for model in models:
         for w in cv.weights:
             cv.scores[(model, w)] = np.full(len(cv.rows), np.nan)
+    progress = Progress(len(np.unique(cv.folds)) * len(cv.weights), "fits (workflows held out x weights)")
     for k in np.unique(cv.folds):
         held_out = cv.folds == k
         for w in cv.weights:
+            progress.advance()
             train = training_set(data, cv.rows[~held_out], w)
             if "lstm" in models:
                 cv.scores[("lstm", w)][held_out] = network_scores(fit_network(feats, train, p), feats, cv.rows[held_out])

@@ -47,7 +47,7 @@ def make_model(kind: str, params: dict):
             seed, architecture=params.get("sequence_architecture", "cnn"),
             embedding_dim=params.get("embedding_dim", 32), hidden_size=params.get("hidden_size", 64),
             kernel_size=params.get("kernel_size", 5), max_len=params.get("max_len", 1024),
-            max_epochs=params.get("max_epochs", 20), batch_size=params.get("batch_size", 16),
+            max_epochs=params.get("max_epochs", 8), batch_size=params.get("batch_size", 16),
             learning_rate=params.get("learning_rate", 3e-3), weight_decay=params.get("weight_decay", 1e-4),
             dropout=params.get("dropout", 0.3), min_token_count=params.get("min_token_count", 2),
             threads=params.get("torch_threads", 1))

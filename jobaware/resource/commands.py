@@ -1,4 +1,4 @@
-"""`resource`'s own command: `jobaware resource classify FILE...` (scripts are parsed, never run)."""
+"""`resource`'s own command: `jobaware resource classify --input FILE...` (scripts are parsed, never run)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,33 @@ from typing import Annotated
 
 import typer
 
-from jobaware.console import renamed, show
+from jobaware.cli_contract import SOURCE, argument, given, option
+from jobaware.console import renamed, show, warning
 
 
 def classify(
-    files: Annotated[list[str], typer.Argument(help="job scripts (Python or batch shell): files, folders, globs")],
-    detail: Annotated[bool, typer.Option(help="also the parse status and the deciding features")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+    inputs: Annotated[list[str] | None, option("--input", "-i", role=SOURCE, help="job scripts (Python or batch "
+                                               "shell): files, folders, globs (repeatable)")] = None,
+    files: Annotated[list[str] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")] = None,
+    detail: Annotated[bool, typer.Option("--detail", help="also the parse status and the deciding features")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
 ):
-    """What binds each script: cpu, mem, network, io, other, or not_a_job — with the champion model."""
+    """What binds each script: cpu, mem, network, io, other, or not_a_job — with the champion model. The scripts
+    are read first; a file that is no script (empty, binary) is left out with a warning.
+
+    Example: jobaware resource classify --input job.sh
+    """
     from jobaware import tracking
     from jobaware.resource.service import classify_files
 
-    bundle, _ = tracking.load_bundle("resource")
-    rows = classify_files(files, bundle, detail=detail)
+    rows, unread = classify_files(given(inputs, files), lambda: tracking.load_bundle("resource"), detail=detail)
     table = [{"file": r["file"], "class": r["class"],
               **{f"p_{k}": v for k, v in r["probabilities"].items()},
               **({"parse_status": r["parse_status"], "deciding features": _features(r["top_features"])}
                  if detail else {})} for r in rows]
     show(rows, as_json, rows=table)
+    for problem in unread:
+        warning(f"not classified: {problem}")
 
 
 def _features(top: list) -> str:

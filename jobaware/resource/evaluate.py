@@ -24,6 +24,7 @@ import pandas as pd  # noqa: E402
 from sklearn.metrics import ConfusionMatrixDisplay, accuracy_score, confusion_matrix, f1_score  # noqa: E402
 from sklearn.model_selection import StratifiedGroupKFold  # noqa: E402
 
+from jobaware.progress import Progress  # noqa: E402
 from jobaware.resource.model import does_work  # noqa: E402
 from jobaware.resource.schema import BINDING, CLASSES  # noqa: E402
 
@@ -60,11 +61,13 @@ def decide(probabilities: np.ndarray, features: list, abstain_threshold: float =
 
 
 def metrics(truth: np.ndarray, predictions: np.ndarray) -> dict[str, float]:
-    """Mean/std over repeats of macro-F1 (binding classes), per-class F1 and accuracy."""
+    """Mean/std over repeats of macro-F1 (binding classes; the std undefined for one repeat), per-class F1 and
+    accuracy."""
     macro = [f1_score(truth, p, labels=list(BINDING), average="macro", zero_division=0) for p in predictions]
     per_class = np.array([f1_score(truth, p, labels=list(BINDING), average=None, zero_division=0)
                           for p in predictions])
-    out = {"macro_f1": float(np.mean(macro)), "macro_f1_std": float(np.std(macro)),
+    spread = float(np.std(macro)) if len(macro) > 1 else float("nan")  # one repeat has no spread to tell
+    out = {"macro_f1": float(np.mean(macro)), "macro_f1_std": spread,
            "macro_f1_min": float(np.min(macro)), "macro_f1_max": float(np.max(macro)),
            "accuracy": float(np.mean([accuracy_score(truth, p) for p in predictions]))}
     for i, c in enumerate(BINDING):
@@ -96,7 +99,9 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
     n = len(classes)
     predictions = np.empty((repeats, n), dtype=object)
     probabilities = np.zeros((repeats, n, len(BINDING)))
-    for (repeat, _fold), held in fold_table.groupby(["repeat", "fold"]):
+    folds = fold_table.groupby(["repeat", "fold"])
+    progress = Progress(folds.ngroups, f"cross-validation folds of {name or 'the model'}")
+    for (repeat, _fold), held in folds:
         test = held["row"].to_numpy()
         in_test = np.zeros(n, bool)
         in_test[test] = True
@@ -106,6 +111,7 @@ def cross_validate(make_model, features: list, classes: np.ndarray, fold_table: 
         proba = model.predict_proba(test_features)
         probabilities[repeat, test] = proba
         predictions[repeat, test] = decide(proba, test_features, abstain_threshold)
+        progress.advance()
     return CVResult(name, predictions, probabilities, metrics(classes, predictions))
 
 
@@ -131,11 +137,12 @@ def plot_comparison(results: dict[str, dict[str, float]], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     names = list(results)
     fig, ax = plt.subplots(figsize=(5.5, 3.4))
-    ax.bar(names, [results[n]["macro_f1"] for n in names], yerr=[results[n]["macro_f1_std"] for n in names],
+    spread = [float(np.nan_to_num(results[n]["macro_f1_std"])) for n in names]  # none drawn for one repeat
+    ax.bar(names, [results[n]["macro_f1"] for n in names], yerr=spread,
            capsize=4, color=["#999999", "#bbbbbb", "#4c72b0", "#dd8452"][: len(names)])
     ax.set(ylabel="macro-F1 (cpu, mem, network, io)", ylim=(0, 1), title="Repeated group-aware CV, real scripts")
     for i, n in enumerate(names):
-        top = results[n]["macro_f1"] + results[n]["macro_f1_std"]
+        top = results[n]["macro_f1"] + spread[i]
         ax.text(i, top + 0.02, f"{results[n]['macro_f1']:.3f}", ha="center", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)

@@ -37,8 +37,7 @@ from jobaware.errors import InputError, TooLargeError
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import write_quarantine
-from jobaware.resource.bundle import ResourceBundle
+from jobaware.reading import Problem, binary_reason, write_quarantine
 from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, CONTRACT, NOT_A_JOB
 from jobaware.sources import files as source_files
@@ -202,7 +201,7 @@ def _fit(model: Served, sizes: list[int]) -> list[str]:
     return model.fit({"n_bytes": np.array(sizes, dtype="float64")}) if sizes else []
 
 
-def analyse_within(bundle: ResourceBundle, scripts: list[tuple[str, bytes | str]], seconds: float) -> list:
+def analyse_within(bundle, scripts: list[tuple[str, bytes | str]], seconds: float) -> list:
     """Each script's features, all within `seconds`: each script may spend an equal share of what is left."""
     end = time.monotonic() + seconds
     features = []
@@ -253,35 +252,62 @@ def pairing(body, model: Served | None, limits: Limits = LIMITS) -> dict:
             "fit": _fit(model, sizes) if scripts else []}
 
 
-def classify_files(paths: list[str | Path], bundle: ResourceBundle, detail: bool = False) -> list[dict]:
-    """`jobaware resource classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per file
-    (more with `detail`)."""
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # read of a script at most: the largest parse limit a bundle may have
+
+
+def read_script(path: str | Path) -> tuple[bytes | None, Problem | None]:
+    """A script's bytes (at most MAX_SCRIPT_BYTES), or the problem that makes it no script (unreadable, binary). An
+    empty file is a script (the labelled real scripts hold some, of class `other`)."""
+    try:
+        with open(path, "rb") as handle:
+            content = handle.read(MAX_SCRIPT_BYTES)
+    except OSError as error:
+        return None, Problem(str(path), None, "file", "", f"cannot read ({error.strerror or error})")
+    reason = binary_reason(content[:65536]) if content else None
+    return (None, Problem(str(path), None, "file", content[:40].decode("latin-1"), reason)) if reason else (content, None)
+
+
+def read_scripts_given(sources: list[str], max_scripts: int = 100_000) -> tuple[list, list[Problem]]:
+    """(name, bytes) of every script the sources (files, globs, folders) name, and the problems of those that are no
+    script; an InputError when none is one."""
+    scripts, problems = [], []
+    for name in source_files([str(s) for s in sources], recursive=True)[: max_scripts + 1]:
+        content, problem = read_script(name)
+        if problem is None:
+            scripts.append((name, content))
+        else:
+            problems.append(problem)
+    if len(scripts) > max_scripts:
+        raise InputError(f"{', '.join(map(str, sources))}: more than {max_scripts:,} scripts; split the input")
+    if not scripts:
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, sources))}: no script read ({len(problems):,} not a script){first}")
+    return scripts, problems
+
+
+def classify_files(paths: list[str | Path], model, detail: bool = False) -> tuple[list[dict], list[Problem]]:
+    """`jobaware resource classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per script
+    (more with `detail`), and the problems of the files that are no script. The files are read before `model()` loads
+    the model."""
     if not paths:
         raise InputError("no files given")
-    paths = [Path(p) for p in source_files([str(p) for p in paths], recursive=True)]
-    limit = bundle.limits.max_token_bytes
-    scripts = []
-    for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                scripts.append(handle.read(limit))
-        except OSError as error:
-            raise InputError(f"{path}: cannot read ({error.strerror or error})") from None
-    results = bundle.classify(scripts, [str(p) for p in paths], top=5 if detail else 0)
+    scripts, problems = read_scripts_given([str(p) for p in paths])
+    bundle, _ = model()
+    results = bundle.classify([content for _, content in scripts], [name for name, _ in scripts], top=5 if detail else 0)
     out = []
-    for path, result in zip(paths, results, strict=True):
-        row = {"file": str(path), "class": result["class"], "probabilities": result["probabilities"]}
+    for (name, _), result in zip(scripts, results, strict=True):
+        row = {"file": str(name), "class": result["class"], "probabilities": result["probabilities"]}
         if detail:
             row.update(parse_status=result["parse_status"], not_a_job_reason=result["not_a_job_reason"],
                        top_features=result["top_features"])
         out.append(row)
-    return out
+    return out, problems
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, version: str | None = None,
-                 progress=None, max_scripts: int = 100_000) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None,
+                 max_scripts: int = 100_000) -> PredictionSummary:
     """Classify labels.csv files (or folders holding them), folders of scripts or single scripts (globs
-    taken); write JSON Lines (`-`: standard output).
+    taken); write JSON Lines (`-`: standard output). The scripts are read before `model()` loads the model.
 
     Each line: file, class, probabilities, parse_status, not_a_job (and `label` when the scripts come
     labelled). The counts per class (and the agreement with the labels) go to the summary."""
@@ -298,10 +324,16 @@ def predict_file(inputs: list[str], output: str | Path, bundle: ResourceBundle, 
             items += list(zip(table["file"], table["content"], table["class"], strict=True))
             labelled = True
         else:
-            items += [(name, Path(name).read_bytes()[: bundle.limits.max_token_bytes], None)
-                      for name in source_files(str(path), recursive=True)[: max_scripts + 1]]
+            scripts, unread = read_scripts_given([str(path)], max_scripts)
+            items += [(name, content, None) for name, content in scripts]
+            quarantined += [{"file": p.file, "reason": p.reason} for p in unread]
+            problems += [str(p) for p in unread]
         if len(items) > max_scripts:
             raise InputError(f"{source}: more than {max_scripts:,} scripts; split the input")
+    if not items:
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(sources)}: no script read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
     counts: dict[str, float] = {}
     agree = 0
     with atomic_text(output) as handle:

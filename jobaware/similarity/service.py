@@ -219,7 +219,10 @@ def open_index(data: list[str] | str | None = None, index: str | Path | None = N
     from jobaware.similarity.reader import ingest
 
     with tempfile.TemporaryDirectory(prefix="jobaware-similar-") as tmp:
-        ingest([str(s) for s in sources], Path(tmp), progress=progress)
+        report = ingest([str(s) for s in sources], Path(tmp), progress=progress)
+        if not report.rows:
+            first = f"; first: {report.problems[0]}" if report.problems else ""
+            raise InputError(f"{', '.join(map(str, sources))}: no job read ({report.bad_rows:,} bad record(s)){first}")
         return SimilarityIndex.build(tmp, progress=progress)
 
 
@@ -238,37 +241,45 @@ def similar(jobid: int, *, data=None, index=None, algorithm: str = "b-aggz", top
     return pool.query(ref, algorithm, top, workers)["ranking"]
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Rank the bundle's pool against every job of Mistral coding files (paths, globs, folders; binary or
     quantised), by the bundle's algorithm; one JSON line per query job (`-`: standard output). Bad records are
-    counted and written to `<output>.quarantine.jsonl`."""
+    counted and written to `<output>.quarantine.jsonl`. The files are read before `model()` loads the model."""
     from jobaware.similarity.reader import expand, iter_blocks
-    algorithm = bundle.algorithm
-    predictions, quarantined, problems, tables = 0, [], [], {}
+    quarantined, problems, tables, queries = [], [], {}, []
     paths = expand(inputs)
+    for path in paths:
+        for block in iter_blocks(path, set()):
+            quarantined += block.quarantined
+            problems += [str(p) for p in block.problems]
+            if block.table not in (CODINGS, LEVELS):
+                raise InputError(f"{path}: holds {block.table}; queries come from a coding file")
+            tables[block.table] = tables.get(block.table, 0) + block.rows.num_rows
+            for row in block.rows.to_pylist():
+                coding = row.get("coding") or row["coding_abs"]
+                ref = Reference(jobid=None, coding=np.array(coding.split(":"), np.int64))
+                if block.table == LEVELS:
+                    ref.levels = [np.array(row[m].split(":"), np.int64) for m in METRICS]
+                queries.append((path, block.table, row["jobid"], ref))
+    if not queries:
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no coding read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
+    algorithm = bundle.algorithm
+    if CODINGS in tables and algorithm not in ("b-all", "b-aggz"):
+        path = next(p for p, table, _, _ in queries if table == CODINGS)
+        raise InputError(f"{path}: binary codings only; the bundle's algorithm {algorithm} needs the "
+                         f"quantised codings (job_codings.csv) of the queries")
+    predictions = 0
     with atomic_text(output) as handle:
-        for path in paths:
-            for block in iter_blocks(path, set()):
-                quarantined += block.quarantined
-                problems += [str(p) for p in block.problems]
-                if block.table not in (CODINGS, LEVELS):
-                    raise InputError(f"{path}: holds {block.table}; queries come from a coding file")
-                if block.table == CODINGS and algorithm not in ("b-all", "b-aggz"):
-                    raise InputError(f"{path}: binary codings only; the bundle's algorithm {algorithm} needs the "
-                                     f"quantised codings (job_codings.csv) of the queries")
-                tables[block.table] = tables.get(block.table, 0) + block.rows.num_rows
-                for row in block.rows.to_pylist():
-                    coding = row.get("coding") or row["coding_abs"]
-                    ref = Reference(jobid=None, coding=np.array(coding.split(":"), np.int64))
-                    if block.table == LEVELS:
-                        ref.levels = [np.array(row[m].split(":"), np.int64) for m in METRICS]
-                    answer = bundle.index.query(ref, algorithm, bundle.top_k, bundle.workers)
-                    record = {"query_jobid": row["jobid"], "algorithm": algorithm, "ranking": answer["ranking"],
-                              "model_version": version, "index_version": answer["index_version"]}
-                    handle.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
-                    predictions += 1
-                    if progress:
-                        progress(1)
+        for _, _, jobid, ref in queries:
+            answer = bundle.index.query(ref, algorithm, bundle.top_k, bundle.workers)
+            record = {"query_jobid": jobid, "algorithm": algorithm, "ranking": answer["ranking"],
+                      "model_version": version, "index_version": answer["index_version"]}
+            handle.write(json.dumps(jsonable(record), allow_nan=False) + "\n")
+            predictions += 1
+            if progress:
+                progress(1)
     return PredictionSummary(predictions=predictions, model_version=version, output=str(output),
                              bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
                              problems=problems[:20], input_profile=fit.describe(tables, [str(p) for p in paths]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from jobaware.model import Evaluation
+from jobaware.progress import Progress
 from jobaware.similarity.bundle import SimilarityBundle
 from jobaware.similarity.evaluate import EvalSet, evaluate, make_eval, timings
 from jobaware.similarity.index import SimilarityIndex
@@ -38,17 +39,23 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> 
 
     p = check_params(params or {})
     workdir = Path(workdir)
+    phases = Progress(5, "phases: index, evaluation pool, algorithms scored, timings, report")
     bundle = build(dataset_dir, p)
+    phases.advance()
     eval_dir = workdir / "eval"
     make_eval(dataset_dir, eval_dir, p)
+    phases.advance()
     metrics = evaluate(bundle, eval_dir, p)
+    phases.advance()
     if p["timing"]:
         metrics["model"].update(timings(bundle.index, bundle.workers))
+    phases.advance()
     plots = evaluation_plots(metrics, workdir / "plots", bundle.algorithm)
     reference, page = example_reference(bundle), None
     if reference is not None:
         page, views = report(bundle.index, reference, workdir / "plots" / "report.html", workers=bundle.workers)
         plots += views
+    phases.advance()
     return bundle, SimilarityEvaluation(metrics=metrics, plots=plots, eval_dir=eval_dir, report=page)
 
 

@@ -1,4 +1,4 @@
-"""`jobaware store copy SRC DST`: move a site's job store between backends."""
+"""`jobaware store copy --input SRC --output DST`: move a site's job store between backends."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from jobaware.cli_contract import STORE, option
 from jobaware.console import err, out, progress
 from jobaware.errors import JobawareError
 
@@ -17,14 +18,18 @@ Uri = "a store: a folder (SQLite, or the folder log it holds), sqlite:PATH, fold
 
 @store_app.command("copy")
 def copy_command(
-    source: Annotated[str, typer.Argument(help=f"the store to copy: {Uri}")],
-    destination: Annotated[str, typer.Argument(help=f"where to: {Uri}")],
+    source: Annotated[str, option("--input", "-i", role=STORE, help=f"the store to copy: {Uri}")],
+    destination: Annotated[str, typer.Option("--output", "-o", metavar="STORE", help=f"where to (created when "
+                                             f"missing): {Uri}")],
     merge: Annotated[bool, typer.Option("--merge", help="copy into a store that holds something already (its jobs "
                                         "that the source also holds are replaced whole): finishes an interrupted "
                                         "copy, or brings a copy up to date")] = False,
 ):
-    """Copy every job (row, states, script, final state), prediction, checkpoint and event from SOURCE to
-    DESTINATION; stop the daemons that write SOURCE first."""
+    """Copy every job (row, states, script, final state), prediction, checkpoint and event from the --input store
+    to the --output one; stop the daemons that write the input first.
+
+    Example: jobaware store copy --input /var/lib/jobaware/store.old --output /var/lib/jobaware/store
+    """
     from jobaware.store import backend, open_store
     from jobaware.store.copy import copy, is_empty
 

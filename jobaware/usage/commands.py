@@ -6,15 +6,16 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
+from jobaware.cli_contract import OUTPUT, STORE, option
 from jobaware.console import err, out, progress, show
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UsageError
 
-StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", help="the site's job store (env "
-                                          "JOBAWARE_STORE): a folder (SQLite) or redis://host:port/db")]
+StoreOption = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                    "JOBAWARE_STORE): a folder (SQLite) or redis://host:port/db")]
 Since = Annotated[str, typer.Option(help="jobs submitted from: 7d, 12h, 30m, 2w ago, a date 2026-01-31, a local "
                                          "time 2026-01-31T08:00, or all")]
 Until = Annotated[str, typer.Option(help="jobs submitted before: as --since, or now")]
@@ -32,7 +33,7 @@ def _filters(since: str, until: str, cluster: str, jobs=None, arrays=None, users
     at = now()
     start, end = moment(since, at, "--since"), moment(until, at, "--until")
     if start is not None and end is not None and start >= end:
-        raise InputError(f"--since {since} is not before --until {until}")
+        raise UsageError(f"--since {since} is not before --until {until}")
     return Filters(since=start, until=end, cluster=cluster or None, jobs=job_ids(jobs or []),
                    arrays=set(arrays or []), users=set(users or []), accounts=set(accounts or []),
                    partitions=set(partitions or []))
@@ -42,7 +43,7 @@ def _store(uri: str):
     from jobaware.store import is_store, open_store
 
     if not uri:
-        raise InputError("--store: give the site's job store (or set JOBAWARE_STORE)")
+        raise UsageError("missing option '--store' (the site's job store; or set JOBAWARE_STORE)")
     if not is_store(uri):
         raise InputError(f"--store {uri}: no job store there (the collector creates it: jobaware slurm collect)")
     return open_store(uri)
@@ -81,23 +82,27 @@ def report_jobs(
     store: StoreOption = "",
     job: Annotated[list[str] | None, typer.Option("--job", help="a job id, an array's id (the whole array) or an "
                                                   "array task 123_4; repeat or separate by commas")] = None,
-    array: Annotated[list[int] | None, typer.Option("--array", help="an array's id (repeat for more)")] = None,
+    array: Annotated[list[int] | None, typer.Option("--array", min=1, help="an array's id (repeat for more)")] = None,
     user: Users = None, account: Accounts = None, partition: Partitions = None,
     since: Since = "7d", until: Until = "now", cluster: Cluster = "",
     htcondor: Annotated[bool, typer.Option("--htcondor", help="the HTCondor jobs the follower kept (by end time) "
                                            "instead of Slurm's")] = False,
-    limit: Annotated[int, typer.Option(help="rows at most (newest first; the totals and plots count every job)")] = 200,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="rows at most (newest first; the totals and plots "
+                                       "count every job)")] = 200,
     as_json: JsonFlag = False,
-    html: Annotated[Path | None, typer.Option("--html", help="also write an HTML page with plots here")] = None,
+    html: Annotated[Path | None, option("--html", role=OUTPUT, metavar="PAGE", help="also write an HTML page with "
+                                        "plots here")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing page")] = False,
 ):
     """One row per finished job (an array as one row: the median and 10th-90th percentile of its tasks): time,
-    CPU and memory efficiency, the end, and what jobaware said before it ran."""
+    CPU and memory efficiency, the end, and what jobaware said before it ran.
+
+    Example: jobaware report jobs --store /var/lib/jobaware/store --since 7d --html jobs.html
+    """
     from jobaware.usage.jobs import report
 
-    if not 1 <= limit <= 100_000:
-        raise InputError(f"--limit: expected 1..100,000, got {limit}")
     if htcondor and (user or account or partition or array):
-        raise InputError("--htcondor: HTCondor's terminate events name no user, account, partition or array; "
+        raise UsageError("--htcondor: HTCondor's terminate events name no user, account, partition or array; "
                          "give --job, --since and --until only")
     filters = _filters(since, until, cluster, job, array, user, account, partition)
     with _store(store) as opened:
@@ -133,23 +138,20 @@ def report_jobs(
 
 def report_waste(
     store: StoreOption = "",
-    by: Annotated[str, typer.Option(help="user, account or partition")] = "user",
+    by: Annotated[Literal["user", "account", "partition"], typer.Option(help="the groups (a row each)")] = "user",
     since: Since = "30d", until: Until = "now", cluster: Cluster = "",
-    top: Annotated[int, typer.Option(help="groups listed (the most wasteful first)")] = 10,
-    sort: Annotated[str, typer.Option(help="wasted, idle, failed, timeout, unused_limit, unused_memory or "
-                                           "node_hours")] = "wasted",
+    top: Annotated[int, typer.Option(min=1, max=10_000, help="groups listed (the most wasteful first)")] = 10,
+    sort: Annotated[Literal["wasted", "idle", "failed", "timeout", "unused_limit", "unused_memory", "node_hours"],
+                    typer.Option(help="the order (the most first)")] = "wasted",
     as_json: JsonFlag = False,
 ):
     """Node-hours left idle, spent on failed and timed-out jobs, and asked for but not used, per user, account or
-    partition, the top offenders first; and what the recommendations would have released."""
-    from jobaware.usage.waste import GROUPS, SORTS, waste
+    partition, the top offenders first; and what the recommendations would have released.
 
-    if by not in GROUPS:
-        raise InputError(f"--by {by!r}: expected one of {', '.join(GROUPS)}")
-    if sort not in SORTS:
-        raise InputError(f"--sort {sort!r}: expected one of {', '.join(SORTS)}")
-    if not 1 <= top <= 10_000:
-        raise InputError(f"--top: expected 1..10,000, got {top}")
+    Example: jobaware report waste --store /var/lib/jobaware/store --by account --since 30d --top 20
+    """
+    from jobaware.usage.waste import waste
+
     filters = _filters(since, until, cluster)
     with _store(store) as opened:
         rows, total = _read(opened, filters, lambda advance: waste(opened, filters, by, advance), "reading jobs")
@@ -178,27 +180,27 @@ def report_waste(
 
 def report_digest(
     store: StoreOption = "",
-    by: Annotated[str, typer.Option(help="user or account: one digest each")] = "user",
+    by: Annotated[Literal["user", "account"], typer.Option(help="the groups (a digest each)")] = "user",
     since: Since = "7d", until: Until = "now", cluster: Cluster = "",
     user: Users = None, account: Accounts = None,
     mail: Annotated[bool, typer.Option("--mail", help="mail each digest (to the user; an account's to --to)")] = False,
     to: Annotated[str, typer.Option(help="where an account's digests go with --mail (an address)")] = "",
     dry_run: Annotated[bool, typer.Option("--dry-run", help="with --mail: print the mails, send nothing")] = False,
-    worst: Annotated[int, typer.Option(help="jobs listed per digest (those that left most unused)")] = 5,
+    worst: Annotated[int, typer.Option(min=0, max=100, help="jobs listed per digest (those that left most "
+                                       "unused)")] = 5,
 ):
     """A digest per user (or account) of the jobs that finished in a period: counts, efficiencies, failed work,
-    the jobs that left most unused with the values to ask for next time; printed, or mailed (SMTP, retried)."""
+    the jobs that left most unused with the values to ask for next time; printed, or mailed (SMTP, retried).
+
+    Example: jobaware report digest --store /var/lib/jobaware/store --since 7d --mail --dry-run
+    """
     from jobaware.usage.jobs import Filters, finished, summarize
     from jobaware.usage.mail import digest, period
 
-    if by not in ("user", "account"):
-        raise InputError(f"--by {by!r}: expected user or account")
     if mail and by == "account" and not to:
-        raise InputError("--mail --by account: give --to, the address the account digests go to")
+        raise UsageError("--mail --by account: give --to, the address the account digests go to")
     if dry_run and not mail:
-        raise InputError("--dry-run: only with --mail (without --mail nothing is sent)")
-    if not 0 <= worst <= 100:
-        raise InputError(f"--worst: expected 0..100, got {worst}")
+        raise UsageError("--dry-run: only with --mail (without --mail nothing is sent)")
     settings = _mail_settings() if mail else None
     filters = _filters(since, until, cluster, users=user, accounts=account)
     named = set(user or []) if by == "user" else set(account or [])

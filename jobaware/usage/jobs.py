@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from jobaware.errors import InputError
+from jobaware.errors import UsageError
 from jobaware.store import JobStore
 from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies
 
@@ -34,7 +34,7 @@ SKIPPED_FIELDS = {"status", "reason", "model_version"}  # a part's fields not sh
 
 def moment(text: str, now: float, name: str) -> float | None:
     """A point in time: `7d`, `12h`, `30m`, `2w` ago, `now`, a date `2026-01-31` or a local time
-    `2026-01-31T08:00[:00]`; `all` (None: no bound). One-line error naming `name` otherwise."""
+    `2026-01-31T08:00[:00]`; `all` (None: no bound). A usage error naming `name` otherwise."""
     text = text.strip()
     if text == "all":
         return None
@@ -46,7 +46,7 @@ def moment(text: str, now: float, name: str) -> float | None:
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:
-        raise InputError(f"{name} {text!r}: expected a time ago (7d, 12h, 30m, 2w), a date (2026-01-31), a local time "
+        raise UsageError(f"{name} {text!r}: expected a time ago (7d, 12h, 30m, 2w), a date (2026-01-31), a local time "
                          "(2026-01-31T08:00), now or all") from None
 
 
@@ -57,7 +57,7 @@ def job_ids(texts: list[str]) -> list[tuple[int, int | None]]:
         for part in text.split(","):
             found = _JOB.match(part.strip())
             if not found:
-                raise InputError(f"--job {part!r}: expected a job id (123) or an array task (123_4)")
+                raise UsageError(f"--job {part!r}: expected a job id (123) or an array task (123_4)")
             ids.append((int(found.group(1)), int(found.group(2)) if found.group(2) else None))
     return ids
 

@@ -18,9 +18,6 @@ from jobaware.store import JobStore
 from jobaware.usage.jobs import Afters, Filters, finished, said
 from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies, next_request
 
-GROUPS = ("user", "account", "partition")
-SORTS = ("wasted", "idle", "failed", "timeout", "unused_limit", "unused_memory", "node_hours")
-
 
 @dataclass
 class Group:

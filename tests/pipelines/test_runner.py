@@ -1,16 +1,18 @@
-"""The local runner's reading of kfp.local's log: one line per step, parallel iterations numbered."""
+"""The local runner's reading of kfp.local's log: one line per step, parallel iterations numbered, the steps' own
+progress lines, and the CPU each step took."""
 
-from pipelines.runner import StepEvents
+from pipelines.runner import StepEvents, children_cpu
 
 
 def test_parallel_iterations_of_a_step_are_numbered_and_each_finish_is_its_own():
     events = []
-    steps = StepEvents(lambda kind, step, seconds: events.append((kind, step)))
+    steps = StepEvents(lambda event: events.append((event.kind, event.step)))
     for line in ("13:52:34 - INFO - Executing task 'sweep-hold'",
                  "13:52:41 - INFO - Task 'sweep-hold' finished with status SUCCESS",
                  "13:52:41 - INFO - Executing task 'trial-hold'",
                  "13:52:41 - INFO - Executing task 'trial-hold'",
                  "[KFP Executor] unrelated output",
+                 "    jobaware-progress: 3/10 epochs",  # two trials run: whose it is cannot be told
                  "13:52:49 - INFO - Task 'trial-hold' finished with status SUCCESS",
                  "13:52:49 - INFO - Executing task 'trial-hold'",
                  "13:52:50 - INFO - Task 'trial-hold' finished with status FAILURE",
@@ -20,3 +22,43 @@ def test_parallel_iterations_of_a_step_are_numbered_and_each_finish_is_its_own()
                       ("start", "trial-hold"), ("start", "trial-hold #2"), ("SUCCESS", "trial-hold"),
                       ("start", "trial-hold #3"), ("FAILURE", "trial-hold #2"), ("SUCCESS", "trial-hold #3")]
     assert steps.failed == ["trial-hold #2"]
+
+
+def test_a_step_reports_its_progress_and_the_cpu_its_processes_used():
+    events, reaped = [], iter([1.0, 1.5, 9.5])
+    steps = StepEvents(events.append, lambda: next(reaped))
+    for line in ("10:00:00 - INFO - Executing task 'train'",
+                 "    jobaware-progress: 0/300 iterations",
+                 "    jobaware-progress: 120/300 iterations",
+                 "10:00:09 - INFO - Task 'train' finished with status SUCCESS",
+                 "10:00:09 - INFO - Executing task 'register'",
+                 "10:00:12 - INFO - Task 'register' finished with status SUCCESS"):
+        steps.feed(line)
+    progress = [e.progress for e in events if e.kind == "progress"]
+    assert progress == [(0, 300, "iterations"), (120, 300, "iterations")]
+    assert [(e.step, e.cpu) for e in events if e.kind == "SUCCESS"] == [("train", 0.5), ("register", 8.0)]
+
+
+def test_the_cpu_of_finished_children_is_read_from_proc():
+    import os
+    import subprocess
+    import sys
+
+    before = children_cpu(os.getpid())
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    assert children_cpu(os.getpid()) > before
+
+
+def test_an_iteration_whose_end_kfp_local_does_not_log_ends_when_the_next_task_starts():
+    """kfp.local logged the end of one of two parallel trials only; the other ended before `best-hold` started."""
+    events, reaped = [], iter([0.0, 5.0, 12.0, 13.0])
+    steps = StepEvents(events.append, lambda: next(reaped))
+    for line in ("10:00:00 - INFO - Executing task 'trial-hold'",
+                 "10:00:00 - INFO - Executing task 'trial-hold'",
+                 "10:01:00 - INFO - Task 'trial-hold' finished with status SUCCESS",
+                 "10:01:01 - INFO - Executing task 'best-hold'",
+                 "10:01:09 - INFO - Task 'best-hold' finished with status SUCCESS"):
+        steps.feed(line)
+    ended = [(e.step, e.cpu) for e in events if e.kind == "SUCCESS"]
+    assert ended == [("trial-hold", 5.0), ("trial-hold #2", 7.0), ("best-hold", 1.0)]
+    assert not any(steps.running.values())

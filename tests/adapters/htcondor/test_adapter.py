@@ -165,9 +165,9 @@ def test_a_model_trained_on_generated_logs_never_acts(tmp_path):
         watch = HoldAdapter([log], audit, client=DecisionClient(service.url), policy=POLICY, actor=Actor(schedd))
         _live(watch, log, renumber(RELEASED_TWICE, 101))
         watch.close()
-        log.write_bytes(b"")
-        refused = subprocess.run([*ADAPTER, "follow", str(log), "--audit", str(tmp_path / "a2.jsonl"), "--service",
-                                  service.url, "--act", "--once"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+        refused = subprocess.run([*ADAPTER, "follow", "--input", str(log), "--audit", str(tmp_path / "a2.jsonl"),
+                                  "--service", service.url, "--act", "--once"], capture_output=True, text=True, cwd=ROOT,
+                                 timeout=120)
     assert schedd.calls == []
     holds = _holds(audit)
     assert holds[0]["recommended"] == "release" and holds[0]["trained_on"] == {"source": "synthetic",
@@ -249,8 +249,8 @@ def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_p
 
     log = CONDOR / "mldag_standalone" / "metl_12636334.log"
     with Answers({12636334: 0.2}) as service:
-        result = CliRunner().invoke(app, ["decide", str(log), "--cluster", "12636334", "--service", service.url])
-        missing = CliRunner().invoke(app, ["decide", str(log), "--cluster", "5", "--service", service.url])
+        result = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "12636334", "--service", service.url])
+        missing = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "5", "--service", service.url])
     assert result.exit_code == 0, result.output
     assert "12636334.0.0" in result.output and "0.2" in result.output and "real (1200 holds)" in result.output
     sent = service.requests[0]["log"].encode()

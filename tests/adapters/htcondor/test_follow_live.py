@@ -17,7 +17,7 @@ TEMPLATE = real_events(CONDOR / "mldag_standalone" / "metl_12634462.log")  # 217
 
 
 def _start(log: Path, audit: Path, seconds: float = 90) -> subprocess.Popen:
-    return subprocess.Popen([*ADAPTER, "follow", str(log), "--audit", str(audit), "--seconds", str(seconds)],
+    return subprocess.Popen([*ADAPTER, "follow", "--input", str(log), "--audit", str(audit), "--seconds", str(seconds)],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(audit.with_suffix(".err"), "wb"),
                             start_new_session=True)
 

@@ -12,13 +12,18 @@ from jobaware.errors import InputError
 from tests.adapters.htcondor.conftest import REAL_LOGS
 
 
+def _inputs(logs) -> list[str]:
+    """Each log as `--input LOG`."""
+    return [part for log in logs for part in ("--input", str(log))]
+
+
 @pytest.fixture(scope="module")
 def real_audit(tmp_path_factory):
     """The real logs followed once, with no service (every hold: no decision), through `jobaware hold follow`."""
     from jobaware.cli import app
 
     audit = tmp_path_factory.mktemp("real_audit") / "audit.jsonl"
-    result = CliRunner().invoke(app, ["hold", "follow", *map(str, REAL_LOGS), "--audit", str(audit), "--once"])
+    result = CliRunner().invoke(app, ["hold", "follow", *_inputs(REAL_LOGS), "--audit", str(audit), "--once"])
     assert result.exit_code == 0, result.output
     assert "hold 12634462.0.0 at 2025-04-22 04:40:47 code 47/0: no decision" in result.output
     return audit
@@ -48,7 +53,7 @@ def test_following_the_same_logs_again_adds_nothing(real_audit):
     from jobaware.cli import app
 
     before = real_audit.read_bytes()
-    result = CliRunner().invoke(app, ["hold", "follow", *map(str, REAL_LOGS), "--audit", str(real_audit), "--once"])
+    result = CliRunner().invoke(app, ["hold", "follow", *_inputs(REAL_LOGS), "--audit", str(real_audit), "--once"])
     assert result.exit_code == 0 and real_audit.read_bytes() == before
 
 
@@ -78,7 +83,7 @@ def test_following_into_the_store_audits_and_reports_as_the_file_does(real_audit
 
     store = str(tmp_path / "store")
     for _ in range(2):  # the second follow adds nothing
-        result = CliRunner().invoke(app, ["hold", "follow", *map(str, REAL_LOGS), "--store", store, "--once"])
+        result = CliRunner().invoke(app, ["hold", "follow", *_inputs(REAL_LOGS), "--store", store, "--once"])
         assert result.exit_code == 0, result.output
     with open_store(store) as opened:
         stored = [e["record"] for e in opened.events("htcondor.holds")]

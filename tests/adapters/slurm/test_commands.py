@@ -25,16 +25,16 @@ def test_collect_then_export_through_the_cli(accounted, tmp_path, monkeypatch, f
         assert "poll 1:" in result.output and "calls, ok" in result.output
         assert record["final"] == {"state": "FAILED", "source": "sacct", "exit_code": 4, "signal": None}
         out = tmp_path / "jobs.csv"
-        result = runner.invoke(app, ["failure", "export", "--store", store, "--out", str(out)])
+        result = runner.invoke(app, ["failure", "export", "--store", store, "--output", str(out)])
         assert result.exit_code == 0 and "finished job(s)" in result.output, result.output
         table, report = read_jobs(out)
         assert report.bad_rows == 0 and job_id in set(table["job_id"])
     # the old spelling: a notice, then the same export
-    result = runner.invoke(app, ["slurm", "export", "--store", store, "--out", str(out)])
+    result = runner.invoke(app, ["slurm", "export", "--store", store, "--output", str(out), "--overwrite"])
     assert result.exit_code == 0 and "this command is now `jobaware failure export`" in result.output, result.output
     # the old command: a deprecation line, then the same collector and export
     old = tmp_path / "old.csv"
-    result = runner.invoke(app, ["collect", "slurm", "--out", str(old)])
+    result = runner.invoke(app, ["collect", "slurm", "--output", str(old)])
     assert result.exit_code == 0 and "deprecated" in result.output, result.output
     assert job_id in set(read_jobs(old)[0]["job_id"])
 

@@ -22,6 +22,7 @@ from tests.test_cli import run
 
 GOOD = """# a site's slurm.conf
 ClusterName=site
+Include /etc/slurm/nodes.conf
 SlurmUser=root
 JobSubmitPlugins=lua
 CliFilterPlugins=cli_filter/lua
@@ -29,7 +30,8 @@ AccountingStorageType=accounting_storage/slurmdbd
 JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherParams=OverMemoryKill
 NodeName=n1 CPUs=4
-PartitionName=debug Nodes=n1 Default=YES
+PartitionName=debug Nodes=n1 \\
+  Default=YES
 """
 
 
@@ -144,3 +146,13 @@ def test_the_cli_exits_1_with_a_table_when_a_check_fails(site):
     assert done.returncode == 1, done.stderr
     assert "to fix" in done.stdout and "JobSubmitPlugins=lua" in done.stdout and "FIX" in done.stdout
     assert "Traceback" not in done.stderr
+
+
+def test_a_file_that_is_no_slurm_conf_is_refused_in_one_line_naming_its_line(site):
+    """A table of checks read from a file that is no slurm.conf would be all wrong: the line is named instead."""
+    conf, cache, store = site
+    conf.write_text(GOOD + "PartitionName=long \\\n  Nodes=n1\nalpha,\x1b[31mbeta\n")
+    done = run("slurm", "doctor", "--conf", conf, "--cache", cache, "--store", store)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert done.stderr.startswith(f"error: {conf}:15: not a slurm.conf line (Name=value or Include FILE): "
+                                  "'alpha,\\x1b[31mbeta'"), done.stderr

@@ -11,7 +11,7 @@ from tests.test_cli import run
 
 def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
     out = tmp_path / "etc"
-    done = run("slurm", "plugins", "--out", out, "--cache", "/var/spool/jobaware/v.tsv", "--field", "admin_comment",
+    done = run("slurm", "plugins", "--output", out, "--cache", "/var/spool/jobaware/v.tsv", "--field", "admin_comment",
                "--stale-after", "900", "--advise-above", "0.3")
     assert done.returncode == 0, done.stderr
     assert "notice: --advise-above is ignored" in done.stderr  # the old option: the models' flag decides now
@@ -19,10 +19,10 @@ def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
     assert 'JOBAWARE_CACHE_PATH = "/var/spool/jobaware/v.tsv"' in submit and 'JOBAWARE_CACHE_PATH = "/var/spool' in cli
     assert 'local FIELD = "admin_comment"' in submit and "JOBAWARE_STALE_AFTER = 900 " in cli
     assert "@" not in submit.replace("@+-", "") and stat.S_IMODE((out / "cli_filter.lua").stat().st_mode) == 0o644
-    again = run("slurm", "plugins", "--out", out, "--field", "notes")
-    assert again.returncode == 1 and again.stderr.strip() == "error: --field 'notes': expected comment or admin_comment"
-    again = run("slurm", "plugins", "--out", out)
-    assert again.returncode == 1 and again.stderr.startswith("error: ") and "pass --force" in again.stderr
+    again = run("slurm", "plugins", "--output", out, "--field", "notes")  # a wrong value: a usage error
+    assert again.returncode == 2 and "Invalid value for '--field'" in again.stderr and "'notes'" in again.stderr
+    again = run("slurm", "plugins", "--output", out)
+    assert again.returncode == 1 and again.stderr.startswith("error: ") and "give --overwrite" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1 and (out / "job_submit.lua").read_text() == submit
     write_plugins(out, force=True)
     assert 'local FIELD = "comment"' in (out / "job_submit.lua").read_text()

@@ -115,7 +115,7 @@ def test_a_bad_record_is_quarantined_with_its_line_and_the_rest_is_read(case, tm
     jobs, report = read_jobs(path)
     assert report.bad_rows == 1 and len(jobs) == (48 if name.endswith(".csv") else 49), report.as_dict()
     assert jobs["job_id"].between(0, 2**53).all()  # nothing wrapped around
-    code, said = jobaware(monkeypatch, capfd, "data", "validate", "failure", path)
+    code, said = jobaware(monkeypatch, capfd, "data", "validate", "failure", "--input", path)
     assert code == 1 and message in said and not BARE.search(said), said[-600:]
 
 
@@ -123,7 +123,7 @@ def test_a_bad_record_is_quarantined_with_its_line_and_the_rest_is_read(case, tm
 def test_an_unreadable_file_is_one_line_naming_it(case, tmp_path, monkeypatch, capfd):
     name, content, message = WHOLE_FILE[case]
     path = write(tmp_path, name, content)
-    code, said = jobaware(monkeypatch, capfd, "data", "validate", "failure", path)
+    code, said = jobaware(monkeypatch, capfd, "data", "validate", "failure", "--input", path)
     assert code == 1 and said.strip().startswith("error: ") and message in said and path in said, said[-600:]
     assert not BARE.search(said) and len(said.strip().splitlines()) == 1
 

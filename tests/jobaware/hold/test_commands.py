@@ -45,7 +45,32 @@ def test_synth_formats_and_the_default_data(tmp_path, monkeypatch):
 
 
 def test_predict_file_writes_one_decision_per_standing_hold(trained, synthetic, tmp_path):
-    summary = predict_file([str(synthetic[0])], tmp_path / "out.jsonl", trained[0], "4")
+    summary = predict_file([str(synthetic[0])], tmp_path / "out.jsonl", lambda: (trained[0], "4"))
     rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert summary.predictions == len(rows) > 0 and summary.counts["remove"] == sum(r["decision"] == "remove" for r in rows)
     assert all(r["model_version"] == "4" and 0 <= r["p_release"] <= 1 for r in rows)
+
+
+def test_predict_file_says_why_it_decides_nothing_and_loads_no_model_then(tmp_path):
+    """`predict hold` on logs where every hold was resolved wrote 0 predictions with no reason (issue 36): the summary
+    says why, and the model is not loaded for nothing."""
+    loaded = []
+    summary = predict_file([str(STANDALONE / "metl_12636334.log")], tmp_path / "out.jsonl", lambda: loaded.append(1))
+    assert summary.predictions == 0 and not loaded and summary.model_version is None
+    assert "no hold stands at the end of the logs" in summary.reason and "5 hold(s)" in summary.reason
+    assert (tmp_path / "out.jsonl").read_text() == ""
+
+
+@pytest.mark.parametrize("content", [b"", b"x,y\n1,2\n", bytes(range(256)) * 8])
+def test_label_and_predict_refuse_logs_with_no_event(tmp_path, content):
+    """`hold label` passed a 0-byte or random file (issue 36): reading nothing usable is an error naming the file."""
+    from jobaware.hold.commands import label_holds
+
+    log = tmp_path / "EventLog"
+    log.write_bytes(content)
+    with pytest.raises(InputError, match=f"{log}: no HTCondor event read"):
+        label_holds([str(log)])
+    loaded = []
+    with pytest.raises(InputError, match=f"{log}: no HTCondor event read"):
+        predict_file([str(log)], tmp_path / "out.jsonl", lambda: loaded.append(1))
+    assert not loaded and not (tmp_path / "out.jsonl").exists()

@@ -117,25 +117,43 @@ def test_bad_pairing_requests(payload, message):
 def test_classify_files_on_the_real_scripts(trained):
     bundle, _ = trained
     paths = sorted((SCRIPTS / "files").glob("*.txt"))
-    rows = classify_files(paths, bundle)
-    assert len(rows) == 134 and all(set(r) == {"file", "class", "probabilities"} for r in rows)
+    model = lambda: (bundle, "1")  # noqa: E731
+    rows, unread = classify_files(paths, model)
+    assert not unread and len(rows) == 134 and all(set(r) == {"file", "class", "probabilities"} for r in rows)
     by_name = {r["file"].rsplit("/", 1)[-1]: r for r in rows}
     assert by_name["udpserver.py.txt"]["class"] == "not_a_job" and by_name["18.py.txt"]["class"] == "other"
     assert all(set(r["probabilities"]) == {"cpu", "mem", "network", "io", "other"} for r in rows)
-    detailed = classify_files(paths[:2], bundle, detail=True)
+    detailed, _ = classify_files(paths[:2], model, detail=True)
     assert {"parse_status", "top_features"} <= set(detailed[0])
     with pytest.raises(InputError, match="nowhere.py: no such file"):
-        classify_files(["nowhere.py"], bundle)
-    assert len(classify_files([SCRIPTS / "files"], bundle)) == 134  # a folder: every script in it
+        classify_files(["nowhere.py"], model)
+    assert len(classify_files([SCRIPTS / "files"], model)[0]) == 134  # a folder: every script in it
+
+
+def test_classify_files_leaves_out_what_is_no_script_and_refuses_when_nothing_is(tmp_path):
+    """Random bytes are no script of class `other` (issue 36): a binary file is left out with its reason, and when no
+    file is a script nothing is classified and no model is loaded."""
+    import random
+
+    (tmp_path / "random.sh").write_bytes(random.Random(1).randbytes(3000))
+    (tmp_path / "random2.sh").write_bytes(random.Random(2).randbytes(3000))
+    loaded = []
+    with pytest.raises(InputError, match=r"no script read \(2 not a script\)"):
+        classify_files([tmp_path], lambda: loaded.append(1))
+    assert not loaded
+    (tmp_path / "job.sh").write_text("#!/bin/bash\nsrun ./a.out\n")
+    with pytest.raises(InputError, match="binary data, not text"):
+        predict_file([str(tmp_path / "random.sh")], tmp_path / "out.jsonl", lambda: loaded.append(1))
+    assert not loaded and not (tmp_path / "out.jsonl").exists()
 
 
 def test_predict_file_writes_json_lines(trained, tmp_path):
     bundle, _ = trained
-    summary = predict_file([str(SCRIPTS)], tmp_path / "out.jsonl", bundle, "5")
+    summary = predict_file([str(SCRIPTS)], tmp_path / "out.jsonl", lambda: (bundle, "5"))
     lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert summary.predictions == len(lines) == 134 and 0 < summary.counts["agreement_with_labels"] <= 1
     assert lines[0]["model_version"] == "5" and "label" in lines[0]
-    one = predict_file([str(SCRIPTS / "files" / "p1.py.txt")], tmp_path / "one.jsonl", bundle)
+    one = predict_file([str(SCRIPTS / "files" / "p1.py.txt")], tmp_path / "one.jsonl", lambda: (bundle, "5"))
     assert one.predictions == 1
 
 

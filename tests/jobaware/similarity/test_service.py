@@ -156,7 +156,7 @@ def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
     source = tmp_path / "queries.csv"
     lines = (generated / synth.FILES[synth.CODINGS]).read_text().splitlines()
     source.write_text("\n".join(lines[:4] + ["1:999,5"]) + "\n")
-    summary = service.predict_file([str(source)], tmp_path / "out.jsonl", bundle, "3")
+    summary = service.predict_file([str(source)], tmp_path / "out.jsonl", lambda: (bundle, "3"))
     assert summary.predictions == 3 and summary.bad_records == 1
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert [r["query_jobid"] for r in records] == [int(line.split(",")[1]) for line in lines[1:4]]
@@ -164,11 +164,11 @@ def test_predict_file_writes_one_line_per_query(bundle, generated, tmp_path):
     assert records[0]["ranking"][0]["similarity"] == 1.0
     q_bundle = SimilarityBundle(bundle.index, "q-lev", 5, 1)
     with pytest.raises(InputError, match="needs the quantised codings"):
-        service.predict_file([str(source)], tmp_path / "q.jsonl", q_bundle, "3")
+        service.predict_file([str(source)], tmp_path / "q.jsonl", lambda: (q_bundle, "3"))
     assert not (tmp_path / "q.jsonl").exists()  # a refused prediction leaves nothing behind
     quantised = tmp_path / "job_codings.csv"
     quantised.write_text("\n".join((generated / synth.FILES[synth.LEVELS]).read_text().splitlines()[:101]) + "\n")
-    levels = service.predict_file([str(quantised)], tmp_path / "q.jsonl", q_bundle, "3")
+    levels = service.predict_file([str(quantised)], tmp_path / "q.jsonl", lambda: (q_bundle, "3"))
     assert levels.predictions == 100
 
 

@@ -11,8 +11,9 @@ from tests.jobaware.store.test_store import contents, play
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 
 
-def copy(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([JOBAWARE, "store", "copy", *args], capture_output=True, text=True, cwd=ROOT, timeout=120)
+def copy(source: str, destination: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([JOBAWARE, "store", "copy", "--input", source, "--output", destination, *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
 
 
 def test_a_site_goes_from_folder_to_sqlite_to_redis_and_back_losing_nothing(tmp_path, fresh_redis):

@@ -55,23 +55,38 @@ def test_report_waste_per_group_with_the_top_offenders(store_uri):
 
 
 def test_wrong_input_is_one_line_and_writes_nothing(store_uri, tmp_path):
+    """Bad input exits 1, a wrong command line 2 (the command contract), each in one line, before anything is
+    written."""
     page = tmp_path / "page.html"
-    for args, words in (
-        (("jobs", "--store", str(tmp_path / "none")), "no job store there"),
-        (("jobs", "--store", store_uri, "--since", "yesterday"), "--since 'yesterday': expected a time ago"),
-        (("jobs", "--store", store_uri, "--since", "1d", "--until", "2d"), "--since 1d is not before --until 2d"),
-        (("jobs", "--store", store_uri, "--job", "12_x"), "--job '12_x': expected a job id"),
-        (("jobs", "--store", store_uri, "--limit", "0"), "--limit: expected 1..100,000"),
-        (("jobs", "--store", store_uri, "--htcondor", "--user", "x"), "--htcondor: HTCondor's terminate events"),
-        (("waste", "--store", store_uri, "--by", "qos"), "--by 'qos': expected one of user, account, partition"),
-        (("digest", "--store", store_uri, "--mail", "--by", "account"), "give --to"),
-        (("digest", "--store", store_uri, "--dry-run"), "--dry-run: only with --mail"),
+    for code, args, words in (
+        (1, ("jobs", "--store", str(tmp_path / "none")), "none: not a job store (no such folder)"),
+        (2, ("jobs", "--store", store_uri, "--since", "yesterday"), "--since 'yesterday': expected a time ago"),
+        (2, ("jobs", "--store", store_uri, "--since", "1d", "--until", "2d"), "--since 1d is not before --until 2d"),
+        (2, ("jobs", "--store", store_uri, "--job", "12_x"), "--job '12_x': expected a job id"),
+        (2, ("jobs", "--store", store_uri, "--limit", "0"), "'--limit': Input should be greater than or equal to 1"),
+        (2, ("jobs", "--store", store_uri, "--htcondor", "--user", "x"), "--htcondor: HTCondor's terminate events"),
+        (2, ("waste", "--store", store_uri, "--by", "qos"), "'--by': 'qos' is not one of 'user', 'account', "
+                                                             "'partition'"),
+        (2, ("waste", "--store", store_uri, "--sort", "cost"), "'--sort': 'cost' is not one of 'wasted'"),
+        (2, ("digest", "--store", store_uri, "--mail", "--by", "account"), "give --to"),
+        (2, ("digest", "--store", store_uri, "--dry-run"), "--dry-run: only with --mail"),
+        (2, ("digest", "--store", "", "--since", "all"), "missing option '--store'"),
     ):
-        done = run(*args, "--html", str(page)) if args[0] == "jobs" else run(*args)
-        assert done.returncode == 1 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, \
+        done = run(*args, "--html", str(page)) if args[0] == "jobs" else run(*args, env={"JOBAWARE_STORE": ""})
+        assert done.returncode == code and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, \
             (args, done.stderr)
         assert words in done.stderr, (args, done.stderr)
     assert not page.exists() and not (tmp_path / "none").exists()
+
+
+def test_the_page_replaces_a_file_only_with_overwrite(store_uri, tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("precious\n")
+    kept = run("jobs", "--store", store_uri, "--since", "all", "--html", str(page))
+    assert kept.returncode == 1 and f"{page}: exists; give --overwrite to replace it" in kept.stderr.replace("\n", "")
+    assert page.read_text() == "precious\n" and kept.stdout == ""
+    replaced = run("jobs", "--store", store_uri, "--since", "all", "--html", str(page), "--overwrite")
+    assert replaced.returncode == 0 and page.read_text().startswith("<!DOCTYPE html>"), replaced.stderr
 
 
 def test_a_digest_per_user_printed_and_for_a_user_with_no_jobs(store_uri):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from jobaware.errors import InputError
+from jobaware.errors import UsageError
 from jobaware.store import open_store
 from jobaware.usage.jobs import Filters, job_ids, moment, report, said_text
 from jobaware.usage.measures import efficiencies, next_request, options
@@ -38,14 +38,14 @@ def test_efficiencies_and_the_values_to_ask_for_next_time():
     assert set(unknown.values()) == {None} and next_request({})["notes"] == ["accounting has no record of its use"]
 
 
-def test_a_moment_and_job_ids_are_read_or_refused_in_one_line():
+def test_a_moment_and_job_ids_are_read_or_refused_as_usage_errors():
     assert moment("7d", NOW, "--since") == NOW - 7 * 86_400 and moment("90m", NOW, "--since") == NOW - 5400
     assert moment("all", NOW, "--since") is None and moment("now", NOW, "--until") == NOW
     assert moment("2026-01-31", NOW, "--since") == pytest.approx(dt.datetime(2026, 1, 31).timestamp())
-    with pytest.raises(InputError, match=r"--since 'yesterday': expected a time ago"):
+    with pytest.raises(UsageError, match=r"--since 'yesterday': expected a time ago"):
         moment("yesterday", NOW, "--since")
     assert job_ids(["12,13_4", "7"]) == [(12, None), (13, 4), (7, None)]
-    with pytest.raises(InputError, match=r"--job '12_x': expected a job id"):
+    with pytest.raises(UsageError, match=r"--job '12_x': expected a job id"):
         job_ids(["12_x"])
 
 
