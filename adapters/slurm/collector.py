@@ -1,4 +1,5 @@
-"""Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state.
+"""Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state,
+and, while it is pending, its place in the queue (`queue_place`: Slurm's reason, its priority, its eligible time).
 
 Each interval: one `squeue --json --states=all` (pending, running and recently finished jobs), two `sacct` calls
 (`--json`, and the parsable exit codes with each job's use and its steps' memory) over a bounded window that starts at the checkpoint kept in the store, and at most
@@ -42,6 +43,7 @@ MAX_WINDOW = 86_400       # seconds of accounting one sacct call covers at most 
 OVERLAP = 300             # seconds each sacct window re-reads before the checkpoint (late accounting records)
 SCRIPT_TRIES = 3          # `scontrol write batch_script` attempts per job before the collector stops asking
 NOTICE_TRIES = 3          # squeue attempts for a batch of notices before it is acknowledged (a poll finds the jobs)
+EPOCH_MAX = 4_102_444_800  # 2100-01-01: a later squeue time is garbled
 ERROR_TAIL = 65_536       # bytes read from the end of a job killed by signal 9's error file, for Slurm's memory words
 
 
@@ -85,6 +87,29 @@ def state_of(record: dict) -> str | None:
     """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
     state = record.get("job_state")
     return state[0] if isinstance(state, list) and state else state
+
+
+def queue_place(record: dict) -> dict:
+    """What squeue says of a pending job's place in the queue, kept in its row beside the canonical columns:
+    `reason` (Slurm's state reason: Priority, Resources, JobHeldUser, BeginTime, ...), `priority`, and
+    `eligible_time` (as the row keeps times: the local wall clock). Only a pending record gives them ({} for any
+    other), so a job's row keeps its last pending observation once it runs: with the submit and start times, the
+    queue at any moment can be rebuilt from the store. A field squeue leaves unset (or garbled) is None."""
+    if state_of(record) != "PENDING":
+        return {}
+    reason, priority, eligible = (record.get(name) for name in ("state_reason", "priority", "eligible_time"))
+    priority, eligible = (_plain_int(value) for value in (priority, eligible))
+    return {"reason": reason if isinstance(reason, str) and 0 < len(reason) <= 64 and reason != "None" else None,
+            "priority": priority if priority is not None and 0 <= priority < 1 << 32 else None,
+            "eligible_time": eligible + time.localtime(eligible).tm_gmtoff
+            if eligible is not None and 0 < eligible <= EPOCH_MAX else None}
+
+
+def _plain_int(value) -> int | None:
+    """An integer of squeue --json: plain (22.05) or {"set", "infinite", "number"} (later releases); else None."""
+    if isinstance(value, dict):
+        value = value.get("number") if value.get("set", True) and not value.get("infinite") else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def said_memory(path) -> bool:
@@ -171,7 +196,7 @@ class Collector:
         """Store one squeue (or sacct-as-squeue) record: row, state change, final state (with the exit code and
         signal: `end` from accounting, else the record's own), script."""
         try:
-            row = from_squeue(record)
+            row = from_squeue(record) | queue_place(record)
             job_id, submit = record.get("job_id"), record.get("submit_time")
             submit = submit.get("number") if isinstance(submit, dict) else submit
             if not isinstance(job_id, int) or not isinstance(submit, int) or submit <= 0:

@@ -172,18 +172,27 @@ def card(
     similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
     gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
+    part: Annotated[list[str], typer.Option("--part", metavar="KEY", help="only this capability's part, "
+                                            "repeatable: one line each (default: the whole card)")] = [],  # noqa: B006
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")] = False,
 ):
     """One answer for one job, a part per capability with a card part (failure risk, the script's binding
-    resource, similar past jobs, ...): each with its model version, or the reason it is missing. Array tasks still
-    pending share their array's record, so they share its card.
+    resource, similar past jobs, when it is likely to start, ...): each with its model version, or the reason it is
+    missing. Array tasks still pending share their array's record, so they share its card. With --part KEY, only
+    that part, in one line (`jobaware card 4242 --part wait`); exits 1 when a part asked for has no answer (its
+    service down, refusing or failing).
 
     Example: jobaware card 4242 --gateway http://127.0.0.1:3010
     """
     from adapters.slurm import arrays
     from adapters.slurm.collector import Slurm, state_of
+    from jobaware import card as cards
     from jobaware.console import show
 
+    unknown = [key for key in part if key not in cards.declared()]
+    if unknown:
+        raise UsageError(f"--part {unknown[0]!r}: expected one of {', '.join(cards.declared())}")
+    keys = list(dict.fromkeys(part)) or None
     job, tasks = arrays.parse_id(job_id)
     slurm = Slurm(timeout=30)
     listed = slurm.jobs("squeue", "--json", "--states=all") or []
@@ -194,19 +203,49 @@ def card(
         record = arrays.find(listed, job, task)
         if record is None:
             raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)")
-        answers.append((name, _card(slurm, record, queue, similarity_jobid, gateway, service)))
+        answers.append((name, _card(slurm, record, queue, similarity_jobid, gateway, service, keys)))
     if as_json:
         show(answers[0][1] if tasks is None else [answer for _, answer in answers], True)
-        return
+    elif keys is None:
+        for name, answer in answers:
+            show(answer, False, cards.table(answer), title=f"job {name}: {answer['short']}")
+    else:
+        for name, answer in answers:
+            for row in cards.table(answer):
+                if row["status"] in cards.ANSWERED:
+                    out.print(_part_line(name, row), highlight=False, soft_wrap=True)
+    missing = [(name, key, answer["parts"][key]) for name, answer in answers for key in answer["missing"]]
+    if keys is not None and missing:
+        if as_json:
+            raise typer.Exit(1)  # the JSON printed says which part is missing and why
+        name, key, first = missing[0]
+        more = f" (and {len(missing) - 1} more part(s) missing)" if len(missing) > 1 else ""
+        raise JobawareError(f"job {name}: no {key} part: {first['status']}: {first['reason']}{more}")
+
+
+def _part_line(name: str, row: dict) -> str:
+    """One part of a job's card in one line: `job 42: wait: start in 40 min - 3 h (80%), ...; model 3`."""
+    if row["status"] != "ok":
+        return f"job {name}: {row['part']}: {row['status'].replace('_', ' ')}: {row['answer']}"
+    version = f"; model {row['model version']}" if row["model version"] else ""
+    return f"job {name}: {row['part']}: {row['answer']}{version}"
+
+
+def _only(answer: dict, keys: list[str]) -> dict:
+    """The gateway's card cut to the parts of `keys` (a part it does not have is unavailable)."""
     from jobaware import card as cards
 
-    for name, answer in answers:
-        show(answer, False, cards.table(answer), title=f"job {name}: {answer['short']}")
+    parts = {key: answer.get("parts", {}).get(key) or {"status": "unavailable",
+                                                       "reason": "the card gateway gave no such part"}
+             for key in keys}
+    cut = {**answer, "parts": parts, "missing": [k for k, p in parts.items() if p["status"] not in cards.ANSWERED]}
+    return {**cut, "short": cards.short(cut)}
 
 
 def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, gateway: str,
-          service: list[str]) -> dict:
-    """The card of one squeue record, from the gateway or the services (audited)."""
+          service: list[str], keys: list[str] | None = None) -> dict:
+    """The card of one squeue record (of the parts of `keys` only, when given), from the gateway or the services
+    (audited)."""
     import httpx
 
     from adapters.slurm import arrays
@@ -224,9 +263,9 @@ def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, 
             raise JobawareError(f"card gateway {gateway}: {type(exc).__name__}") from None
         if response.status_code != 200:
             raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
-        return response.json()
+        return response.json() if keys is None else _only(response.json(), keys)
     with cards.Services(_urls(service)) as services:
-        answer = cards.make_card(context, services)
+        answer = cards.make_card(context, services, keys=keys)
     cards.audit(answer, config.audit_dir() / "card.jsonl")
     return answer
 

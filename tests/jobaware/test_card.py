@@ -198,3 +198,30 @@ def test_a_part_may_ask_another_part_which_may_not_ask_on(registered, monkeypatc
     assert list(card["parts"]) == ["tally"] and card["missing"] == []
     assert card["parts"]["tally"]["inner"] == {"status": "ok", "reason": None, "inner": {
         "status": "unavailable", "reason": "tally may not ask tally (parts ask at most 1 deep)"}}
+
+
+def test_jobaware_card_part_shows_only_the_parts_asked_for_from_the_services_or_the_gateway(judged, monkeypatch):
+    """`--part KEY`, which names no capability: one line per part asked, the others never asked; from the gateway,
+    its card cut to those parts (a part it lacks is unavailable, exit 1)."""
+    from adapters.slurm import collector
+    from jobaware.cli import app
+
+    monkeypatch.setattr(collector, "Slurm", lambda timeout=30: slurm())
+    url, runner = judged["url"], CliRunner()
+    shown = runner.invoke(app, ["card", "3", "--part", "tally", "--part", "failure", "--service", f"tally={url}",
+                                "--service", f"failure={url}"])
+    assert shown.exit_code == 0, shown.output
+    assert shown.stdout.splitlines() == [  # registry order, each with its model version
+        "job 3: failure: failure risk 26% (threshold 24%); model 7", "job 3: tally: 1 ahead; model 1"]
+    whole = {"job_id": 3, "created": 1.0, "missing": [], "short": "jobaware: x",
+             "parts": {"failure": {"status": "ok", "reason": None, "p_fail": 0.26, "likely": "FAILED",
+                                   "model_version": "7"},
+                       "tally": {"status": "ok", "reason": None, "ahead": 4, "model_version": "1"}}}
+    with JsonServer(lambda method, path, body: (200, whole) if path == "/card" else (404, {})) as gateway:
+        cut = runner.invoke(app, ["card", "3", "--part", "tally", "--gateway", gateway.url, "--json"])
+        assert cut.exit_code == 0, cut.output
+        answer = json.loads(cut.stdout)
+        assert list(answer["parts"]) == ["tally"] and answer["short"] == "jobaware: 4 ahead in the queue"
+        lacking = runner.invoke(app, ["card", "3", "--part", "resource", "--gateway", gateway.url])
+        assert lacking.exit_code == 1 and str(lacking.exception) == (
+            "job 3: no resource part: unavailable: the card gateway gave no such part")

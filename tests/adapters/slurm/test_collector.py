@@ -1,5 +1,6 @@
 """The collector on replayed Slurm output (real captures of Slurm 22.05): what each call brings, and its bounds."""
 
+import copy
 import json
 
 import pytest
@@ -60,6 +61,40 @@ def test_without_accounting_each_finished_job_is_kept_once_from_its_last_observa
     assert out.read_text().splitlines()[0].startswith("job_id,user,account,partition,qos,wallclock_req")
     assert validate_frames([table], "nrel_jobs")["success"]
     assert not any(c[0] == "sacct" for c in slurm.commands[len(slurm.commands) - 3:])  # no accounting: not asked again
+
+
+def test_a_pending_job_s_place_in_the_queue_is_kept_and_stays_once_it_runs(tmp_path):
+    """squeue's reason, priority and eligible time of a pending job (the real capture: job 3 pending for Resources,
+    job 4 held by its user) are kept in its row, the times as the row keeps them; once the job runs its row keeps
+    what it was while pending, beside its start; a later release's wrapped numbers read alike."""
+    import time
+
+    capture = json.loads(SQUEUE.read_text())
+    store = open_store(str(tmp_path / "store"))
+    collector = Collector(store, "c", Replay(squeue=json.dumps(capture), **NO_ACCOUNTING))
+    collector.poll()
+    rows = {r["job_id"]: r["row"] for r in store.records()}
+    eligible = capture["jobs"][2]["eligible_time"]
+    assert {k: rows[3][k] for k in ("reason", "priority", "eligible_time", "submit_time")} == {
+        "reason": "Resources", "priority": 4294901757, "eligible_time": eligible + time.localtime(eligible).tm_gmtoff,
+        "submit_time": rows[3]["submit_time"]}
+    assert rows[3]["eligible_time"] - rows[3]["submit_time"] == eligible - capture["jobs"][2]["submit_time"]
+    assert (rows[4]["reason"], rows[4]["priority"], rows[4].get("eligible_time")) == ("JobHeldUser", 0, None)
+    assert not {"reason", "priority", "eligible_time"} & set(rows[1])  # it never pended while listed
+    # job 3 starts (its priority now says nothing of its wait); job 4 is released, in a later release's numbers
+    started = copy.deepcopy(capture)
+    started["jobs"][2].update(job_state="RUNNING", state_reason="None", priority=1, start_time=eligible + 30)
+    started["jobs"][3].update(state_reason="Priority", priority={"set": True, "infinite": False, "number": 77},
+                              eligible_time={"set": True, "infinite": False, "number": eligible + 60})
+    collector.slurm.answers["squeue"] = json.dumps(started)
+    collector.poll()
+    rows = {r["job_id"]: r for r in store.records()}
+    assert (rows[3]["row"]["reason"], rows[3]["row"]["priority"]) == ("Resources", 4294901757)
+    assert rows[3]["row"]["start_time"] is not None and [s["state"] for s in rows[3]["states"]] == [
+        "PENDING", "RUNNING"]
+    assert (rows[4]["row"]["reason"], rows[4]["row"]["priority"]) == ("Priority", 77)
+    assert rows[4]["row"]["eligible_time"] - rows[4]["row"]["submit_time"] == 60
+    assert export(store, tmp_path / "jobs.csv") == 2  # the failure export reads its columns, these aside
 
 
 def test_accounting_gives_final_states_exit_codes_and_moves_the_checkpoint(tmp_path):

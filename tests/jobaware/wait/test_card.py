@@ -2,6 +2,7 @@ import copy
 import json
 
 import pytest
+from typer.testing import CliRunner
 
 from jobaware import card as cards
 from jobaware.bodies import parse_body
@@ -10,6 +11,7 @@ from jobaware.model import Served
 from jobaware.wait.card import answer, duration, shown, words
 from jobaware.wait.service import WaitRequest, wait
 from tests.conftest import SQUEUE
+from tests.loopback import JsonServer
 
 
 class Ask:
@@ -52,6 +54,57 @@ def test_the_part_is_on_the_card_by_its_registration(trained):
     records = _snapshot()
     assert "wait" in cards.declared()
     assert cards.declared()["wait"].answer({"job_id": 3, "job": records[2], "queue": records}, Ask(trained[0]))
+
+
+def test_jobaware_card_part_wait_tells_a_live_job_when_it_is_likely_to_start(trained, monkeypatch, capsys):
+    """`jobaware card JOBID --part wait`: squeue --json read live (a recorded Slurm), the card's context, and wait's
+    service over HTTP (the real route on a trained bundle); one line, or the part as JSON."""
+    from adapters.slurm import collector
+    from jobaware.cli import app
+    from tests.adapters.slurm.test_collector import NO_ACCOUNTING, Replay
+
+    squeue = json.dumps({**json.loads(SQUEUE.read_text()), "jobs": _snapshot()})
+    monkeypatch.setattr(collector, "Slurm", lambda timeout=30: Replay(squeue=squeue, **NO_ACCOUNTING))
+
+    def serve(method: str, path: str, body) -> tuple[int, object]:
+        if path != "/wait":
+            return 404, {"error": f"no route {path}"}
+        return 200, wait(parse_body(WaitRequest, body), Served(trained[0], "7"))
+
+    runner = CliRunner()
+    with JsonServer(serve) as server:
+        line = runner.invoke(app, ["card", "3", "--part", "wait", "--service", f"wait={server.url}"])
+        assert line.exit_code == 0, line.output
+        assert line.stdout.startswith("job 3: wait: start ") and line.stdout.count("\n") == 1
+        assert "(80%), within " in line.stdout and line.stdout.rstrip().endswith(
+            "nothing ahead; 0 of 8 processors free; model 7")
+        as_json = runner.invoke(app, ["card", "3", "--part", "wait", "--service", f"wait={server.url}", "--json"])
+        assert as_json.exit_code == 0, as_json.output
+        answer = json.loads(as_json.stdout)
+        assert list(answer["parts"]) == ["wait"] and answer["missing"] == []  # no other part was asked
+        part = answer["parts"]["wait"]
+        assert part["status"] == "ok" and part["model_version"] == "7"
+        assert 0 <= part["low_s"] <= part["wait_s"] <= part["high_s"] <= part["bound_s"]
+        assert answer["short"].startswith("jobaware: likely to start ")
+        assert [path for _, path, _ in server.requests] == ["/wait", "/wait"]
+        # a running job has no wait: said in one line, exit 0 (an answer), the service not asked
+        running = runner.invoke(app, ["card", "2", "--part", "wait", "--service", f"wait={server.url}"])
+        assert running.exit_code == 0 and running.stdout == "job 2: wait: not applicable: not pending (running)\n"
+        assert len(server.requests) == 2
+    # the service down: one error line naming the part and why, exit 1; with --json the card says it, exit 1
+    from jobaware import cli, cli_contract
+
+    capsys.readouterr()
+    assert cli_contract.run(cli.command(), ["card", "3", "--part", "wait", "--service", "wait=http://127.0.0.1:9"]) == 1
+    said = capsys.readouterr()
+    assert said.out == "" and said.err.count("\n") == 1 and "job 3: no wait part: unavailable: " in said.err
+    assert cli_contract.run(cli.command(), ["card", "3", "--part", "wait", "--service", "wait=http://127.0.0.1:9",
+                                            "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["missing"] == ["wait"]
+    # a part no registration declares is a usage error (exit 2), in one line
+    assert cli_contract.run(cli.command(), ["card", "3", "--part", "nosuch"]) == 2
+    said = capsys.readouterr()
+    assert said.err.count("\n") == 1 and "--part 'nosuch': expected one of " in said.err and "wait" in said.err
 
 
 @pytest.mark.parametrize("change, reason", [
