@@ -5,6 +5,7 @@ request body, and nothing of waiting where `wait` is off, down or not registered
 
 import copy
 import json
+import math
 
 import pytest
 
@@ -176,3 +177,53 @@ def test_the_waits_come_from_one_model_version_for_an_squeue_record_only():
     assert shorter_record(SQUEUE_JOB, 12_600)["time_limit"] == {"set": True, "infinite": False, "number": 210}
     assert shorter_record(record, 12_590)["time_limit"] == 210
 
+
+# ---------------------------------------------------------------- failure's TIMEOUT and OUT_OF_MEMORY advice
+def _predicting(likely: str, p_fail: float = 0.8):
+    """failure's /predict: the job flagged at P(fail) `p_fail`, `likely` its most likely failure."""
+    def answer(method, path, body):
+        return 200, {"model_version": "7", "predictions": [{
+            "job_id": body["jobs"][0]["job_id"], "p_fail": p_fail, "most_likely_failure": likely,
+            "likely_fail": p_fail >= 0.3, "threshold": 0.3}]}
+    return answer
+
+
+@pytest.mark.parametrize("likely, remedy", [
+    ("TIMEOUT", "ask for --time={time}: "), ("OUT_OF_MEMORY", "ask for --mem-per-cpu={mem}M: ")])
+def test_failures_advice_gives_sizings_values_instead_of_a_direction(trained, likely, remedy):
+    records = _pending()
+    context = {"job_id": 3, "job": records[2], "queue": records}
+    with JsonServer(_sized(trained[0])) as sizing, JsonServer(_predicting(likely)) as failure:
+        with cards.Services({"sizing": sizing.url, "failure": failure.url}) as services:
+            card = cards.make_card(context, services, keys=["failure", "sizing"])
+        with cards.Services({"failure": failure.url}) as services:  # no sizing service: the direction stays
+            alone = cards.make_card(context, services, keys=["failure"])
+        with JsonServer(_predicting("NODE_FAIL")) as node_fail, \
+                cards.Services({"sizing": sizing.url, "failure": node_fail.url}) as services:
+            asked_before = len(sizing.requests)
+            other = cards.make_card(context, services, keys=["failure"])
+            assert len(sizing.requests) == asked_before  # sizing has no values for a node failing: not asked
+    sized, flagged = card["parts"]["sizing"], card["parts"]["failure"]
+    expected = remedy.format(time=clock(suggested_time(sized["time_s"], 86_400)), mem=math.ceil(sized["mem_per_cpu_mb"]))
+    assert flagged["remedy"] == sized["remedies"][likely] and flagged["remedy"].startswith(expected)
+    assert cards.advice(card).startswith(f"failure risk 80%, {likely} likely; {flagged['remedy']} (model 7). ")
+    assert "remedy" not in alone["parts"]["failure"] and "; ask for more --" in cards.advice(alone)
+    assert "remedy" not in other["parts"]["failure"] and "add --requeue" in cards.advice(other)
+
+
+def test_a_verdict_cached_for_cli_filter_carries_the_values(tmp_path):
+    from adapters.slurm.adapter import Policy, cached_verdicts, verdict_name
+    from jobaware.store import JobKey, open_store
+
+    store = open_store(str(tmp_path / "store"))
+    key = JobKey("c", 10, 1_795_371_680)
+    store.put_job(key, {"user": "alice", "account": "chem", "partition": "debug", "wallclock_req": 86_400.0,
+                        "nodes_req": 1, "processors_req": 4, "mem_req": 16_384.0, "gpus_req": 0})
+    remedy = "ask for --time=3:30:00: 92 % of jobs like this ended within 3:10:00 (asked 24:00:00)"
+    card = {"created": 1_795_371_690, "parts": {"failure": {
+        "status": "ok", "p_fail": 0.8, "likely": "TIMEOUT", "threshold": 0.3, "likely_fail": True,
+        "model_version": "7", "remedy": remedy}}}
+    store.put_prediction(key, verdict_name({"failure": "7"}), {"card": card, "acts": []})
+    [verdict] = cached_verdicts(store, "c", Policy(), now=1_795_371_700)
+    store.close()
+    assert verdict.advice == f"failure risk 80%, TIMEOUT likely; {remedy} (model 7)."
