@@ -8,6 +8,12 @@ threshold registered with the model); nothing here compares P(fail) with a thres
 - `raised`: flagged below 50 %: the risk beside the site's usual failure share (`failure risk 26% (site usual
   8%)`), or beside the model's threshold where the usual share is not known (`failure risk 26% (threshold 24%)`);
 - `low`: not flagged (or a model without a threshold): `failure risk 5%`.
+
+For a job flagged TIMEOUT or OUT_OF_MEMORY the advice gives values instead of a direction where the `sizing`
+capability's card part has them: the part asks it (`ask.part`, by its key, the card's one way for a part to ask
+another, with no import of its slice) and takes its `remedies` for the likely failure, e.g. `ask for
+--time=3:30:00: 92 % of jobs like this ended within 3:10:00 (asked 8:00:00)`; without that part answering
+(not registered, switched off, down) the direction stays.
 """
 
 from __future__ import annotations
@@ -22,11 +28,14 @@ REMEDIES = {  # what a user can change, by the likely way of failing; {time_minu
     "OUT_OF_MEMORY": "ask for more --mem or --mem-per-cpu",
     "NODE_FAIL": "add --requeue so Slurm runs it again",
 }
+VALUES = "sizing"  # the capability whose card part gives values for the remedies (its `remedies`, by failure)
+SIZED = ("TIMEOUT", "OUT_OF_MEMORY")  # the remedies it is asked for
 PAST = {"TIMEOUT": "ran out of time", "OUT_OF_MEMORY": "failed", "NODE_FAIL": "failed", "FAILED": "failed"}
 
 
 def answer(context: dict, ask) -> dict:
-    """P(fail), the most likely failure, the model's flag and threshold, for the job's record."""
+    """P(fail), the most likely failure, the model's flag and threshold, for the job's record; for a job flagged
+    TIMEOUT or OUT_OF_MEMORY, the `remedy` with values where `sizing`'s part has one."""
     job = context.get("job")
     if not job:
         raise NotApplicable("no job record")
@@ -36,6 +45,11 @@ def answer(context: dict, ask) -> dict:
             "model_version": answer["model_version"]}
     if prediction.get("threshold") is not None:  # the operating threshold registered with the model
         part.update(threshold=prediction["threshold"], likely_fail=prediction["likely_fail"])
+    if level(part) != "low" and part["likely"] in SIZED:
+        sized = ask.part(VALUES, context)
+        remedy = (sized.get("remedies") or {}).get(part["likely"]) if sized["status"] == "ok" else None
+        if isinstance(remedy, str) and remedy:
+            part["remedy"] = remedy
     return part
 
 
@@ -102,10 +116,10 @@ def advice(part: dict, history: dict) -> str | None:
     runs, hits = _seen(part, history)
     if hits:
         seen = f": jobs like this one {PAST.get(kind, 'failed')} in {hits} of their last {runs} runs"
-        remedy = REMEDIES.get(kind, "check how the last ones ended (sacct) before submitting again")
+        remedy = part.get("remedy") or REMEDIES.get(kind, "check how the last ones ended (sacct) before submitting again")
     else:
         seen = f": none of the last {runs} jobs like this one {PAST.get(kind, 'failed')}" if runs else ""
-        remedy = REMEDIES.get(kind, "check the script and its inputs before submitting")
+        remedy = part.get("remedy") or REMEDIES.get(kind, "check the script and its inputs before submitting")
     return f"{risk(part, usual(history))}{seen}; {remedy} (model {part['model_version']})."
 
 

@@ -64,6 +64,21 @@ def sbatch_message(row: dict, sooner_s: float | None = None) -> str | None:
     return line + (f" would likely start {hours(sooner_s)} sooner" if sooner_s and sooner_s >= 60 else " would do")
 
 
+SOONER_MIN_S = 300.0  # a start sooner by less than this is not worth a clause
+SOONER_SHARE = 0.1  # nor one sooner by less than this share of the wait as asked
+
+
+def sooner(part: dict) -> float | None:
+    """How much sooner the suggested `--time` would likely start: the wait `wait` expects for the job as asked
+    (`wait_asked_s`) less the one with the suggestion (`wait_recommended_s`), where that is meaningful (at least
+    SOONER_MIN_S and SOONER_SHARE of the wait as asked); None otherwise, or where `wait` said nothing."""
+    asked, recommended = part.get("wait_asked_s"), part.get("wait_recommended_s")
+    if asked is None or recommended is None:
+        return None
+    gained = asked - recommended
+    return gained if gained >= max(SOONER_MIN_S, SOONER_SHARE * asked) else None
+
+
 def fit(row: dict, key: str) -> float:
     """A recommendation's estimated probability of being met (the share all recommendations meet, where an answer
     has no such field)."""
@@ -102,22 +117,31 @@ def smaller_memory(row: dict) -> bool:
     return mem is not None and (asked is None or math.ceil(mem) < asked)
 
 
+REMEDIED = ("TIMEOUT", "OUT_OF_MEMORY")  # the ways of failing sizing's values speak to
+
+
+def remedies(row: dict) -> dict[str, str]:
+    """What to ask for, by the way of failing it answers (`failure_advice`), where the answer has something: the
+    card part's `remedies`, which `failure`'s part takes by its likely failure."""
+    return {outcome: text for outcome in REMEDIED if (text := failure_advice(outcome, row))}
+
+
 def failure_advice(outcome: str, row: dict) -> str | None:
     """The values `failure` gives for TIMEOUT and OUT_OF_MEMORY instead of a direction; where sizing gives the job
-    its request back, it says that no smaller value is safe and that sizing recommends nothing above a request (a
-    run stopped at its limit never shows how much more it needed). None where the answer has nothing for that
-    outcome."""
+    its request back, the direction stays (ask for more) with the value asked and why nothing smaller is offered
+    (sizing recommends nothing above a request: a run stopped at its limit never shows how much more it needed).
+    None where the answer has nothing for that outcome."""
     if outcome == "TIMEOUT" and row.get("time_s") is not None:
         asked = f" (asked {clock(row['time_asked_s'])})" if row.get("time_asked_s") else ""
         if (suggested := smaller_time(row)) is None:
-            return (f"no shorter --time is safe{asked}; sizing recommends at most the request, since a job stopped "
-                    "at its limit never shows how much more it needed")
+            return (f"ask for more --time{asked}: no shorter limit is safe for jobs like this, and a job stopped at "
+                    "its limit never shows how much more it needed")
         return (f"ask for --time={clock(suggested)}: {percent(fit(row, 'time_fit'))} of jobs like this ended within "
                 f"{clock(row['time_s'])}{asked}")
     if outcome == "OUT_OF_MEMORY" and row.get("mem_per_cpu_mb") is not None:
         asked = f" (asked {row['mem_asked_per_cpu_mb']:.0f}M)" if row.get("mem_asked_per_cpu_mb") else ""
         if not smaller_memory(row):
-            return (f"no smaller --mem-per-cpu is safe{asked}; sizing recommends at most the request, since a job "
+            return (f"ask for more --mem-per-cpu{asked}: no smaller value is safe for jobs like this, and a job "
                     "stopped at its limit never shows how much more it needed")
         return (f"ask for --mem-per-cpu={int(math.ceil(row['mem_per_cpu_mb']))}M: {percent(fit(row, 'mem_fit'))} of "
                 f"jobs like this used less{asked}")

@@ -5,7 +5,9 @@ from jobaware.sizing.advice import (
     condor_memory,
     condor_request_memory,
     failure_advice,
+    remedies,
     sbatch_message,
+    sooner,
     suggested_time,
 )
 from tests.conftest import ROOT
@@ -46,9 +48,22 @@ def test_card_comment_and_failure_advice_give_values_not_directions():
 def test_where_the_request_is_given_back_the_advice_says_so_and_asks_for_nothing_larger():
     assert comment(KEPT) == "no smaller request is sure enough"
     assert failure_advice("TIMEOUT", KEPT) == (
-        "no shorter --time is safe (asked 24:00:00); sizing recommends at most the request, since a job stopped at "
-        "its limit never shows how much more it needed")
-    assert failure_advice("OUT_OF_MEMORY", KEPT).startswith("no smaller --mem-per-cpu is safe (asked 4096M)")
+        "ask for more --time (asked 24:00:00): no shorter limit is safe for jobs like this, and a job stopped at its "
+        "limit never shows how much more it needed")
+    assert failure_advice("OUT_OF_MEMORY", KEPT).startswith(
+        "ask for more --mem-per-cpu (asked 4096M): no smaller value is safe")
+    assert remedies(KEPT) == {"TIMEOUT": failure_advice("TIMEOUT", KEPT),
+                              "OUT_OF_MEMORY": failure_advice("OUT_OF_MEMORY", KEPT)}
+    assert remedies({"time_s": None, "note": "no history: no recommendation"}) == {}
+    assert set(remedies({**ROW, "mem_per_cpu_mb": None})) == {"TIMEOUT"}  # no memory history: no memory value
+
+
+def test_a_start_sooner_is_said_only_where_it_is_meaningful():
+    assert sooner({**ROW, "wait_asked_s": 10_000.0, "wait_recommended_s": 2_700.0}) == 7_300.0
+    assert sooner(ROW) is None and sooner({**ROW, "wait_asked_s": 10_000.0}) is None  # wait said nothing
+    assert sooner({**ROW, "wait_asked_s": 200.0, "wait_recommended_s": 0.0}) is None  # under 5 minutes
+    assert sooner({**ROW, "wait_asked_s": 90_000.0, "wait_recommended_s": 82_000.0}) is None  # under a tenth
+    assert sooner({**ROW, "wait_asked_s": 600.0, "wait_recommended_s": 900.0}) is None  # later, not sooner
     assert comment({**KEPT, "mem_per_cpu_mb": 2390}) == "fits --mem-per-cpu=2390M (99 %)"
 
 
