@@ -10,7 +10,6 @@ from jobaware.sizing.advice import (
     sooner,
     suggested_time,
 )
-from tests.conftest import ROOT
 
 ROW = {"job_id": 1, "time_s": 11_400, "time_asked_s": 86_400.0, "time_fit": 0.92, "mem_per_cpu_mb": 2390,
        "mem_asked_per_cpu_mb": 4096.0, "mem_fit": 0.97, "coverage": 0.95, "model_version": "2"}
