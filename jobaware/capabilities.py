@@ -57,6 +57,9 @@ class CardPart:
       hold(part: dict, site_threshold: float | None) -> str | None  (optional)
           why an adapter whose policy holds risky jobs should hold this one; None: no reason
     `required`: an adapter writes no verdict for a job until this part has answered.
+    `refresh_s`: for a part whose answer ages (a remaining wait), how often an adapter asks a pending job's card
+    again: a job whose newest verdict is older than the smallest `refresh_s` of the parts asked gets a new one (its
+    comment rewritten only when the words changed). None: one verdict per job and set of model versions.
     """
 
     answer: Ref
@@ -65,6 +68,12 @@ class CardPart:
     advice: Ref | None = None
     hold: Ref | None = None
     required: bool = False
+    refresh_s: float | None = None
+
+    def __post_init__(self):
+        if self.refresh_s is not None and not self.refresh_s > 0:
+            raise JobawareError(f"card part of {self.answer.target}: refresh_s must be positive seconds, "
+                                f"got {self.refresh_s}")
 
 
 @dataclass(frozen=True)

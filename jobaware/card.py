@@ -162,12 +162,13 @@ def part(key: str, context: dict, services: Services, depth: int = 0) -> dict:
 
 
 def make_card(context: dict, services: Services, *, keys: list[str] | None = None,
-              history: dict | None = None) -> dict:
+              history: dict | None = None, now: float | None = None) -> dict:
     """The card of one job: the part of every capability that declares one (of `keys` only, when given), each
-    answered or marked missing with the reason; `short` is its comment line (with the `history` given)."""
+    answered or marked missing with the reason; `short` is its comment line (with the `history` given); `created`
+    is `now` (default: the time)."""
     chosen = [key for key in declared() if keys is None or key in keys]
     parts = {key: part(key, context, services) for key in chosen}
-    card = {"job_id": context.get("job_id"), "created": time.time(), "parts": parts,
+    card = {"job_id": context.get("job_id"), "created": time.time() if now is None else now, "parts": parts,
             "missing": [key for key, p in parts.items() if p["status"] not in ANSWERED]}
     card["short"] = short(card, history)
     return card
@@ -239,12 +240,14 @@ def kept(card: dict, **extra) -> dict:
 
 
 def kept_cards(predictions: dict[str, dict], prefix: str = "") -> list[dict]:
-    """The cards kept among a job's predictions (those whose name starts with `prefix`), in the order kept."""
-    return [answer["card"] for name, answer in predictions.items()
-            if name.startswith(prefix) and isinstance(answer, dict) and isinstance(answer.get("card"), dict)]
+    """The cards kept among a job's predictions (those whose name starts with `prefix`), oldest first (by
+    `created`; the last is the newest)."""
+    found = [answer["card"] for name, answer in predictions.items()
+             if name.startswith(prefix) and isinstance(answer, dict) and isinstance(answer.get("card"), dict)]
+    return sorted(found, key=lambda card: card.get("created") or 0)
 
 
 def said(predictions: dict[str, dict], key: str) -> list[dict]:
-    """The answered parts of capability `key` in the cards kept for a job, in the order they were kept."""
+    """The answered parts of capability `key` in the cards kept for a job, oldest first."""
     return [card["parts"][key] for card in kept_cards(predictions)
             if (card.get("parts") or {}).get(key, {}).get("status") == "ok"]

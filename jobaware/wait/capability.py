@@ -37,5 +37,5 @@ CAPABILITY = Capability(
     metrics_table=("within_x2", "within_10min", "median_abs_error_s", "coverage_80", "coverage_95",
                    "bound_tightness"),
     card=CardPart(answer=Ref("jobaware.wait.card:answer"), shown=Ref("jobaware.wait.card:shown"),
-                  words=Ref("jobaware.wait.card:words")),
+                  words=Ref("jobaware.wait.card:words"), refresh_s=300.0),
 )
