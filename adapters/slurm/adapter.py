@@ -6,13 +6,17 @@ one and that the policy leaves on, each given the job's squeue record, its batch
 `scontrol write batch_script`, and the queue); then, by the policy, the acts: write the card's short form into the
 job's comment (or admin comment), and optionally hold the jobs a part gives a reason to hold (`failure`: its
 model's own flag, or the site's threshold). Every verdict is kept in the job store (one per job and set of model
-versions) and every act in the audit (who, what, why, model versions; an act's id is never acted on twice). The
+versions; where a part asked ages, `CardPart.refresh_s`, a new one each time the newest is that old) and every act
+in the audit (who, what, why, model versions; an act's id is never acted on twice). The
 comment and the verdict cache say what the plugins say: the parts' words with what the store knows of jobs of the
 same user, account, partition and request shape (how they ended).
 
 Rules the cluster can rely on:
 - Dry-run unless `act`: nothing reaches `scontrol update`/`hold`; the audit says what would have been done.
-- Idempotent: a job gets one verdict per set of model versions; a pass repeated after a crash acts on none twice.
+- Idempotent: a job gets one verdict per set of model versions, or, where a part asked has a `refresh_s` (the
+  smallest of them), one per refresh: named with the refresh's time bucket (`now // refresh_s`), so that a pass
+  repeated after a crash acts on none twice. A refresh repeats an act only where its command changed (the comment,
+  when the card's words did).
 - Rate-limited: at most `max_acts_per_minute` scontrol acts; the rest wait for the next pass.
 - Fails open, out loud: a service that is down or slow is backed off (`adapters.common.services.FailOpen`, which
   warns once per outage) and its part left out; without a part its registration marks required, a job gets no
@@ -97,7 +101,7 @@ def read_policy(path: str | Path | None) -> Policy:
 @dataclass
 class PassResult:
     pending: int = 0        # pending jobs listed
-    judged: int = 0         # new verdicts (jobs x model versions not judged before)
+    judged: int = 0         # new verdicts (jobs x model versions not judged before, or refreshed)
     acted: int = 0          # scontrol acts done (or, dry-run, that would have been done)
     deferred: int = 0       # verdicts or acts left for the next pass (rate limit, services backed off)
     missing: list[str] = field(default_factory=list)  # services backed off or down this pass
@@ -143,7 +147,7 @@ class Groups:
         self.max_age = policy.cache_days * 86_400
         self.groups: dict[tuple, Group] = {}
         self.site: Counter = Counter()
-        # newest first: the first verdict met for a shape is its latest; only the window is read, a page at a time
+        # newest first, only the window, a page at a time; a shape's card is the newest of its jobs' (refreshed ones too)
         for record in store.records(cluster, since=self.now - self.max_age, newest_first=True,
                                     predictions="adapter:"):
             if len(self.groups) >= policy.cache_max_verdicts:
@@ -154,10 +158,9 @@ class Groups:
             if record["final"]:
                 self.site[record["final"]["state"]] += 1
                 group.finished.append({name: record.get(name) for name in ("row", "states", "final")})
-            if group.card is None:
-                kept = cards.kept_cards(record["predictions"], prefix="adapter:")
-                if kept and _answered(kept[-1]):
-                    group.card = kept[-1]
+            kept = cards.kept_cards(record["predictions"], prefix="adapter:")
+            if kept and _answered(kept[-1]) and (group.card is None or kept[-1]["created"] > group.card["created"]):
+                group.card = kept[-1]
 
     def _group(self, row: dict) -> Group | None:
         """The job's group (made when new), or None for names the cache cannot hold."""
@@ -219,7 +222,7 @@ class PendingJobAdapter:
 
     def __init__(self, store: JobStore, cluster: str, urls: dict[str, str], policy: Policy, *, act: bool = False,
                  audit: str | Path | None = None, cache: str | Path | None = None, slurm: Slurm | None = None,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, now: Callable[[], float] = time.time):
         self.store, self.cluster, self.policy, self.act = store, cluster, policy, act
         self.cache = Path(cache) if cache else None
         self.slurm = slurm or Slurm()
@@ -232,6 +235,9 @@ class PendingJobAdapter:
         # the audit: a JSON Lines file when given, else the store's stream (acts known once across the site's adapters)
         self.audit = Audit(audit) if audit is not None else StoreAudit(store, STREAM)
         self.versions: dict[str, str] = {}  # the model versions the services answered with last
+        self.now = now  # the time of a pass (verdicts' age and refresh bucket); `clock` paces and backs off
+        # how often a pending job is asked again: the smallest refresh_s of the parts asked (None: never)
+        self.refresh_s = min((p.refresh_s for k in self.keys if (p := cards.declared()[k]).refresh_s), default=None)
 
     def close(self) -> None:
         self.audit.close()
@@ -253,6 +259,7 @@ class PendingJobAdapter:
         queue = [job for job in listed if isinstance(job.get("job_id"), int) and state_of(job) in ("PENDING", "RUNNING")]
         pending = [job for job in queue if state_of(job) == "PENDING"][: self.policy.max_jobs_per_pass]
         result.pending = len(pending)
+        now = self.now()
         groups: Groups | None = None
         scripts_left = self.policy.max_scripts_per_pass
         neighbours: list[dict] = []
@@ -264,7 +271,7 @@ class PendingJobAdapter:
                 waiting.update(down)
                 continue
             found = self._stored(record)
-            if found is None or self._judged(found[0], self.versions):
+            if found is None or self._judged(found[0], self.versions, now):
                 continue
             key, stored, row = found
             script = stored.get("script")
@@ -273,10 +280,10 @@ class PendingJobAdapter:
                 script = self.slurm.run("scontrol", "write", "batch_script", str(key.job_id), "-")
                 if script is not None:
                     self.store.put_script(key, script)
-            groups = groups or Groups(self.store, self.cluster, self.policy)
+            groups = groups or Groups(self.store, self.cluster, self.policy, now)
             context = {"job_id": key.job_id, "job": record, "script": script, "queue": queue,
                        "neighbours": neighbours if self.policy.pairing else []}
-            card = cards.make_card(context, self.services, keys=self.keys, history=groups.history(row))
+            card = cards.make_card(context, self.services, keys=self.keys, history=groups.history(row), now=now)
             self.versions.update(cards.versions(card))
             result.missing += card["missing"]
             lacking = [k for k in self.required if card["parts"][k]["status"] not in cards.ANSWERED]
@@ -286,13 +293,14 @@ class PendingJobAdapter:
                 continue
             neighbours.append({"id": key.job_id, "parts": card["parts"]})
             versions = cards.versions(card)
-            if self._judged(key, versions):
+            if self._judged(key, versions, now):
                 continue
-            acts = self._acts(key, record, card)
+            name = self._name(versions, now)
+            acts = self._acts(key, record, card, name)
             if acts is None:
                 result.deferred += 1
                 continue  # over the rate limit: judged again next pass
-            self.store.put_prediction(key, self._name(versions), cards.kept(card, acts=acts, dry_run=not self.act))
+            self.store.put_prediction(key, name, cards.kept(card, acts=acts, dry_run=not self.act))
             groups.add(row, card)
             result.judged += 1
             result.acted += len(acts)
@@ -310,13 +318,28 @@ class PendingJobAdapter:
                     max_age=int(self.policy.cache_days * 86_400))
         return len(verdicts)
 
-    def _name(self, versions: dict[str, str]) -> str:
-        """The store's name of a verdict by these versions in this mode (a dry run never stands for an act)."""
-        return verdict_name(versions) + ("" if self.act else ":dry-run")
+    def _name(self, versions: dict[str, str], now: float | None = None) -> str:
+        """The store's name of a verdict by these versions in this mode (a dry run never stands for an act), with
+        the refresh's time bucket at `now` where the parts asked are refreshed: `adapter:wait=2@5712345`."""
+        name = verdict_name(versions) + ("" if self.act else ":dry-run")
+        return name if now is None or self.refresh_s is None else f"{name}@{int(now // self.refresh_s)}"
 
-    def _judged(self, key: JobKey, versions: dict[str, str]) -> bool:
-        """Whether the job has a verdict of these model versions already (then it is not asked or acted on)."""
-        return all(k in versions for k in self.required) and self._name(versions) in self.store.predictions(key)
+    def _verdicts(self, key: JobKey, versions: dict[str, str]) -> list[dict]:
+        """The job's verdicts by these model versions in this mode (every refresh), oldest first."""
+        name = self._name(versions)
+        return sorted((answer for kept, answer in self.store.predictions(key).items()
+                       if kept.partition("@")[0] == name and isinstance(answer, dict)
+                       and isinstance(answer.get("card"), dict)),
+                      key=lambda answer: answer["card"].get("created") or 0)
+
+    def _judged(self, key: JobKey, versions: dict[str, str], now: float) -> bool:
+        """Whether the job has a verdict of these model versions already, younger than `refresh_s` where the
+        parts asked are refreshed (then it is not asked or acted on)."""
+        if not all(k in versions for k in self.required):
+            return False
+        verdicts = self._verdicts(key, versions)
+        return bool(verdicts) and (self.refresh_s is None
+                                   or now - (verdicts[-1]["card"].get("created") or 0) < self.refresh_s)
 
     def _stored(self, record: dict) -> tuple[JobKey, dict, dict] | None:
         """The job's key, its record in the store and its canonical row (put there first if the collector has not
@@ -338,8 +361,10 @@ class PendingJobAdapter:
         self.store.put_job(key, row)
         return key, {}, row
 
-    def _acts(self, key: JobKey, record: dict, card: dict) -> list[dict] | None:
-        """The policy's acts for one verdict, done (or, dry-run, only audited); None when over the rate limit."""
+    def _acts(self, key: JobKey, record: dict, card: dict, name: str) -> list[dict] | None:
+        """The policy's acts for verdict `name`, done (or, dry-run, only audited); None when over the rate limit.
+        An act whose command an earlier verdict of the same versions did last (a refresh with the same words) is
+        not done again."""
         wanted = []
         if self.policy.comment:
             field_name = "Comment" if self.policy.comment_field == "comment" else "AdminComment"
@@ -349,12 +374,15 @@ class PendingJobAdapter:
         reasons = cards.hold_reasons(card, self.policy.hold_threshold) if self.policy.hold else []
         if reasons:
             wanted.append((["scontrol", "hold", str(key.job_id)], "; ".join(reasons)))
+        versions = cards.versions(card)
+        standing = {act["command"][1]: act["command"] for verdict in self._verdicts(key, versions)
+                    for act in verdict.get("acts") or [] if act.get("done") is not False}
+        wanted = [(command, why) for command, why in wanted if standing.get(command[1]) != command]
         if not self.rate.take(len(wanted)):
             return None
-        versions = cards.versions(card)
         acts = []
         for command, why in wanted:
-            act_id = f"{key.text()} {self._name(versions)} {command[1]}"
+            act_id = f"{key.text()} {name} {command[1]}"
             if act_id in self.audit:  # audited before a crash cut the pass short: never acted on twice
                 acts.append({"command": command, "why": why, "done": None, "audited_before": True})
                 continue
