@@ -237,7 +237,8 @@ class PendingJobAdapter:
         self.versions: dict[str, str] = {}  # the model versions the services answered with last
         self.now = now  # the time of a pass (verdicts' age and refresh bucket); `clock` paces and backs off
         # how often a pending job is asked again: the smallest refresh_s of the parts asked (None: never)
-        self.refresh_s = min((p.refresh_s for k in self.keys if (p := cards.declared()[k]).refresh_s), default=None)
+        self.refresh_s = min((p.refresh_s for k in self.services.urls if (p := cards.declared()[k]).refresh_s),
+                             default=None)
 
     def close(self) -> None:
         self.audit.close()
