@@ -301,7 +301,8 @@ class PendingJobAdapter:
             if acts is None:
                 result.deferred += 1
                 continue  # over the rate limit: judged again next pass
-            self.store.put_prediction(key, name, cards.kept(card, acts=acts, dry_run=not self.act))
+            self.store.put_prediction(key, self._kept_as(key, versions, name, acts),
+                                      cards.kept(card, acts=acts, dry_run=not self.act))
             groups.add(row, card)
             result.judged += 1
             result.acted += len(acts)
@@ -325,13 +326,24 @@ class PendingJobAdapter:
         name = verdict_name(versions) + ("" if self.act else ":dry-run")
         return name if now is None or self.refresh_s is None else f"{name}@{int(now // self.refresh_s)}"
 
-    def _verdicts(self, key: JobKey, versions: dict[str, str]) -> list[dict]:
-        """The job's verdicts by these model versions in this mode (every refresh), oldest first."""
+    def _verdicts(self, key: JobKey, versions: dict[str, str]) -> list[tuple[str, dict]]:
+        """The job's verdicts by these model versions in this mode (every refresh), as (name, answer), oldest
+        first."""
         name = self._name(versions)
-        return sorted((answer for kept, answer in self.store.predictions(key).items()
+        return sorted(((kept, answer) for kept, answer in self.store.predictions(key).items()
                        if kept.partition("@")[0] == name and isinstance(answer, dict)
                        and isinstance(answer.get("card"), dict)),
-                      key=lambda answer: answer["card"].get("created") or 0)
+                      key=lambda pair: pair[1]["card"].get("created") or 0)
+
+    def _kept_as(self, key: JobKey, versions: dict[str, str], name: str, acts: list[dict]) -> str:
+        """The name a verdict is kept under: a refresh that acted on nothing replaces the newest verdict when that
+        one acted on nothing either (so a job pending for days keeps one verdict per change of words, not one per
+        refresh); any other verdict is kept under its own name."""
+        if self.refresh_s is None or acts:
+            return name
+        verdicts = self._verdicts(key, versions)
+        newest_name, newest = verdicts[-1] if verdicts else (None, {})
+        return newest_name if newest_name and "@" in newest_name and not newest.get("acts") else name
 
     def _judged(self, key: JobKey, versions: dict[str, str], now: float) -> bool:
         """Whether the job has a verdict of these model versions already, younger than `refresh_s` where the
@@ -340,7 +352,7 @@ class PendingJobAdapter:
             return False
         verdicts = self._verdicts(key, versions)
         return bool(verdicts) and (self.refresh_s is None
-                                   or now - (verdicts[-1]["card"].get("created") or 0) < self.refresh_s)
+                                   or now - (verdicts[-1][1]["card"].get("created") or 0) < self.refresh_s)
 
     def _stored(self, record: dict) -> tuple[JobKey, dict, dict] | None:
         """The job's key, its record in the store and its canonical row (put there first if the collector has not
@@ -376,7 +388,7 @@ class PendingJobAdapter:
         if reasons:
             wanted.append((["scontrol", "hold", str(key.job_id)], "; ".join(reasons)))
         versions = cards.versions(card)
-        standing = {act["command"][1]: act["command"] for verdict in self._verdicts(key, versions)
+        standing = {act["command"][1]: act["command"] for _, verdict in self._verdicts(key, versions)
                     for act in verdict.get("acts") or [] if act.get("done") is not False}
         wanted = [(command, why) for command, why in wanted if standing.get(command[1]) != command]
         if not self.rate.take(len(wanted)):

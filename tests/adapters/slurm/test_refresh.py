@@ -140,12 +140,16 @@ def test_a_part_that_ages_is_asked_again_after_its_interval_and_the_comment_rewr
         third = a.run_pass()
         assert (third.judged, third.acted, asked(site, "/eta"), len(comments(site))) == (2, 0, 6, 4)
 
+        site["clock"][0] = start + 3 * REFRESH_S  # and again: this refresh replaces the one before (no act in either)
+        fourth = a.run_pass()
+        assert (fourth.judged, fourth.acted, asked(site, "/eta"), len(comments(site))) == (2, 0, 8, 4)
+
     for job in PENDING:
         kept = verdicts(site, job)
         bucket = int(start // REFRESH_S)
-        assert sorted(kept) == [f"adapter:eta=1,kind=2@{bucket + n}" for n in range(3)]
+        assert sorted(kept) == [f"adapter:eta=1,kind=2@{bucket + n}" for n in range(3)]  # one per change of words
         assert [len(kept[f"adapter:eta=1,kind=2@{bucket + n}"]["acts"]) for n in range(3)] == [1, 1, 0]
-        assert cards.kept_cards(kept)[-1]["created"] == start + 2 * REFRESH_S
+        assert cards.kept_cards(kept)[-1]["created"] == start + 3 * REFRESH_S
     ids = [record["id"] for record in audited(site)]
     assert len(ids) == len(set(ids)) == 4  # one comment act per job and refresh whose words changed
 
