@@ -1,12 +1,10 @@
 """What the scheduler side says with a sizing answer (the card part, the adapter's comment, the `sbatch` message,
-failure's TIMEOUT and OUT_OF_MEMORY advice) and the memory an HTCondor job held for memory (hold code 34) should
-be given: plain functions over an answer row of `POST /size` and over the text of HTCondor events, so that the
-wiring on the scheduler side is a call."""
+failure's TIMEOUT and OUT_OF_MEMORY advice): plain functions over an answer row of `POST /size`, so that the wiring
+on the scheduler side is a call."""
 
 from __future__ import annotations
 
 import math
-import re
 
 # `sbatch --time` values are whole minutes; the suggestion rounds up further, to a value a person would type
 ROUND_UP = ((3600, 300), (10 * 3600, 1800), (math.inf, 3600))  # below 1 h: 5 min; below 10 h: 30 min; else 1 h
@@ -147,39 +145,3 @@ def failure_advice(outcome: str, row: dict) -> str | None:
                 f"jobs like this used less{asked}")
     return None
 
-
-# HTCondor: a job over its memory is held with code 34 and a reason naming its limit and peak
-HELD_FOR_MEMORY = 34
-_LIMIT_PEAK = re.compile(r"memory limit of (\d+) megabytes\.\s*Peak usage: (\d+) megabytes", re.IGNORECASE)
-_USAGE = re.compile(r"^\s*(\d+)\s+-\s+MemoryUsage of job \(MB\)", re.MULTILINE)
-_RESOURCES = re.compile(r"^\s*Memory \(MB\)\s*:\s*(\d+)\s+(\d+)\s+(\d+)", re.MULTILINE)
-
-
-def condor_memory(events_text: str) -> dict[str, int]:
-    """What a job's HTCondor events say of its memory (MB): `request` (the limit it was held at, or the request
-    of a terminate event), `peak` (the largest usage of its hold reason, image-size updates and terminate
-    events); a key is absent when no event says it."""
-    found: dict[str, int] = {}
-    peaks = [int(p) for p in _USAGE.findall(events_text)]
-    for limit, peak in _LIMIT_PEAK.findall(events_text):
-        found["request"] = int(limit)
-        peaks.append(int(peak))
-    for usage, request, _allocated in _RESOURCES.findall(events_text):
-        peaks.append(int(usage))
-        found.setdefault("request", int(request))
-    if peaks:
-        found["peak"] = max(peaks)
-    return found
-
-
-def condor_request_memory(request_mb: int | None, peak_mb: int | None, recommended_mb: float | None,
-                          margin: float, cap_mb: int) -> int | None:
-    """The RequestMemory (MB) to give a job held for memory: the larger of the recommendation and the observed
-    peak with `margin` (0.2: 20 % more), up to `cap_mb`; None when that is no more than the job already has
-    (raising it would not help: release or remove instead)."""
-    wanted = [value for value in (recommended_mb, peak_mb * (1 + margin) if peak_mb is not None else None)
-              if value is not None and math.isfinite(value) and value > 0]
-    if not wanted:
-        return None
-    new = min(int(math.ceil(max(wanted))), cap_mb)
-    return new if request_mb is None or new > request_mb else None

@@ -2,8 +2,6 @@ from jobaware.sizing.advice import (
     card_part,
     clock,
     comment,
-    condor_memory,
-    condor_request_memory,
     failure_advice,
     remedies,
     sbatch_message,
@@ -64,26 +62,3 @@ def test_a_start_sooner_is_said_only_where_it_is_meaningful():
     assert sooner({**ROW, "wait_asked_s": 90_000.0, "wait_recommended_s": 82_000.0}) is None  # under a tenth
     assert sooner({**ROW, "wait_asked_s": 600.0, "wait_recommended_s": 900.0}) is None  # later, not sooner
     assert comment({**KEPT, "mem_per_cpu_mb": 2390}) == "fits --mem-per-cpu=2390M (99 %)"
-
-
-def test_a_memory_hold_names_its_limit_and_peak():
-    # the wording of HTCondor's cgroup memory hold (code 34); none of the bundled real logs holds a job for memory
-    held = ("012 (254037.000.000) 2024-05-01 17:41:22 Job was held.\n\tError from slot: Job has gone over cgroup "
-            "memory limit of 3072 megabytes. Peak usage: 3070 megabytes.  Consider resubmitting with a higher "
-            "request_memory.\n\tCode 34 Subcode 0\n")
-    assert condor_memory(held) == {"request": 3072, "peak": 3070}
-
-
-def test_terminate_and_image_size_events_give_usage_and_request():
-    text = ("006 (1.0.0) 2024-01-01 00:00:00 Image size of job updated: 9\n\t188  -  MemoryUsage of job (MB)\n...\n"
-            "005 (1.0.0) 2024-01-01 01:00:00 Job terminated.\n\t   Memory (MB)          :      301      256       256\n")
-    assert condor_memory(text) == {"request": 256, "peak": 301}
-    assert condor_memory("000 (1.0.0) 2024-01-01 00:00:00 Job submitted\n") == {}
-
-
-def test_the_new_request_memory_is_the_larger_of_recommendation_and_peak_with_margin_up_to_the_cap():
-    assert condor_request_memory(3072, 3070, 2500, margin=0.2, cap_mb=16_384) == 3684
-    assert condor_request_memory(3072, 3070, 5000, margin=0.2, cap_mb=16_384) == 5000
-    assert condor_request_memory(3072, 3070, 5000, margin=0.2, cap_mb=4096) == 4096
-    assert condor_request_memory(4096, 3070, None, margin=0.2, cap_mb=4096) is None  # no more to give: no action
-    assert condor_request_memory(None, None, None, margin=0.2, cap_mb=4096) is None
