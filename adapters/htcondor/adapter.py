@@ -10,6 +10,8 @@ Acting needs all of: acting turned on (`--act` or the policy's mode), a model ca
 confidence for a code it allows, a model trained on real logs (the answer's `trained_on.source` `real` or `mixed`,
 and, where it says, `evaluated_on` `real`: measured on real holds), a hold that
 still stands (a backlog read at start-up may show it resolved further on), and room under the rate limit.
+A hold for memory that the policy's `raise_memory` raises (`policy.memory_call`) takes that call instead of the
+model's: the policy's own rule, so the model's training does not bar it; the rest stands (one act of the rate).
 """
 
 from __future__ import annotations
@@ -24,13 +26,15 @@ from adapters.common.pacing import RateLimit
 from adapters.htcondor.audit import hold_audit, usage_audit
 from adapters.htcondor.client import DecisionClient
 from adapters.htcondor.follower import Event, Follower
+from adapters.htcondor.memory import HELD_FOR_MEMORY, condor_memory
 from adapters.htcondor.policy import (
     Actor,
     Call,
     Hold,
     Policy,
+    bindings_call,
     command_line,
-    constraint,
+    memory_call,
     model_call,
     site_rule,
 )
@@ -178,8 +182,10 @@ class HoldAdapter:
         counts.decided += answer is not None
         p_release = answer.get("p_release") if answer else None
         model = model_call(self.policy, hold, p_release)
-        action, why = self._licence(model, standing, answer)
-        reason = f"jobaware: {model.fired}"
+        memory = self._memory(event, seq, hold)
+        call = memory["call"] if memory and memory["call"].action == "raise" else model
+        action, why = self._licence(call, standing, answer)
+        reason = f"jobaware: {call.fired}"
         record = {
             "kind": "hold", "id": hold_id, "logged": time.strftime("%Y-%m-%d %H:%M:%S"), "job": job,
             "cluster": event.cluster, "proc": event.proc, "subproc": event.subproc,
@@ -192,16 +198,28 @@ class HoldAdapter:
             "no_decision": error, "request_bytes": sent, "seconds_to_decide": round(time.monotonic() - started, 3),
             "site_rule": rule.action, "site_rule_fired": rule.fired,
             "recommended": model.action, "fired": model.fired,
+            "raise_memory": None if memory is None else {
+                "request_mb": memory["request_mb"], "peak_mb": memory["peak_mb"],
+                "to_mb": memory["call"].memory_mb, "fired": memory["call"].fired},
             "mode": "act" if self.acting else "dry-run", "action": action, "not_acted_because": why,
-            "command": command_line(model.action, event.cluster, event.proc, reason) if model.action != "none" else None,
-            "call": (f"Schedd.act(JobAction.{model.action.capitalize()}, {constraint(event.cluster, event.proc)!r}, "
-                     f"reason={reason!r})") if model.action != "none" else None,
+            "command": command_line(call, event.cluster, event.proc, reason) if call.action != "none" else None,
+            "call": bindings_call(call, event.cluster, event.proc, reason) if call.action != "none" else None,
         }
         self.audit.write(record)
         self.on_line(_line(record))
         if action != "none":
-            self._act(hold_id, action, event, reason)
+            self._act(hold_id, call, event, reason)
             counts.acted += 1
+
+    def _memory(self, event: Event, seq: int, hold: Hold) -> dict | None:
+        """For a hold the policy's `raise_memory` looks at (on, code 34): the limit its reason names, the job's
+        largest peak in the window (this hold included), and the policy's `call` (raise, or none and why)."""
+        if self.policy.raise_memory is None or hold.code != HELD_FOR_MEMORY:
+            return None
+        request = condor_memory(event.raw.decode(errors="replace")).get("request")
+        own = b"".join(item[3] for item in self.window.history(event.job) if item[0] <= seq)
+        peak = condor_memory(own.decode(errors="replace")).get("peak")
+        return {"request_mb": request, "peak_mb": peak, "call": memory_call(self.policy, hold, request, peak)}
 
     def _ask(self, event: Event, seq: int) -> tuple[dict | None, str | None, int]:
         """The service's answer (or why none) and the size of the log sent. A service whose body limit is below
@@ -216,27 +234,32 @@ class HoldAdapter:
                 return reply.answer, None if reply.status == "ok" else f"{reply.status}: {reply.reason}", len(log)
             budget = max(budget // 4, MIN_REQUEST_BYTES)
 
-    def _licence(self, model: Call, standing: bool, answer: dict | None) -> tuple[str, str | None]:
+    def _licence(self, call: Call, standing: bool, answer: dict | None) -> tuple[str, str | None]:
         """The action taken, or none and why not."""
-        if model.action == "none":
-            return "none", model.fired
+        if call.action == "none":
+            return "none", call.fired
         if not self.acting:
             return "none", "dry-run"
         if not standing:
             return "none", "the hold was already resolved further on in the log"
-        if not trained_on_real(answer):
+        if call.action != "raise" and not trained_on_real(answer):
             return "none", "the model was not trained on real logs"
         if not self.rate.take():
             return "none", f"rate limit: {self.policy.acts_per_minute} acts per minute"
-        return model.action, None
+        return call.action, None
 
-    def _act(self, hold_id: str, action: str, event: Event, reason: str) -> None:
-        record = {"kind": "acted", "id": f"acted:{hold_id}", "hold_id": hold_id, "job": _job(event), "action": action}
+    def _act(self, hold_id: str, call: Call, event: Event, reason: str) -> None:
+        record = {"kind": "acted", "id": f"acted:{hold_id}", "hold_id": hold_id, "job": _job(event),
+                  "action": call.action}
+        if call.action == "raise":
+            record["memory_mb"] = call.memory_mb
         try:
-            record.update(ok=True, answer=self.actor.act(action, event.cluster, event.proc, reason))
+            answer = (self.actor.raise_memory(event.cluster, event.proc, call.memory_mb, reason)
+                      if call.action == "raise" else self.actor.act(call.action, event.cluster, event.proc, reason))
+            record.update(ok=True, answer=answer)
         except Exception as exc:  # noqa: BLE001 - the schedd's refusal is audited; the follower goes on
             record.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:300]}")
-            logger.warning("%s of %s failed: %s", action, _job(event), record["error"])
+            logger.warning("%s of %s failed: %s", call.action, _job(event), record["error"])
         self.audit.write(record)
 
     def _usage(self, event: Event, executed: float | None, submitted: float | None, started: float | None) -> None:
@@ -278,6 +301,8 @@ def _line(record: dict) -> str:
     p = record["p_release"]
     said = f"P(release) {p:.2f}" if p is not None else "no decision"
     code = f"{record['hold_code']}/{record['hold_subcode']}"
+    raised = (record.get("raise_memory") or {}).get("to_mb")
+    also = f"; raise_memory: RequestMemory {raised} MB, release" if raised else ""
     done = record["action"] if record["action"] != "none" else f"not acted ({record['not_acted_because']})"
     return (f"hold {record['job']} at {record['hold_time']} code {code}: {said}, recommend {record['recommended']}; "
-            f"site rule {record['site_rule']}; {done}")
+            f"site rule {record['site_rule']}{also}; {done}")

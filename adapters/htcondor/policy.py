@@ -10,6 +10,10 @@ The policy file (YAML or TOML) states:
   release_above: 0.9           # the model releases at P(release) >= this (allow-listed codes, within the caps)
   remove_below: 0.05           # the model removes at P(release) <= this (any code not manual)
   acts_per_minute: 10          # at most this many acts in any 60 seconds; the rest are recorded, not done
+  raise_memory: {margin: 0.2, cap_mb: 65536}   # absent: off. A job held for memory (code 34, its reason naming
+                               # its limit and peak), not manual and within the caps: RequestMemory raised to its
+                               # peak + margin (at most cap_mb) with condor_qedit, then released; where that is no
+                               # more than its limit, the other decisions stand
 The site rule is what `jobaware hold policy --print` writes as SYSTEM_PERIODIC_RELEASE / SYSTEM_PERIODIC_REMOVE
 (with their _NAMES), so a site can compare the model with its rule. Codes not listed are left to a person. The defaults above are the typical rule the hold slice's baseline
 (jobaware.hold.baselines) scores: release transfer, startd and policy holds, at most three holds per job.
@@ -25,6 +29,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from adapters.htcondor.memory import HELD_FOR_MEMORY, condor_request_memory
 from jobaware import settings
 
 Code = tuple[int, int | None]
@@ -45,6 +50,15 @@ def _codes(values: list) -> list[Code]:
 CodeList = list[int | str]
 
 
+class RaiseMemory(BaseModel):
+    """`raise_memory`: the margin over a memory hold's peak and the most RequestMemory (MB) it raises a job to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    margin: Annotated[float, Field(ge=0.0, le=10.0, allow_inf_nan=False)] = 0.2
+    cap_mb: Annotated[int, Field(ge=1, le=1 << 30, strict=True)]
+
+
 class Policy(BaseModel):
     """The site rule and the model's licence to act (see the module docstring)."""
 
@@ -59,6 +73,7 @@ class Policy(BaseModel):
     release_above: Annotated[float, Field(gt=0.5, le=1.0, allow_inf_nan=False)] = 0.9
     remove_below: Annotated[float, Field(ge=0.0, lt=0.5, allow_inf_nan=False)] = 0.05
     acts_per_minute: Annotated[int, Field(ge=1, le=10_000, strict=True)] = 10
+    raise_memory: RaiseMemory | None = None
 
     @field_validator("release_codes", "remove_codes", "manual_codes")
     @classmethod
@@ -109,10 +124,12 @@ class Hold:
 
 @dataclass(frozen=True)
 class Call:
-    """A decision: release, remove or none, and the rule or threshold that fired."""
+    """A decision: release, remove, raise (RequestMemory to `memory_mb`, then release) or none, and the rule or
+    threshold that fired."""
 
-    action: Literal["release", "remove", "none"]
+    action: Literal["release", "remove", "raise", "none"]
     fired: str
+    memory_mb: int | None = None
 
 
 def site_rule(policy: Policy, hold: Hold) -> Call:
@@ -146,6 +163,29 @@ def model_call(policy: Policy, hold: Hold, p_release: float | None) -> Call:
             return Call("none", f"P(release) {p_release:.3f} >= release_above, but past max_job_starts/max_holds")
         return Call("release", f"P(release) {p_release:.3f} >= release_above {policy.release_above}")
     return Call("none", f"P(release) {p_release:.3f} between remove_below and release_above")
+
+
+def memory_call(policy: Policy, hold: Hold, request_mb: int | None, peak_mb: int | None) -> Call:
+    """What the policy's `raise_memory` does with a job held at `request_mb` with a peak of `peak_mb` (MB): raise
+    (RequestMemory to the peak with the margin, at most the cap) and release; or none and why (off, another code,
+    no limit named, a manual code, past max_job_starts/max_holds, no more to give), and the other decisions stand."""
+    rule = policy.raise_memory
+    if rule is None:
+        return Call("none", "raise_memory off")
+    if hold.code != HELD_FOR_MEMORY:
+        return Call("none", f"code {hold.code} is not a memory hold ({HELD_FOR_MEMORY})")
+    if request_mb is None:
+        return Call("none", "the hold names no memory limit")
+    if _matches(hold.code, hold.subcode, policy.parsed("manual_codes")):
+        return Call("none", "manual_codes")
+    if hold.job_starts >= policy.max_job_starts or hold.holds > policy.max_holds:
+        return Call("none", "past max_job_starts/max_holds")
+    new = condor_request_memory(request_mb, peak_mb, rule.margin, rule.cap_mb)
+    if new is None:
+        return Call("none", f"held at {request_mb} MB with a peak of {peak_mb} MB: no more to give (peak + "
+                            f"{rule.margin:.0%}, cap {rule.cap_mb} MB)")
+    return Call("raise", f"raise_memory: held at {request_mb} MB with a peak of {peak_mb} MB; RequestMemory {new} MB "
+                         f"(peak + {rule.margin:.0%}, cap {rule.cap_mb} MB)", memory_mb=new)
 
 
 def condor_config(policy: Policy) -> str:
@@ -183,15 +223,27 @@ def constraint(cluster: int, proc: int) -> str:
     return f"ClusterId == {cluster} && ProcId == {proc}"
 
 
-def command_line(action: str, cluster: int, proc: int, reason: str) -> str:
-    """The condor_release / condor_rm command line equivalent to the act."""
-    if action == "release":
+def command_line(call: Call, cluster: int, proc: int, reason: str) -> str:
+    """The condor_release / condor_rm / condor_qedit command line equivalent to the act."""
+    if call.action == "release":
         return f"condor_release {cluster}.{proc}"
+    if call.action == "raise":
+        return f"condor_qedit {cluster}.{proc} RequestMemory {call.memory_mb} && condor_release {cluster}.{proc}"
     return f"condor_rm -reason {json.dumps(reason)} {cluster}.{proc}"
 
 
+def bindings_call(call: Call, cluster: int, proc: int, reason: str) -> str:
+    """The htcondor2 calls equivalent to the act."""
+    job = constraint(cluster, proc)
+    release = f"Schedd.act(JobAction.Release, {job!r}, reason={reason!r})"
+    if call.action == "raise":
+        return f"Schedd.edit({job!r}, 'RequestMemory', '{call.memory_mb}'); {release}"
+    return release if call.action == "release" else f"Schedd.act(JobAction.Remove, {job!r}, reason={reason!r})"
+
+
 class Actor:
-    """Releases or removes a job through an htcondor2 `Schedd` (or an object with the same `act` method)."""
+    """Releases, removes or raises the memory of a job through an htcondor2 `Schedd` (or an object with the same
+    `act` and `edit` methods)."""
 
     def __init__(self, schedd=None):
         if schedd is None:
@@ -211,3 +263,11 @@ class Actor:
                              if k in answer)
         except TypeError:
             return str(answer)[:200]
+
+    def raise_memory(self, cluster: int, proc: int, memory_mb: int, reason: str) -> str:
+        """Set RequestMemory to `memory_mb`, then release; the schedd's answers in a few words. Raises what the
+        bindings raise, and before the release where no job took the new value (it would only be held again)."""
+        edited = self.schedd.edit(constraint(cluster, proc), "RequestMemory", str(memory_mb))
+        if not edited:
+            raise LookupError(f"RequestMemory not set: no job matched {constraint(cluster, proc)}")
+        return f"RequestMemory={memory_mb} on {edited} job(s); " + self.act("release", cluster, proc, reason)

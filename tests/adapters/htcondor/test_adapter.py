@@ -31,7 +31,7 @@ def renumber(events: list[bytes], cluster: int) -> list[bytes]:
 
 
 class RecordedSchedd:
-    """A recorded fake of `htcondor2.Schedd`: the same `__init__` and `act` signatures; calls are kept."""
+    """A recorded fake of `htcondor2.Schedd`: the same `__init__`, `act` and `edit` signatures; calls are kept."""
 
     def __init__(self, location=None):
         self.calls: list[tuple] = []
@@ -40,9 +40,13 @@ class RecordedSchedd:
         self.calls.append((action, job_spec, reason))
         return {"TotalSuccess": 1, "TotalError": 0, "TotalNotFound": 0}
 
+    def edit(self, job_spec, attr, value, flags=htcondor2.TransactionFlag.Default):
+        self.calls.append(("edit", job_spec, attr, value))
+        return 1
+
 
 def test_the_fake_schedd_has_the_real_signatures():
-    for name in ("__init__", "act"):
+    for name in ("__init__", "act", "edit"):
         real, fake = inspect.signature(getattr(htcondor2.Schedd, name)), inspect.signature(getattr(RecordedSchedd, name))
         assert [(p.name, p.default, p.kind) for p in real.parameters.values()] == \
             [(p.name, p.default, p.kind) for p in fake.parameters.values()]
