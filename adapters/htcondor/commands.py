@@ -68,7 +68,8 @@ def follow_command(
     audit: Annotated[Path | None, option(role=APPEND, help="a JSON Lines audit (appended) instead of the store")]
     = None,
     service: Service = DEFAULT_SERVICE,
-    act: Annotated[bool, typer.Option("--act", help="release/remove through htcondor2 (default: dry-run)")] = False,
+    act: Annotated[bool, typer.Option("--act", help="release/remove (raise_memory: edit RequestMemory, release) through "
+                                      "htcondor2 (default: dry-run)")] = False,
     policy: PolicyFile = None,
     state: Annotated[Path | None, option(role=APPEND, help="position file of an --audit file (default: "
                                          "AUDIT.state.json)")] = None,
