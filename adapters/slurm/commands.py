@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import typer
 
 from adapters.slurm.plugins import DEFAULT_CACHE
-from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, option
+from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, STORE, option
 from jobaware.console import err, notice, out
 from jobaware.errors import JobawareError, UsageError
 
@@ -168,12 +168,20 @@ def adapt(
 
 
 def card(
-    job_id: Annotated[str, typer.Argument(help="a pending or running Slurm job: 492, an array task 4_92, or tasks 4_[1-3]")],
+    job_id: Annotated[str, typer.Argument(help="a Slurm job: 492, an array task 4_92, or tasks 4_[1-3]; pending or "
+                                          "running, or with --store finished")],
     similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
     gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     part: Annotated[list[str], typer.Option("--part", metavar="KEY", help="only this capability's part, "
                                             "repeatable: one line each (default: the whole card)")] = [],  # noqa: B006
+    store: Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                 "JOBAWARE_STORE): where the card of a job squeue no longer lists is read")] = "",
+    since: Annotated[int, typer.Option("--since", min=1, max=3650, metavar="DAYS", help="with --store: look for a "
+                                       "finished job among the jobs submitted in the last DAYS days only (newest "
+                                       "first; the store has no index by job id)")] = 30,
+    cluster: Annotated[str, typer.Option(help="with --store: the cluster's name in the store (default: Slurm's "
+                                         "ClusterName, else every cluster)")] = "",
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")] = False,
 ):
     """One answer for one job, a part per capability with a card part (failure risk, the script's binding
@@ -182,10 +190,15 @@ def card(
     that part, in one line (`jobaware card 4242 --part wait`); exits 1 when a part asked for has no answer (its
     service down, refusing or failing).
 
+    A job squeue no longer lists (finished) has, with --store, the card the adapter kept for it before it ran beside
+    what happened: its end, exit code and signal, run time and use, and each part judged against that end (with
+    --json: the kept card and `happened`). The store is searched newest first among the jobs submitted in the last
+    --since days (default 30).
+
     Example: jobaware card 4242 --gateway http://127.0.0.1:3010
     """
-    from adapters.slurm import arrays
-    from adapters.slurm.collector import Slurm, state_of
+    from adapters.slurm import arrays, finished
+    from adapters.slurm.collector import Slurm, cluster_name, state_of
     from jobaware import card as cards
     from jobaware.console import show
 
@@ -194,26 +207,42 @@ def card(
         raise UsageError(f"--part {unknown[0]!r}: expected one of {', '.join(cards.declared())}")
     keys = list(dict.fromkeys(part)) or None
     job, tasks = arrays.parse_id(job_id)
+    wanted = [(job, task) for task in tasks or [None]]
     slurm = Slurm(timeout=30)
     listed = slurm.jobs("squeue", "--json", "--states=all") or []
     queue = [record for record in listed if state_of(record) in ("PENDING", "RUNNING")]
+    gone = [(j, task) for j, task in wanted if arrays.find(listed, j, task) is None]
+    stored = _stored(store, cluster or cluster_name(slurm) or None, since, gone) if gone and store else {}
+    for j, task in gone:
+        if (j, task) not in stored:
+            name = _name(j, task)
+            raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)" if not store
+                                else f"job {name}: not known to squeue, nor among the store's jobs submitted in the "
+                                     f"last {since} days (--since)")
     answers = []
-    for task in tasks or [None]:
-        name = str(job) if task is None else f"{job}_{task}"
-        record = arrays.find(listed, job, task)
-        if record is None:
-            raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)")
-        answers.append((name, _card(slurm, record, queue, similarity_jobid, gateway, service, keys)))
+    for j, task in wanted:
+        record = arrays.find(listed, j, task)
+        answer = _card(slurm, record, queue, similarity_jobid, gateway, service, keys) if record is not None \
+            else stored[j, task] if keys is None else _only(stored[j, task], keys, "no such part in the card kept")
+        answers.append((_name(j, task), answer))
     if as_json:
         show(answers[0][1] if tasks is None else [answer for _, answer in answers], True)
     elif keys is None:
         for name, answer in answers:
-            show(answer, False, cards.table(answer), title=f"job {name}: {answer['short']}")
+            if "happened" in answer:
+                if answer["parts"]:
+                    show(answer, False, cards.table(answer), title=finished.title(name, answer))
+                else:
+                    out.print(finished.title(name, answer), highlight=False, soft_wrap=True)
+                show(answer, False, [finished.happened_row(answer["happened"])], title=f"job {name}: what happened")
+            else:
+                show(answer, False, cards.table(answer), title=f"job {name}: {answer['short']}")
     else:
         for name, answer in answers:
+            end = f" (said before it ran; it ended {finished.ended(answer['happened'])})" if "happened" in answer else ""
             for row in cards.table(answer):
                 if row["status"] in cards.ANSWERED:
-                    out.print(_part_line(name, row), highlight=False, soft_wrap=True)
+                    out.print(_part_line(name, row) + end, highlight=False, soft_wrap=True)
     missing = [(name, key, answer["parts"][key]) for name, answer in answers for key in answer["missing"]]
     if keys is not None and missing:
         if as_json:
@@ -221,6 +250,19 @@ def card(
         name, key, first = missing[0]
         more = f" (and {len(missing) - 1} more part(s) missing)" if len(missing) > 1 else ""
         raise JobawareError(f"job {name}: no {key} part: {first['status']}: {first['reason']}{more}")
+
+
+def _name(job: int, task: int | None) -> str:
+    return str(job) if task is None else f"{job}_{task}"
+
+
+def _stored(uri: str, cluster: str | None, since_days: int, wanted: list[tuple[int, int | None]]) -> dict:
+    """The finished jobs' cards found in the store (see `adapters.slurm.finished`)."""
+    from adapters.slurm import finished
+    from jobaware.store import open_store
+
+    with open_store(uri) as store:
+        return finished.find(store, cluster, time.time() - since_days * 86_400, wanted)
 
 
 def _part_line(name: str, row: dict) -> str:
@@ -231,13 +273,11 @@ def _part_line(name: str, row: dict) -> str:
     return f"job {name}: {row['part']}: {row['answer']}{version}"
 
 
-def _only(answer: dict, keys: list[str]) -> dict:
-    """The gateway's card cut to the parts of `keys` (a part it does not have is unavailable)."""
+def _only(answer: dict, keys: list[str], reason: str = "the card gateway gave no such part") -> dict:
+    """`answer` cut to the parts of `keys` (a part it does not have is unavailable, for `reason`)."""
     from jobaware import card as cards
 
-    parts = {key: answer.get("parts", {}).get(key) or {"status": "unavailable",
-                                                       "reason": "the card gateway gave no such part"}
-             for key in keys}
+    parts = {key: answer.get("parts", {}).get(key) or {"status": "unavailable", "reason": reason} for key in keys}
     cut = {**answer, "parts": parts, "missing": [k for k, p in parts.items() if p["status"] not in cards.ANSWERED]}
     return {**cut, "short": cards.short(cut)}
 
