@@ -9,8 +9,9 @@ spool is said on its output with exit status 1, which slurmctld logs ("MailProg 
 
 The delivery (`--deliver`) writes each mail when it is due: for the end of a job (`Ended`, `Failed`, `Reached time
 limit`) it asks accounting for the job's use (`sacct -j`, asked again every 5 s for up to 2 minutes while the
-job's record is not final), reads what jobaware said before the run from the job store, and writes the usual
-subject with the efficiency lines (`jobaware.usage.mail`); other mails keep Slurm's subject and empty body. It
+job's record is not final or, for an array's summary, while it lacks the final record of a task slurmctld still
+holds: `squeue --array --states=all`), reads what jobaware said before the run from the job store, and writes the
+usual subject with the efficiency lines (`jobaware.usage.mail`); other mails keep Slurm's subject and empty body. It
 sends over SMTP with retries (about an hour), then stops; what it could not send stays in the spool (`jobaware
 mail status`, `jobaware mail flush`). Its log: `$JOBAWARE_HOME/logs/mail.log`.
 
@@ -92,6 +93,18 @@ def _sacct(job: str, env: dict[str, str]) -> str | None:
     return done.stdout if done.returncode == 0 else None
 
 
+def array_tasks(array: str, env: dict[str, str]) -> set[int]:
+    """The task ids slurmctld still holds of array job `array` (finished ones too, for MinJobAge); empty when it
+    cannot say."""
+    run_env = {**env, "PATH": env.get("PATH") or PATH}
+    try:
+        done = subprocess.run(["squeue", "--array", "--states=all", "--noheader", "--format=%K", f"--jobs={array}"],
+                              capture_output=True, text=True, env=run_env, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return set()
+    return {int(word) for word in done.stdout.split() if word.isdigit()} if done.returncode == 0 else set()
+
+
 def _epoch(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
@@ -155,6 +168,8 @@ def compose(entry: dict, env: dict[str, str] | None = None, now: float | None = 
     if not summary:
         found = [r for r in found if str(r["job_id"]) == job]
     closed = bool(found) and all(r["final"]["state"] in FINAL and r["usage"]["elapsed_s"] is not None for r in found)
+    if summary and closed:  # accounting may not have every task yet: wait for those slurmctld knows
+        closed = array_tasks(job, {**env, **request}) <= {r["usage"].get("array_task_id") for r in found}
     if not closed and now - entry["created"] < ACCOUNTING_WAIT:
         raise NotYet(ASK_AGAIN)
     note = None if closed else (f"jobaware: accounting had no final record of job {job} {ACCOUNTING_WAIT:.0f} s after "

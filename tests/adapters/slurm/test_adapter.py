@@ -231,7 +231,12 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
     assert shown.returncode == 0, shown.stderr
     card = json.loads(shown.stdout)
     assert card["parts"]["failure"]["status"] == "ok" and card["parts"]["resource"]["status"] == "ok"
-    assert card["parts"]["similarity"]["status"] == "not_applicable" and card["missing"] == []
+    assert card["parts"]["similarity"]["status"] == "not_applicable"
+    # a part that applies to this held job but whose service is not deployed here is missing, and says why
+    missing = [key for key, said in card["parts"].items() if said["status"] not in ("ok", "not_applicable")]
+    assert card["missing"] == missing and not {"failure", "resource"} & set(missing)
+    assert all(card["parts"][key]["status"] == "unavailable" and down in card["parts"][key]["reason"]
+               for key in missing), card["parts"]
     assert card["short"].startswith("jobaware: failure risk ")
     # the gateway: one HTTP answer; a service that is down is named, not fatal
     gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
@@ -243,7 +248,8 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
         record = json.loads(cluster.run("squeue", "--json", f"--jobs={job}"))["jobs"][0]
         answer = httpx.post(f"{gateway.url}/card", json={"job_id": job, "job": record, "script": CPU_SCRIPT},
                             timeout=60).json()
-        assert answer["parts"]["failure"]["status"] == "ok" and answer["missing"] == ["resource"]
+        assert answer["parts"]["failure"]["status"] == "ok"
+        assert answer["missing"] == [key for key in declared() if key in {"resource", *missing}]
         assert answer["parts"]["resource"]["status"] == "unavailable"
         bad = httpx.post(f"{gateway.url}/card", json={"job_id": -1, "job": {}}, timeout=60)
         assert bad.status_code == 400

@@ -43,6 +43,9 @@ case $job in 1) cat {DATA / 'sacct_mail_burn2_22.05.txt'};; 6) cat {DATA / 'sacc
   *) cat {tmp_path / 'running.txt'};; esac
 """)
     (bin_dir / "sacct").chmod(0o755)
+    (tmp_path / "tasks.txt").write_text("0\n1\n2\n")  # the tasks of array 6 slurmctld holds
+    (bin_dir / "squeue").write_text(f"#!/bin/sh\ncat {tmp_path / 'tasks.txt'}\n")
+    (bin_dir / "squeue").chmod(0o755)
     port = free_port()
     env_file = tmp_path / "jobaware.env"
     env_file.write_text(f"# the units' settings\nJOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_STORE={tmp_path / 'store'}\n"
@@ -98,6 +101,17 @@ def test_a_job_accounting_has_not_closed_is_asked_again_then_mailed_with_a_note(
         compose(entry(request=running), site["settings"])
     body = compose(entry(request=running, age=ACCOUNTING_WAIT + 1), site["settings"])
     assert "accounting had no final record of job 9 120 s after Slurm's mail" in body
+
+
+def test_an_array_summary_waits_for_accounting_to_have_every_task_slurmctld_holds(site, monkeypatch):
+    monkeypatch.setenv("PATH", site["env"]["PATH"])
+    (site["tmp"] / "tasks.txt").write_text("0\n1\n2\n3\n")  # task 3 ended, but accounting has only 0-2 yet
+    summary = entry("Slurm Array Summary Job_id=6_* (6) Name=array Ended, COMPLETED, ExitCode [0-0]",
+                    {**ENDED, "SLURM_JOB_ID": "6", "SLURM_ARRAY_JOB_ID": "6", "SLURM_ARRAY_TASK_ID": "3"})
+    with pytest.raises(NotYet):
+        compose(summary, site["settings"])
+    late = compose({**summary, "created": summary["created"] - ACCOUNTING_WAIT - 1}, site["settings"])
+    assert "3 tasks: 3 COMPLETED" in late and "accounting had no final record of job 6 120 s after" in late
 
 
 def _mailprog(site, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, float]:
