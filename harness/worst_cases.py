@@ -173,6 +173,46 @@ def longest_job(index) -> int:
     return best[1]
 
 
+# ---------------------------------------------------------------- sizing: POST /size
+def sizing_cases() -> dict[str, tuple[str, dict]]:
+    """MAX_JOBS jobs, every field given, every text at its longest and every job of a user of its own."""
+    from jobaware.sizing.service import EPOCH_RANGE, LIMITS, MAX_TEXT, SAFE_INTEGER
+
+    width = max(1, min(MAX_TEXT, (MAX_BODY_BYTES - BODY_ROOM) // LIMITS.max_jobs // 4 - 64))
+    jobs = [{"job_id": SAFE_INTEGER - i, **{t: f"{t}{i}".ljust(width, "x")[:width] for t in ("user", "group", "name",
+                                                                                           "queue")},
+             "procs": 72, "time_asked_s": 86_400.0, "mem_asked_per_cpu_mb": 4096.0,
+             "submit_time": float(EPOCH_RANGE[1] // 2)} for i in range(LIMITS.max_jobs)]
+    return {"size: MAX_JOBS jobs, longest texts, a user each": ("/size", {"jobs": jobs})}
+
+
+# ---------------------------------------------------------------- wait: POST /wait
+def wait_cases() -> dict[str, tuple[str, dict]]:
+    """MAX_JOBS jobs asked about in a snapshot of as many queued jobs as the limits let a body carry (at most
+    MAX_QUEUE): all pending, and half running, half pending."""
+    from jobaware.wait.service import LIMITS
+
+    now = 1_700_000_000
+
+    def job(i: int, **times) -> dict:
+        return {"job_id": i, "user": f"u{i % 1000}", "group": f"g{i % 50}", "queue": f"q{i % 4}",
+                "processors_req": 1 + i % 64, "wallclock_req": 600.0 * (1 + i % 48), **times}
+
+    asked = [job(10**9 + i) for i in range(LIMITS.max_jobs)]
+    room = MAX_BODY_BYTES - BODY_ROOM - len(json.dumps(asked))
+    queued = min(LIMITS.max_queue, room // len(json.dumps(job(10**8, start_time=now, submit_time=now))))
+
+    def snapshot(running: int) -> dict:
+        return {"time": now, "jobs": asked,
+                "running": [job(i, submit_time=now - 7200 - i % 3600, start_time=now - i % 3600)
+                            for i in range(running)],
+                "pending": [job(i, submit_time=now - (queued - i)) for i in range(running, queued)]}
+
+    return {f"wait: MAX_JOBS jobs, {queued:,} pending": ("/wait", snapshot(0)),
+            f"wait: MAX_JOBS jobs, {queued // 2:,} running and {queued - queued // 2:,} pending":
+                ("/wait", snapshot(queued // 2))}
+
+
 # ---------------------------------------------------------------- the bound every test checks
 MAX_SECONDS = 2.0
 MAX_ANSWER_BYTES = 1 << 20
