@@ -3,13 +3,14 @@ valid, invalid and worst-case requests; latency p50/p99, answers by status, and 
 service's whole process tree (from /proc) at the start, middle and end. Memory must level off: growth over
 the second half at most 5 %.
 
-    python bench/soak.py [--keys failure hold resource similarity] [--requests 10000] [--rate 20]
+    python bench/soak.py [--keys KEY ...] [--requests 10000] [--rate 20]
                          [--worst-every 100] [--invalid-every 5] [--home DIR]
 
 Without --home, a fresh JOBAWARE_HOME gets a champion of each key trained in process on the capability's smoke
-data with its smoke parameters (what its pipeline does, without kfp.local). The worst cases are those of tests/serving/worst_cases.py, derived
-from the services' own limits; each kind of request is sent once before the start figure is taken (the first
-use of an allocator's arenas is not growth).
+data with its smoke parameters (what its pipeline does, without kfp.local). The keys are the registered
+capabilities' (default: all). The worst cases are those of harness/worst_cases.py, derived from the services' own
+limits; each kind of request is sent once before the start figure is taken (the first use of an allocator's arenas
+is not growth).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-KEYS = ("failure", "hold", "resource", "similarity")
 MAX_GROWTH = 0.05
 INVALID = [b"{nope", json.dumps({"no_such_field": 1}).encode(), b"[]", json.dumps({"jobs": "x", "log": 3}).encode()]
 
@@ -292,7 +292,10 @@ def line(s: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--keys", nargs="+", default=list(KEYS), choices=KEYS)
+    from jobaware import capabilities
+
+    keys = capabilities.keys()
+    parser.add_argument("--keys", nargs="+", default=list(keys), choices=keys)
     parser.add_argument("--requests", type=int, default=10_000, help="requests per service")
     parser.add_argument("--rate", type=float, default=20.0, help="requests per second, fixed")
     parser.add_argument("--worst-every", type=int, default=100, help="one worst-case request in this many")
