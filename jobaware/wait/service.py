@@ -212,10 +212,11 @@ def example_snapshot(bundle) -> tuple[pd.DataFrame, Snapshot]:
     return jobs, Snapshot(now, float(known["capacity"]), known["timezone"], cluster, running, pending)
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Estimate every job of the traces (paths, globs, folders), each as it was at its submit time (the queue
     rebuilt from its own trace), written as JSON Lines (`-`: standard output); bad records go to
-    `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    `<output>.quarantine.jsonl`, counted, never dropped silently. The traces are read before `model()` loads the
+    model; traces with no job in them are an InputError."""
     paths = trace_files(inputs)
     frames, quarantined, problems = [], [], []
     for path in paths:
@@ -224,6 +225,10 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
         quarantined += bad
         problems += [str(p) for p in found]
     jobs = pd.concat(frames, ignore_index=True)
+    if not len(jobs):
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
     answer, features, ordered = bundle.trace_answer(jobs)
     rows = answer_rows(answer, features, ordered, capacities(ordered), version)
     with atomic_text(output) as handle:
