@@ -8,7 +8,7 @@ in the pending list is estimated from where it stands (its remaining wait from `
 submission behind every pending one. Each answer: `wait_s` (the point), `wait_low_s`..`wait_high_s` (the 80 %
 range), `wait_bound_s` (the 95 % bound), the model version and a short reason. `request_model(limits)` declares the
 body, bounds and all; the limits are read from `JOBAWARE_WAIT_MAX_JOBS` (jobs asked about, default 1,000) and
-`JOBAWARE_WAIT_MAX_QUEUE` (running plus pending jobs, default 50,000): the cost of a request is at most jobs x
+`JOBAWARE_WAIT_MAX_QUEUE` (running plus pending jobs, default 20,000): the cost of a request is at most jobs x
 queue steps of one compiled loop.
 """
 
@@ -59,7 +59,7 @@ class Limits(BaseLimits):
 
     model_config = SettingsConfigDict(env_prefix="JOBAWARE_WAIT_")
     max_jobs: int = Field(1000, ge=1, le=100_000)
-    max_queue: int = Field(50_000, ge=1, le=1_000_000)
+    max_queue: int = Field(20_000, ge=1, le=1_000_000)
 
 
 class Job(Body):
