@@ -70,6 +70,45 @@ def hold_cases() -> dict[str, tuple[str, dict]]:
                                                                                    "log": long_reason})}
 
 
+# ---------------------------------------------------------------- sizing: POST /size
+def sizing_cases() -> dict[str, tuple[str, dict]]:
+    """max_jobs jobs, each of its own user (no shared history), every text at its longest that keeps the body
+    within the body limit, every request stated."""
+    from jobaware.sizing.service import LIMITS, MAX_TEXT, SAFE_INTEGER, YEAR
+
+    texts = ("user", "group", "name", "queue")
+    width = max(1, min(MAX_TEXT, (MAX_BODY_BYTES - BODY_ROOM) // LIMITS.max_jobs // len(texts) - 64))
+    jobs = [{"job_id": SAFE_INTEGER - i, **{t: f"{t}{i}".ljust(width, "x")[:width] for t in texts}, "procs": 1 + i,
+             "time_asked_s": float(YEAR), "mem_asked_per_cpu_mb": 1000.0 + i, "submit_time": 1_700_000_000.0 + i}
+            for i in range(LIMITS.max_jobs)]
+    return {"size: max_jobs jobs, longest texts": ("/size", {"jobs": jobs})}
+
+
+# ---------------------------------------------------------------- wait: POST /wait
+def wait_cases() -> dict[str, tuple[str, dict]]:
+    """(1) max_jobs jobs asked about in a queue of max_queue jobs (half running, half pending), as many as the body
+    limit lets it carry, each of its own user; (2) max_jobs jobs asked about with every name at its longest."""
+    from jobaware.wait.service import LIMITS, SAFE_INTEGER
+
+    now = 1_700_000_000
+
+    def job(k: int, name_width: int = 0, **times) -> dict:
+        names = {t: f"{t}{k}".ljust(name_width, "x") for t in ("user", "group", "queue")}
+        return {"job_id": SAFE_INTEGER - k, **names, "processors_req": 1 + k % 64, "wallclock_req": 3600.0, **times}
+
+    asked = [job(k) for k in range(LIMITS.max_jobs)]
+    room = MAX_BODY_BYTES - BODY_ROOM - len(json.dumps(asked))
+    running = json.dumps(job(LIMITS.max_jobs, submit_time=now - 7200, start_time=now - 3600))
+    queued = min(LIMITS.max_queue, room // (len(running) + 2))
+    queue = [job(LIMITS.max_jobs + k, submit_time=now - 7200, start_time=now - 3600) for k in range(queued // 2)]
+    queue += [job(LIMITS.max_jobs + k, submit_time=now - 3600) for k in range(queued // 2, queued)]
+    width = max(1, min(256, (MAX_BODY_BYTES - BODY_ROOM) // LIMITS.max_jobs // 3 - 64))
+    return {"wait: max_jobs jobs in the largest queue": ("/wait", {
+                "time": now, "jobs": asked, "running": queue[:queued // 2], "pending": queue[queued // 2:]}),
+            "wait: max_jobs jobs, longest names": ("/wait", {
+                "time": now, "jobs": [job(k, width) for k in range(LIMITS.max_jobs)]})}
+
+
 # ---------------------------------------------------------------- resource: POST /classify, POST /pairing
 PYTHON = ("import numpy as np\nimport os, sys\n\ndef step(grid, n):\n    for i in range(n):\n"
           "        grid = np.roll(grid, 1) * 0.5 + grid[::-1]\n        with open(f'out_{i}.npy', 'wb') as f:\n"
@@ -171,46 +210,6 @@ def longest_job(index) -> int:
         row = int(np.argmax(lengths))
         best = max(best, (int(lengths[row]), int(np.asarray(shard["jobid"])[row])))
     return best[1]
-
-
-# ---------------------------------------------------------------- sizing: POST /size
-def sizing_cases() -> dict[str, tuple[str, dict]]:
-    """MAX_JOBS jobs, every field given, every text at its longest and every job of a user of its own."""
-    from jobaware.sizing.service import EPOCH_RANGE, LIMITS, MAX_TEXT, SAFE_INTEGER
-
-    width = max(1, min(MAX_TEXT, (MAX_BODY_BYTES - BODY_ROOM) // LIMITS.max_jobs // 4 - 64))
-    jobs = [{"job_id": SAFE_INTEGER - i, **{t: f"{t}{i}".ljust(width, "x")[:width] for t in ("user", "group", "name",
-                                                                                           "queue")},
-             "procs": 72, "time_asked_s": 86_400.0, "mem_asked_per_cpu_mb": 4096.0,
-             "submit_time": float(EPOCH_RANGE[1] // 2)} for i in range(LIMITS.max_jobs)]
-    return {"size: MAX_JOBS jobs, longest texts, a user each": ("/size", {"jobs": jobs})}
-
-
-# ---------------------------------------------------------------- wait: POST /wait
-def wait_cases() -> dict[str, tuple[str, dict]]:
-    """MAX_JOBS jobs asked about in a snapshot of as many queued jobs as the limits let a body carry (at most
-    MAX_QUEUE): all pending, and half running, half pending."""
-    from jobaware.wait.service import LIMITS
-
-    now = 1_700_000_000
-
-    def job(i: int, **times) -> dict:
-        return {"job_id": i, "user": f"u{i % 1000}", "group": f"g{i % 50}", "queue": f"q{i % 4}",
-                "processors_req": 1 + i % 64, "wallclock_req": 600.0 * (1 + i % 48), **times}
-
-    asked = [job(10**9 + i) for i in range(LIMITS.max_jobs)]
-    room = MAX_BODY_BYTES - BODY_ROOM - len(json.dumps(asked))
-    queued = min(LIMITS.max_queue, room // len(json.dumps(job(10**8, start_time=now, submit_time=now))))
-
-    def snapshot(running: int) -> dict:
-        return {"time": now, "jobs": asked,
-                "running": [job(i, submit_time=now - 7200 - i % 3600, start_time=now - i % 3600)
-                            for i in range(running)],
-                "pending": [job(i, submit_time=now - (queued - i)) for i in range(running, queued)]}
-
-    return {f"wait: MAX_JOBS jobs, {queued:,} pending": ("/wait", snapshot(0)),
-            f"wait: MAX_JOBS jobs, {queued // 2:,} running and {queued - queued // 2:,} pending":
-                ("/wait", snapshot(queued // 2))}
 
 
 # ---------------------------------------------------------------- the bound every test checks

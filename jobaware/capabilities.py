@@ -19,6 +19,9 @@ from pydantic import BaseModel, ValidationError
 
 from jobaware.errors import JobawareError, one_line
 
+# the trivial baselines of a capability that names none of its own
+TRIVIAL_BASELINES = {"majority": "always the most common answer", "random": "a random ranking"}
+
 
 class Ref:
     """A function named as `"package.module:function"`, imported when first called."""
@@ -113,6 +116,9 @@ class Capability:
     words, for people; `example` = (route, request body) for people;
     `smoke` = (records to generate, parameters) of a small, quick run for the conformance tests;
     `service_memory` = (request, limit) of one service pod's memory in the Kubernetes manifests (`jobaware.manifests`).
+    `metrics_table`: the metrics document's columns shown for a trained version (`jobaware.results`);
+    `trivial_baselines`: {name: what it answers, in words} of the baselines in that document that any model must beat
+    (the answers that need no model), shown after the model with a note wherever the model does not beat one.
     """
 
     key: str
@@ -142,6 +148,7 @@ class Capability:
     card: CardPart | None = None
     formats: tuple[str, ...] = ()
     metrics_table: tuple[str, ...] = field(default_factory=tuple)
+    trivial_baselines: dict[str, str] = field(default_factory=lambda: dict(TRIVIAL_BASELINES))
     service_memory: tuple[str, str] = ("1536Mi", "4Gi")
 
     @property

@@ -74,7 +74,9 @@ def require_image() -> None:
 
 def test_an_unknown_runner_is_a_one_line_error():
     result = run("pipeline", "run", "failure", "--runner", "kubernetes")
-    assert result.returncode == 1 and "--runner kubernetes: expected one of subprocess, docker" in result.stderr
+    # a usage error (exit 2, the command contract), said in one line
+    assert result.returncode == 2 and "'kubernetes' is not one of 'subprocess', 'docker'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
 
 

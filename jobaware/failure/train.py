@@ -317,6 +317,9 @@ def _public_beside(dataset_dir: Path, choice: str, generated: bool, workdir: Pat
     A trace the dataset was read from is left out: a site is never its own public data."""
     if choice == "none" or (choice == "auto" and generated):
         return None
+    if choice == "auto" and not public.MANIFEST.is_file():  # an image without data/real: the site's jobs alone
+        print(f"public traces not here ({public.MANIFEST}): trained on this data alone")
+        return None
     report = dataset_dir / READ_REPORT
     read = json.loads(report.read_text()).get("file", "").split(", ") if report.is_file() else []
     mine = {Path(source).resolve() for source in read if source and Path(source).is_file()}

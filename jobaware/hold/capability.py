@@ -44,4 +44,5 @@ CAPABILITY = Capability(
     train=Ref("jobaware.hold.train:train"),
     metrics_table=("grouped_accuracy", "low", "high", "worst_accuracy", "accuracy", "cost", "worst_cost",
                    "admissible", "roc_auc", "margin", "cost_margin"),
+    trivial_baselines={"release_all": "release every hold", "remove_all": "remove every held job"},
 )

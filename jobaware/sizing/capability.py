@@ -30,6 +30,8 @@ CAPABILITY = Capability(
     train=Ref("jobaware.sizing.train:train"),
     metrics_table=("quantile_loss", "under_rate", "median_ratio", "released_share", "released_proc_hours",
                    "mem_under_rate", "mem_median_ratio"),
+    trivial_baselines={"request": "the job's own request times one factor, fitted on the training jobs for the "
+                                  "same coverage"},
     card=CardPart(answer=Ref("jobaware.sizing.card:answer"), shown=Ref("jobaware.sizing.card:shown"),
                   words=Ref("jobaware.sizing.card:words"), advice=Ref("jobaware.sizing.card:advice")),
 )

@@ -26,12 +26,12 @@ from pydantic_settings import SettingsConfigDict
 from jobaware import fit
 from jobaware.bodies import Body
 from jobaware.bodies import Limits as BaseLimits
+from jobaware.errors import InputError
 from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
-from jobaware.sizing.bundle import SizingBundle
 from jobaware.sizing.reader import read_trace, trace_files
 from jobaware.sizing.schema import CONTRACT
 
@@ -142,18 +142,23 @@ def size(body, model: Served, limits: Limits = LIMITS) -> dict:
             "results": answer_rows(model.bundle.recommend(jobs), model.version), "fit": model.fit(columns)}
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle: SizingBundle, version: str,
-                 progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Recommend for every readable job of the traces (paths, globs, folders), each from its own trace's earlier
-    jobs, written as JSON Lines (`-`: standard output); bad records go to `<output>.quarantine.jsonl`."""
+    jobs, written as JSON Lines (`-`: standard output); bad records go to `<output>.quarantine.jsonl`. The traces
+    are read before `model()` loads the model; traces with no job in them are an InputError."""
     paths = trace_files(inputs)
     frames, quarantined, problems = [], [], []
-    rows = []
     for path in paths:
         jobs, found, bad = read_trace(path)
         frames.append(jobs)
         quarantined += bad
         problems += [str(p) for p in found]
+    if not sum(len(jobs) for jobs in frames):
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
+    rows = []
+    for jobs in frames:
         if len(jobs):
             rows += answer_rows(bundle.recommend(jobs), version)
         if progress:

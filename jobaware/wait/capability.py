@@ -36,6 +36,7 @@ CAPABILITY = Capability(
     service_memory=("1Gi", "3Gi"),
     metrics_table=("within_x2", "within_10min", "median_abs_error_s", "coverage_80", "coverage_95",
                    "bound_tightness"),
+    trivial_baselines={"zero": "always a wait of 0 s", "training_median": "always the training jobs' median wait"},
     card=CardPart(answer=Ref("jobaware.wait.card:answer"), shown=Ref("jobaware.wait.card:shown"),
                   words=Ref("jobaware.wait.card:words"), refresh_s=300.0),
 )

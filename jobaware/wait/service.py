@@ -8,7 +8,7 @@ in the pending list is estimated from where it stands (its remaining wait from `
 submission behind every pending one. Each answer: `wait_s` (the point), `wait_low_s`..`wait_high_s` (the 80 %
 range), `wait_bound_s` (the 95 % bound), the model version and a short reason. `request_model(limits)` declares the
 body, bounds and all; the limits are read from `JOBAWARE_WAIT_MAX_JOBS` (jobs asked about, default 1,000) and
-`JOBAWARE_WAIT_MAX_QUEUE` (running plus pending jobs, default 50,000): the cost of a request is at most jobs x
+`JOBAWARE_WAIT_MAX_QUEUE` (running plus pending jobs, default 20,000): the cost of a request is at most jobs x
 queue steps of one compiled loop.
 """
 
@@ -59,7 +59,7 @@ class Limits(BaseLimits):
 
     model_config = SettingsConfigDict(env_prefix="JOBAWARE_WAIT_")
     max_jobs: int = Field(1000, ge=1, le=100_000)
-    max_queue: int = Field(50_000, ge=1, le=1_000_000)
+    max_queue: int = Field(20_000, ge=1, le=1_000_000)
 
 
 class Job(Body):
@@ -212,10 +212,11 @@ def example_snapshot(bundle) -> tuple[pd.DataFrame, Snapshot]:
     return jobs, Snapshot(now, float(known["capacity"]), known["timezone"], cluster, running, pending)
 
 
-def predict_file(inputs: list[str], output: str | Path, bundle, version: str, progress=None) -> PredictionSummary:
+def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
     """Estimate every job of the traces (paths, globs, folders), each as it was at its submit time (the queue
     rebuilt from its own trace), written as JSON Lines (`-`: standard output); bad records go to
-    `<output>.quarantine.jsonl`, counted, never dropped silently."""
+    `<output>.quarantine.jsonl`, counted, never dropped silently. The traces are read before `model()` loads the
+    model; traces with no job in them are an InputError."""
     paths = trace_files(inputs)
     frames, quarantined, problems = [], [], []
     for path in paths:
@@ -224,6 +225,10 @@ def predict_file(inputs: list[str], output: str | Path, bundle, version: str, pr
         quarantined += bad
         problems += [str(p) for p in found]
     jobs = pd.concat(frames, ignore_index=True)
+    if not len(jobs):
+        first = f"; first: {problems[0]}" if problems else ""
+        raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
+    bundle, version = model()
     answer, features, ordered = bundle.trace_answer(jobs)
     rows = answer_rows(answer, features, ordered, capacities(ordered), version)
     with atomic_text(output) as handle:

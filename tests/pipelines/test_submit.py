@@ -51,14 +51,15 @@ def test_recurring_submit_schedules_once():
         assert again.returncode == 0 and json.loads(again.stdout)["created"] is False
         assert len(api.recurring_runs) == 1 and not api.runs
         other = submit(api, "--recurring", "0 4 * * *")
-        assert other.returncode == 1 and "already runs on '0 0 3 * * *'" in other.stderr
+        # with --json the error comes as JSON on stdout (the command contract)
+        assert other.returncode == 1 and "already runs on '0 0 3 * * *'" in json.loads(other.stdout)["error"]
         assert "Traceback" not in other.stderr and len(api.recurring_runs) == 1
 
 
 def test_bad_cron_and_unreachable_host_are_one_line_errors():
     with KfpApi() as api:
         bad = submit(api, "--recurring", "every night")
-        assert bad.returncode == 1 and "'every night' is not a cron expression" in bad.stderr
+        assert bad.returncode == 1 and "'every night' is not a cron expression" in json.loads(bad.stdout)["error"]
         assert not [r for r in api.requests if r[0] == "POST"]
         url = api.url
     gone = run("pipeline", "submit", "failure", "--host", url, "--input", DATA, timeout=300)

@@ -188,3 +188,14 @@ def test_an_answer_of_the_public_model_says_what_it_was_trained_on():
     flags = fit.answer_flags(trained, "3", {"processors_req": np.array([1024.0])})
     assert flags == ["model version 3 was trained on public traces (KTH-SP2, CTC-SP2), not on this site's jobs; a "
                      "site's own finished jobs train its model (jobaware pipeline run ... --data STORE)"]
+
+
+def test_without_the_public_traces_auto_trains_on_the_data_alone_and_extra_says_why(tmp_path, monkeypatch):
+    """An image carries no data/real: `auto` trains on the site's jobs alone, `extra` refuses in one line."""
+    from jobaware.errors import InputError
+    from jobaware.failure.train import _public_beside
+
+    monkeypatch.setattr(public, "MANIFEST", tmp_path / "absent" / "failure.public.json")
+    assert _public_beside(tmp_path, "auto", False, tmp_path / "work") is None
+    with pytest.raises(InputError, match="the public traces are not here"):
+        _public_beside(tmp_path, "extra", False, tmp_path / "work")

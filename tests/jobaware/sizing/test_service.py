@@ -62,7 +62,7 @@ def test_the_limit_is_read_from_its_variable(monkeypatch):
 
 def test_predict_file_writes_one_line_per_job_from_the_traces_own_history(trained, generated, tmp_path):
     out = tmp_path / "sized.jsonl"
-    summary = predict_file([str(generated[0])], out, trained[0], "4")
+    summary = predict_file([str(generated[0])], out, lambda: (trained[0], "4"))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == summary.predictions == 4000
     assert rows[0]["time_s"] is None and rows[0]["note"] == "no history: no recommendation"
@@ -71,3 +71,13 @@ def test_predict_file_writes_one_line_per_job_from_the_traces_own_history(traine
     sized = [r for r in rows if r["time_s"] is not None]
     assert all(r["time_s"] <= r["time_asked_s"] and 0 < r["time_fit"] <= 1 for r in sized)  # never above the request
     assert all(r["mem_per_cpu_mb"] <= r["mem_asked_per_cpu_mb"] for r in sized if "mem_per_cpu_mb" in r)
+
+
+@pytest.mark.parametrize("content", [b"", b"x,y\n1,2\n"])
+def test_predict_file_refuses_a_trace_with_no_job_before_loading_the_model(tmp_path, content):
+    trace = tmp_path / "trace.swf"
+    trace.write_bytes(content)
+    loaded = []
+    with pytest.raises(InputError, match=f"{trace}: no job read"):
+        predict_file([str(trace)], tmp_path / "out.jsonl", lambda: loaded.append(1))
+    assert not loaded and not (tmp_path / "out.jsonl").exists()

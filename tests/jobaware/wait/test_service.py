@@ -67,11 +67,21 @@ def test_a_queue_over_the_limit_is_refused_before_any_work(trained, monkeypatch)
 def test_predict_file_answers_every_job_of_a_trace_in_order(trained, generated, tmp_path):
     bundle, _ = trained
     out = tmp_path / "waits.jsonl"
-    summary = predict_file([str(generated)], out, bundle, "3")
+    summary = predict_file([str(generated)], out, lambda: (bundle, "3"))
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert summary.predictions == len(rows) == 3000 and summary.bad_records == 0
     assert set(rows[0]) == FIELDS and [r["job_id"] for r in rows[:3]] == [1, 2, 3]
     assert all(r["wait_low_s"] <= r["wait_s"] <= r["wait_high_s"] <= r["wait_bound_s"] for r in rows)
+
+
+@pytest.mark.parametrize("content", [b"", b"x,y\n1,2\n"])
+def test_predict_file_refuses_a_trace_with_no_job_before_loading_the_model(tmp_path, content):
+    trace = tmp_path / "trace.swf"
+    trace.write_bytes(content)
+    loaded = []
+    with pytest.raises(InputError, match=f"{trace}: no job read"):
+        predict_file([str(trace)], tmp_path / "out.jsonl", lambda: loaded.append(1))
+    assert not loaded and not (tmp_path / "out.jsonl").exists()
 
 
 def test_a_job_submitted_after_the_snapshot_is_refused(trained):
