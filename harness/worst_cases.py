@@ -100,7 +100,9 @@ def wait_cases() -> dict[str, tuple[str, dict]]:
     room = MAX_BODY_BYTES - BODY_ROOM - len(json.dumps(asked))
     running = json.dumps(job(LIMITS.max_jobs, submit_time=now - 7200, start_time=now - 3600))
     queued = min(LIMITS.max_queue, room // (len(running) + 2))
-    queue = [job(LIMITS.max_jobs + k, submit_time=now - 7200, start_time=now - 3600) for k in range(queued // 2)]
+    # running jobs of distinct start times: their ends are sorted for every job asked about
+    queue = [job(LIMITS.max_jobs + k, submit_time=now - 7200, start_time=now - 3600 + k % 3600)
+             for k in range(queued // 2)]
     queue += [job(LIMITS.max_jobs + k, submit_time=now - 3600) for k in range(queued // 2, queued)]
     width = max(1, min(256, (MAX_BODY_BYTES - BODY_ROOM) // LIMITS.max_jobs // 3 - 64))
     return {"wait: max_jobs jobs in the largest queue": ("/wait", {
