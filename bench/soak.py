@@ -1,7 +1,7 @@
 """Soak: each service (a real `jobaware serve`, i.e. `bentoml serve`, on loopback) under a fixed rate of mixed
 valid, invalid and worst-case requests; latency p50/p99, answers by status, and the resident memory of the
-service's whole process tree (from /proc) at the start, middle and end. Memory must level off: growth over
-the second half at most 5 %.
+service's whole process tree (from /proc) at the start, middle and end. Memory must level off: the end at most
+5 % over the larger of the start and the middle (memory that fell and came back is not growth).
 
     python bench/soak.py [--keys KEY ...] [--requests 10000] [--rate 20]
                          [--worst-every 100] [--invalid-every 5] [--home DIR]
@@ -235,7 +235,7 @@ def ms(values: list[float], q: float) -> float:
 
 def summary(result: Soak) -> dict:
     """Latency p50/p99 (all and per kind), answers by status, memory at start, middle and end (medians of the
-    samples in the first 5 %, around the middle 10 % and in the last 5 % of requests) and the second half's growth."""
+    samples in the first 5 %, around the middle 10 % and in the last 5 % of requests) and the growth of the end over the larger of the start and the middle."""
     count = max(1, len(result.results))
     statuses: dict[str, int] = {}
     for r in result.results:
@@ -260,7 +260,7 @@ def summary(result: Soak) -> dict:
         "worst_case_max_seconds": {name: round(s, 2) for name, s in sorted(worst.items())},
         "rss_start_mib": round(start / 2**20, 1), "rss_middle_mib": round(middle / 2**20, 1),
         "rss_end_mib": round(end / 2**20, 1),
-        "growth_second_half": round(end / middle - 1, 4) if middle else None,
+        "growth_second_half": round(end / max(start, middle) - 1, 4) if middle else None,
     }
 
 
