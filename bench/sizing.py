@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 from jobaware.errors import JobawareError
-from jobaware.sizing.reader import cluster_name, read_trace
+from jobaware.sizing.reader import read_trace
 from jobaware.sizing.train import train_in_memory
+from jobaware.swf import cluster_name
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ("request", "tsafrir", "user_p95")

@@ -27,8 +27,9 @@ from jobaware.sizing.evaluate import rolling_bounds, scores
 from jobaware.sizing.features import build_features, seconds
 from jobaware.sizing.model import LEVELS, TIME, SizingModel, counted_use
 from jobaware.sizing.params import check_params
-from jobaware.sizing.reader import cluster_name, read_trace
+from jobaware.sizing.reader import read_trace
 from jobaware.sizing.train import _fit_part, prepare, time_split
+from jobaware.swf import cluster_name
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ("swf/KTH-SP2-1996-2.1-cln.swf", "swf/CTC-SP2-1996-3.1-cln.swf", "swf-wait/SDSC-SP2-1998-4.2-cln.swf.gz",

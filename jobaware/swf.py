@@ -29,6 +29,7 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.reading import Problem
+from jobaware.sources import files as source_files
 
 FIELDS = (
     "job", "submit", "wait", "run", "procs_alloc", "cpu_avg", "mem_used", "procs_req", "time_req",
@@ -80,6 +81,24 @@ class SwfTrace:
     def known(self, column: str) -> pd.Series:
         """A field with its unknown values (-1) as NaN."""
         return self.jobs[column].where(self.jobs[column] >= 0)
+
+
+def cluster_name(path: str | Path) -> str:
+    """A trace's cluster: its file name without the suffixes (`KTH-SP2-1996-2.1-cln`)."""
+    name = Path(path).name
+    for suffix in sorted(SUFFIXES, key=len, reverse=True):
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def trace_files(sources: list[str] | str) -> list[str]:
+    """The traces named by paths, globs and folders (a folder: its `.swf` and `.swf.gz` files)."""
+    found = source_files(sources, SUFFIXES)
+    for path in found:
+        if not path.lower().endswith(SUFFIXES):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)})")
+    return found
 
 
 def is_swf(path: str | Path) -> bool:

@@ -32,8 +32,9 @@ from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
-from jobaware.sizing.reader import read_trace, trace_files
+from jobaware.sizing.reader import read_trace
 from jobaware.sizing.schema import CONTRACT
+from jobaware.swf import trace_files
 
 YEAR = 366 * 86_400  # the longest time limit a job may ask for
 MAX_MEM_PER_CPU_MB = 10**7  # 10 TB per processor

@@ -13,20 +13,10 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.reading import QUARANTINE, Problem, ReadReport
-from jobaware.sources import files as source_files
-from jobaware.swf import SUFFIXES, SwfTrace, read_swf
+from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_files
 from jobaware.wait.schema import CONTRACT, QUEUE_JOBS
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
-
-
-def cluster_name(path: str | Path) -> str:
-    """A trace's cluster: its file name without the suffixes (`KTH-SP2-1996-2.1-cln`)."""
-    name = Path(path).name
-    for suffix in sorted(SUFFIXES, key=len, reverse=True):
-        if name.lower().endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
@@ -80,15 +70,6 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
     trace = read_swf(path)
     jobs, problems, quarantined = _duplicates(trace_jobs(trace, cluster_name(path)), str(path))
     return jobs, trace.problems + problems, trace.quarantined + quarantined
-
-
-def trace_files(sources: list[str] | str) -> list[str]:
-    """The traces named by paths, globs and folders (a folder: its `.swf` and `.swf.gz` files)."""
-    found = source_files(sources, SUFFIXES)
-    for path in found:
-        if not path.lower().endswith(SUFFIXES):
-            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)})")
-    return found
 
 
 def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,

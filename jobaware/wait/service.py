@@ -34,8 +34,9 @@ from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
+from jobaware.swf import trace_files
 from jobaware.wait.features import Snapshot, capacities
-from jobaware.wait.reader import read_trace, trace_files
+from jobaware.wait.reader import read_trace
 from jobaware.wait.schema import CENTURY, CONTRACT, MAX_PROCS
 
 SAFE_INTEGER = 2**53 - 1
