@@ -46,6 +46,7 @@ SECONDS = 15.0  # a refusal's time, at most (the child's own; a loaded 2-core ma
 HEAVY = ("torch", "sklearn", "mlflow", "bentoml", "kfp", "great_expectations")
 SCRIPT_SUFFIXES = (".sh", ".py", ".bash", ".slurm")  # any text is a script: the model judges it
 NOBODY = 65534
+LOST = 255  # the exit code multiprocessing gives a child whose end the fork server could not report
 
 SAMPLES = {  # a real sample per capability, cut to make the truncated file
     "failure": REAL / "nrel" / "eagle_sample_jobs.csv",
@@ -333,6 +334,7 @@ def _child(args: list[str], cwd: str, home: str, report: str, drop: bool) -> Non
     heavy = sorted({m.split(".")[0] for m in set(sys.modules) - before} & set(HEAVY))
     sink["json"].write(json.dumps({"exit": code, "seconds": seconds, "heavy": heavy}).encode())
     sink["json"].close()
+    os.rename(Path(report).with_suffix(".json"), Path(report).with_suffix(".done"))  # whole, or absent
     os._exit(0)
 
 
@@ -367,14 +369,21 @@ def run_case(case: Case, forks) -> tuple[dict, str, str]:
         before = {"work": _snapshot(work), "home": _snapshot(home)}
         drop = bool(case.unreadable) and os.geteuid() == 0
         # JOBAWARE_HOME names a folder not made yet: a refusal that makes it changes the disk
-        process = forks.Process(target=_child, args=(case.args, str(work), str(home / "jobaware"),
-                                                     str(reports / "case"), drop))
-        process.start()
-        process.join(120)
-        assert process.exitcode == 0, f"{case.id}: the child ended with {process.exitcode}"
+        for attempt in (1, 2):
+            process = forks.Process(target=_child, args=(case.args, str(work), str(home / "jobaware"),
+                                                         str(reports / "case"), drop))
+            process.start()
+            process.join(120)
+            if (reports / "case.done").exists():
+                break
+            # 255: the fork server could not say how its child ended (it died; the next start makes a new one).
+            # A child that never reported is run once more; any other end is the case's failure.
+            assert attempt == 1 and process.exitcode == LOST, f"{case.id}: the child ended with {process.exitcode}"
+            print(f"{case.id}: the fork server lost its child (exit {process.exitcode}); running it again",
+                  file=sys.stderr)
         after = {"work": _snapshot(work), "home": _snapshot(home)}
         assert after == before, f"{case.id}: the disk changed: {_changes(before, after)}"
-        result = json.loads((reports / "case.json").read_text())
+        result = json.loads((reports / "case.done").read_text())
         return result, (reports / "case.out").read_text(errors="replace"), (reports / "case.err").read_text(
             errors="replace")
     finally:
