@@ -128,14 +128,18 @@ def failure_advice(outcome: str, row: dict) -> str | None:
     """The values `failure` gives for TIMEOUT and OUT_OF_MEMORY instead of a direction; where sizing gives the job
     its request back, the direction stays (ask for more) with the value asked and why nothing smaller is offered
     (sizing recommends nothing above a request: a run stopped at its limit never shows how much more it needed).
-    None where the answer has nothing for that outcome."""
+    For TIMEOUT where jobs like this one end within a shorter limit, it never advises that shorter limit against
+    the flag: it says how long they take and that a run that outlasts them is more likely stuck. None where the
+    answer has nothing for that outcome."""
     if outcome == "TIMEOUT" and row.get("time_s") is not None:
         asked = f" (asked {clock(row['time_asked_s'])})" if row.get("time_asked_s") else ""
         if (suggested := smaller_time(row)) is None:
             return (f"ask for more --time{asked}: no shorter limit is safe for jobs like this, and a job stopped at "
                     "its limit never shows how much more it needed")
-        return (f"ask for --time={clock(suggested)}: {percent(fit(row, 'time_fit'))} of jobs like this ended within "
-                f"{clock(row['time_s'])}{asked}")
+        # the job is flagged to run out of time, yet jobs like it end well within a shorter limit: never advise a
+        # shorter --time against the flag; a run that outlasts its peers this much is more often stuck than short
+        return (f"check that it makes progress: {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+                f"{clock(row['time_s'])}{asked}, so running out of time is more likely a hang than too short a limit")
     if outcome == "OUT_OF_MEMORY" and row.get("mem_per_cpu_mb") is not None:
         asked = f" (asked {row['mem_asked_per_cpu_mb']:.0f}M)" if row.get("mem_asked_per_cpu_mb") else ""
         if not smaller_memory(row):

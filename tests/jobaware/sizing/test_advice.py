@@ -36,7 +36,8 @@ def test_card_comment_and_failure_advice_give_values_not_directions():
     assert card_part(ROW)["time_fit"] == 0.92 and card_part(ROW)["coverage"] == 0.95
     assert comment({"time_s": None, "note": "no history: no recommendation"}) == "no history: no recommendation"
     assert failure_advice("TIMEOUT", {**ROW, "time_asked_s": 28_800.0}) == (
-        "ask for --time=3:30:00: 92 % of jobs like this ended within 3:10:00 (asked 8:00:00)")
+        "check that it makes progress: 92 % of jobs like this ended within 3:10:00 (asked 8:00:00), so running out of "
+        "time is more likely a hang than too short a limit")
     assert failure_advice("OUT_OF_MEMORY", ROW) == (
         "ask for --mem-per-cpu=2390M: 97 % of jobs like this used less (asked 4096M)")
     assert failure_advice("NODE_FAIL", ROW) is None

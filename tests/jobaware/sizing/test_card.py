@@ -189,7 +189,7 @@ def _predicting(likely: str, p_fail: float = 0.8):
 
 
 @pytest.mark.parametrize("likely, remedy", [
-    ("TIMEOUT", "ask for --time={time}: "), ("OUT_OF_MEMORY", "ask for --mem-per-cpu={mem}M: ")])
+    ("TIMEOUT", "check that it makes progress: "), ("OUT_OF_MEMORY", "ask for --mem-per-cpu={mem}M: ")])
 def test_failures_advice_gives_sizings_values_instead_of_a_direction(trained, likely, remedy):
     records = _pending()
     context = {"job_id": 3, "job": records[2], "queue": records}
@@ -219,7 +219,8 @@ def test_a_verdict_cached_for_cli_filter_carries_the_values(tmp_path):
     key = JobKey("c", 10, 1_795_371_680)
     store.put_job(key, {"user": "alice", "account": "chem", "partition": "debug", "wallclock_req": 86_400.0,
                         "nodes_req": 1, "processors_req": 4, "mem_req": 16_384.0, "gpus_req": 0})
-    remedy = "ask for --time=3:30:00: 92 % of jobs like this ended within 3:10:00 (asked 24:00:00)"
+    remedy = ("check that it makes progress: 92 % of jobs like this ended within 3:10:00 (asked 24:00:00), so "
+              "running out of time is more likely a hang than too short a limit")
     card = {"created": 1_795_371_690, "parts": {"failure": {
         "status": "ok", "p_fail": 0.8, "likely": "TIMEOUT", "threshold": 0.3, "likely_fail": True,
         "model_version": "7", "remedy": remedy}}}
