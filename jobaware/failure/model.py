@@ -151,8 +151,10 @@ class FailureModel:
         del features  # columns are made plain objects in place (when the caller passed the only reference, the
         for column in self.categorical_:  # sample's memory goes now)
             X[column] = X[column].astype("object").fillna("<none>")
-        # a feature the source never fills (no memory requests in a trace, say) carries nothing
-        self.numeric_ = [c for c in (PORTABLE if self.portable else NUMERIC) if X[c].notna().any()]
+        # a feature the source never fills (no memory requests in a trace, say) carries nothing; the trees must
+        # see it filled in the rows they fit on, not only in the calibration period (scikit-learn cannot bin it)
+        fitted_on = X[~validation]
+        self.numeric_ = [c for c in (PORTABLE if self.portable else NUMERIC) if fitted_on[c].notna().any()]
         n_fit = int((~validation).sum())
         booster = HistGradientBoostingClassifier(
             learning_rate=p["learning_rate"],

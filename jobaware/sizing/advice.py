@@ -133,7 +133,7 @@ def failure_advice(outcome: str, row: dict) -> str | None:
     answer has nothing for that outcome."""
     if outcome == "TIMEOUT" and row.get("time_s") is not None:
         asked = f" (asked {clock(row['time_asked_s'])})" if row.get("time_asked_s") else ""
-        if (suggested := smaller_time(row)) is None:
+        if smaller_time(row) is None:
             return (f"ask for more --time{asked}: no shorter limit is safe for jobs like this, and a job stopped at "
                     "its limit never shows how much more it needed")
         # the job is flagged to run out of time, yet jobs like it end well within a shorter limit: never advise a

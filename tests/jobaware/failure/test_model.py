@@ -147,3 +147,20 @@ def test_a_missing_category_read_back_from_parquet_is_the_fitted_models_missing_
         train[list(FEATURES)].reset_index(drop=True), train["label"].reset_index(drop=True))
     assert "<none>" in model._category_codes()[0]
     assert_array_path_is_the_fitted_estimator(model, table[table["split"] == "test"][list(FEATURES)].head(3000))
+
+
+def test_a_feature_filled_only_in_the_calibration_period_is_left_out_not_a_crash(synthetic):
+    """A source that starts filling a feature late (a trace joined after the others, say) leaves the trees' rows
+    without it: scikit-learn cannot bin a column with no value, so the model leaves it out."""
+    from jobaware.failure.model import FailureModel, check_params
+    from jobaware.failure.reader import read_jobs
+    from jobaware.failure.train import featurize
+
+    table = featurize(read_jobs(synthetic[0])[0])
+    train = table[table["split"] == "train"].reset_index(drop=True)
+    features, labels = train[list(FEATURES)].copy(), train["label"]
+    late = np.arange(len(features)) >= int(len(features) * 0.8)
+    features.loc[~late, "mem_req"] = np.nan
+    model = FailureModel(params=check_params({"max_iter": 10})).fit(features, labels, late)
+    assert "mem_req" not in model.numeric_ and "log_wallclock_req" in model.numeric_
+    assert model.predict_proba(features.head(5)).shape[0] == 5
