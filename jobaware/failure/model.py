@@ -151,10 +151,13 @@ class FailureModel:
         del features  # columns are made plain objects in place (when the caller passed the only reference, the
         for column in self.categorical_:  # sample's memory goes now)
             X[column] = X[column].astype("object").fillna("<none>")
-        # a feature the source never fills (no memory requests in a trace, say) carries nothing; the trees must
-        # see it filled in the rows they fit on, not only in the calibration period (scikit-learn cannot bin it)
+        # a feature the source never fills (no memory requests in a trace, say) carries nothing, nor one filled in
+        # fewer of the rows the trees fit on than a leaf holds: a split puts the missing values on one side, so the
+        # other would be filled rows alone. Such a column is left out (scikit-learn cannot bin a column whose rows
+        # all fall in the early-stopping part or the calibration period).
         fitted_on = X[~validation]
-        self.numeric_ = [c for c in (PORTABLE if self.portable else NUMERIC) if fitted_on[c].notna().any()]
+        self.numeric_ = [c for c in (PORTABLE if self.portable else NUMERIC)
+                         if fitted_on[c].notna().sum() >= p["min_samples_leaf"]]
         n_fit = int((~validation).sum())
         booster = HistGradientBoostingClassifier(
             learning_rate=p["learning_rate"],

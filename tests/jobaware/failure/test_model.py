@@ -149,9 +149,10 @@ def test_a_missing_category_read_back_from_parquet_is_the_fitted_models_missing_
     assert_array_path_is_the_fitted_estimator(model, table[table["split"] == "test"][list(FEATURES)].head(3000))
 
 
-def test_a_feature_filled_only_in_the_calibration_period_is_left_out_not_a_crash(synthetic):
+def test_a_feature_filled_in_too_few_fitted_rows_is_left_out_not_a_crash(synthetic):
     """A source that starts filling a feature late (a trace joined after the others, say) leaves the trees' rows
-    without it: scikit-learn cannot bin a column with no value, so the model leaves it out."""
+    without it, or with a few that early stopping may set aside: scikit-learn cannot bin a column with no value,
+    and no leaf could hold fewer filled rows than `min_samples_leaf`, so the model leaves it out."""
     from jobaware.failure.model import FailureModel, check_params
     from jobaware.failure.reader import read_jobs
     from jobaware.failure.train import featurize
@@ -161,6 +162,9 @@ def test_a_feature_filled_only_in_the_calibration_period_is_left_out_not_a_crash
     features, labels = train[list(FEATURES)].copy(), train["label"]
     late = np.arange(len(features)) >= int(len(features) * 0.8)
     features.loc[~late, "mem_req"] = np.nan
-    model = FailureModel(params=check_params({"max_iter": 10})).fit(features, labels, late)
-    assert "mem_req" not in model.numeric_ and "log_wallclock_req" in model.numeric_
+    few = np.flatnonzero(~late)[:39]  # one fewer than a leaf holds
+    features.loc[~late, "gpus_req"] = np.nan
+    features.loc[few, "gpus_req"] = 1.0
+    model = FailureModel(params=check_params({"max_iter": 10, "min_samples_leaf": 40})).fit(features, labels, late)
+    assert not {"mem_req", "gpus_req"} & set(model.numeric_) and "log_wallclock_req" in model.numeric_
     assert model.predict_proba(features.head(5)).shape[0] == 5
