@@ -258,3 +258,33 @@ def test_bad_records_are_quarantined_with_their_store_job_and_reason(tmp_path):
     quarantine = [json.loads(line) for line in (tmp_path / "dataset" / "quarantine.jsonl").read_text().splitlines()]
     assert [(q["file"], q["line"], q["record"]["job_id"]) for q in quarantine] == [
         (uri, 4, 4), (uri, 5, 5), (uri, 2, 2), (uri, 3, 3), (uri, 6, 1)]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_pipeline_trains_on_a_store_and_a_store_too_small_is_refused_before_training(tmp_path):
+    """`jobaware pipeline run wait --input sqlite:STORE` end to end (kfp.local): 2,200 real KTH jobs collected by polling
+    every ten minutes train and register a model; 600 are refused at validation, saying how many more are needed."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    jobs = read_trace(KTH)[0].iloc[:2400].reset_index(drop=True)
+    seen = observations(jobs, set(), -1)
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home"), "TZ": "Europe/Stockholm"}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    results = {}
+    for size in (600, 2200):
+        uri = f"sqlite:{tmp_path / f'store{size}'}"
+        with zone("Europe/Stockholm"), open_store(uri) as store:
+            fill(store, seen, epoch(jobs["submit_time"].iloc[size - 1]), every=600)
+        results[size] = subprocess.run(
+            [str(Path(sys.executable).with_name("jobaware")), "pipeline", "run", "wait", "--input", uri, "--param",
+             "max_iter=20"], capture_output=True, text=True, env=env, timeout=840, check=False)
+    small, large = (results[size].stdout + results[size].stderr for size in (600, 2200))
+    assert results[600].returncode == 1 and "✗ validate" in small and "✓ train" not in small
+    assert small.strip().splitlines()[-1].startswith(
+        f"the gate needs 500 test jobs with a known wait: the store sqlite:{tmp_path / 'store600'} has 600 jobs")
+    assert results[2200].returncode == 0, large
+    assert "✓ train" in large and "jobaware-wait version 1 (champion)" in large
