@@ -240,6 +240,8 @@ def read_export(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dic
                 continue
             records.append(record)
             lines.append(number)
+    if not facts and not quarantined:
+        raise InputError(f"{uri}: the job store holds no jobs")
     jobs, bad = queue_jobs(pd.DataFrame(facts, columns=list(FACTS)), lines, site_zone())
     for k, (field, reason) in sorted(bad.items()):
         value = records[k].get(field) if field == "job_id" else records[k]["row"].get(field)
@@ -271,6 +273,8 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
         bad[int(k)] = ("job_id", "seen before on this cluster (Slurm reused it after a reset or a wrap); the "
                                  "earlier job is kept")
     keep &= ~twice
+    if not keep.any():
+        return pd.DataFrame(columns=list(COLUMNS)), bad
     # the latest moment the store knows: an open job is running, or pending, until then
     as_of = np.ceil(np.nanmax(np.concatenate([_numbers(facts, "seen")[keep], submit[keep], start[keep],
                                               end[keep]])))

@@ -196,6 +196,15 @@ def test_a_job_cancelled_while_pending_held_its_place_in_the_queue(kth_store):
     assert as_stored.loc[as_stored["job_id"].isin(cancelled | {held}), "wait_s"].isna().all()
 
 
+def test_redis_gives_the_same_rows_as_sqlite(kth_store, fresh_redis, tmp_path):
+    jobs = kth_store["jobs"]
+    with zone("Europe/Stockholm"):
+        with open_store(fresh_redis) as store:
+            fill(store, observations(jobs, kth_store["cancelled"], kth_store["held"]), kth_store["until"])
+        tables = [ingested(uri, tmp_path / name)[0] for name, uri in (("a", kth_store["uri"]), ("b", fresh_redis))]
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+
+
 def test_read_in_another_zone_each_job_keeps_its_submit_s_offset(kth_store, tmp_path):
     jobs = kth_store["jobs"].set_index("job_id")
     with zone("UTC"):
@@ -288,3 +297,13 @@ def test_the_pipeline_trains_on_a_store_and_a_store_too_small_is_refused_before_
         f"the gate needs 500 test jobs with a known wait: the store sqlite:{tmp_path / 'store600'} has 600 jobs")
     assert results[2200].returncode == 0, large
     assert "✓ train" in large and "jobaware-wait version 1 (champion)" in large
+
+
+def test_an_empty_store_is_one_line(tmp_path):
+    from jobaware.errors import InputError
+
+    uri = f"sqlite:{tmp_path / 'store'}"
+    with open_store(uri) as store:
+        store.put_checkpoint(CLUSTER, {})
+    with pytest.raises(InputError, match=rf"^{uri}: the job store holds no jobs$"):
+        steps.ingest("wait", uri, tmp_path / "dataset")
