@@ -37,7 +37,8 @@ BINARY_SUFFIXES = (".parquet", ".pq", ".arrow", ".feather", ".gz", ".bz2", ".xz"
 WHOLE_SUFFIXES = (".json",)  # one record may fill the file: no limit on a line
 HEAD = 64 << 10  # bytes of a file looked at for binary content
 LINE = 1 << 20  # the longest first line a line-based text file may have
-REMOTE = ("s3://", "gs://", "gcs://", "hdfs://", "abfs://", "abfss://", "file://", "redis://", "rediss://", "unix://")
+REMOTE = ("s3://", "gs://", "gcs://", "hdfs://", "abfs://", "abfss://", "file://", "redis://", "rediss://", "unix://",
+          "sqlite:", "folder:")  # URIs, and job stores named by their backend (checked where they are read)
 
 
 # ---------------------------------------------------------------- declaring parameters

@@ -10,7 +10,9 @@ from pathlib import Path
 from jobaware.errors import InputError
 
 SCHEMES = ("s3://", "gs://", "gcs://", "hdfs://", "abfs://", "abfss://", "file://")
-STORE_SCHEMES = ("redis://", "rediss://")  # a job store (jobaware.store), read by the capability's from_store
+# a job store (jobaware.store: its URIs, and sqlite:PATH, folder:PATH), read by the capability's from_store
+REDIS = ("redis://", "rediss://", "unix://")
+STORE_SCHEMES = (*REDIS, "sqlite:", "folder:")
 
 
 def parse(data: str | list[str]) -> list[str]:
@@ -41,8 +43,10 @@ def is_remote(source: str) -> bool:
 def expand(source: str) -> list[str]:
     """A local path as absolute paths: a glob (`*`, `?`, `[...]`, `**`) that names no existing path becomes
     the sorted files it matches; a URI stays as it is. Raises InputError when nothing is there."""
-    if is_remote(source) or source.startswith(STORE_SCHEMES):
+    if is_remote(source) or source.startswith(REDIS):
         return [source]
+    if source.startswith(STORE_SCHEMES):
+        return [_local_store(source)]
     if Path(source).exists():
         return [str(Path(source).resolve())]
     if any(c in source for c in "*?["):
@@ -51,6 +55,18 @@ def expand(source: str) -> list[str]:
             return matches
         raise InputError(f"{source}: the pattern matches no file")
     raise InputError(f"{source}: no such file or folder")
+
+
+def _local_store(uri: str) -> str:
+    """A store named by sqlite:PATH or folder:PATH, its path made absolute; InputError when it holds no store."""
+    from jobaware.store import is_store
+
+    scheme = "sqlite:" if uri.startswith("sqlite:") else "folder:"
+    path = uri[len(scheme):].removeprefix("//")
+    absolute = f"{scheme}{Path(path).resolve()}"
+    if not is_store(absolute):
+        raise InputError(f"{uri}: no job store there")
+    return absolute
 
 
 def files(names: list[str] | str, suffixes: tuple[str, ...] = (), *, recursive: bool = False,

@@ -23,9 +23,11 @@ CAPABILITY = Capability(
     score=Ref("jobaware.wait.train:score"),
     predict_file=Ref("jobaware.wait.service:predict_file"),
     train=Ref("jobaware.wait.train:train"),
+    from_store=Ref("jobaware.wait.export:from_store"),
+    gate_size=Ref("jobaware.wait.train:gate_size"),
     service="serving.wait:WaitService",
     pipeline="pipelines.wait:wait_pipeline",
-    formats=("Standard Workload Format traces (.swf, .swf.gz)",),
+    formats=("Standard Workload Format traces (.swf, .swf.gz)", "a site's job store (the Slurm collector's)"),
     example=("/wait", {"time": "2024-01-01 09:10:00", "cluster": "example", "jobs": [
         {"job_id": 3, "user": "alice", "queue": "batch", "processors_req": 8, "wallclock_req": 600}],
         "running": [{"job_id": 1, "user": "alice", "queue": "batch", "processors_req": 64, "wallclock_req": 7200,

@@ -2,7 +2,9 @@
 earlier jobs that had started by then.
 
 The queue state is rebuilt from the jobs themselves by one sweep over their events in time order (`sweep`): a job
-is pending from its submit to its start and running from its start to its end. At a job's submit time `t` the
+is pending from its submit to its start and running from its start to its end; a job with an end but no start left
+the queue at its end without running (cancelled while pending; or still pending when a job store was read, its end
+that moment: `jobaware.wait.export`); a job with neither never waits in the queue. At a job's submit time `t` the
 sweep knows every start and end strictly before `t` and every submission before the job's own (earlier in time, or
 in the same second and earlier in the trace); nothing later. From that state one compiled function
 (`_snapshot_row`) computes the job's features; the service calls the same function on a queue snapshot taken from
@@ -373,6 +375,21 @@ SUBMIT, END, START = 0, 1, 2  # at the same second a submission sees neither the
 
 
 @numba.njit(cache=True)
+def _unlink(j, pending, nxt, prv, head, tail):
+    """Take job `j` out of the pending list; the list's new head and tail."""
+    pending[j] = False
+    if prv[j] != -1:
+        nxt[prv[j]] = nxt[j]
+    else:
+        head = nxt[j]
+    if nxt[j] != -1:
+        prv[nxt[j]] = prv[j]
+    else:
+        tail = prv[j]
+    return head, tail
+
+
+@numba.njit(cache=True)
 def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity,
            user_states, group_states, queue_states, bucket_states, all_state,
            ev_time, ev_kind, ev_job, state_out, history_out, recent_out, started_time, started_z):
@@ -438,7 +455,7 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
             history_out[j, :] = hist
             _recent_row(t, started_time, started_z, n_started, recent)
             recent_out[j, :] = recent
-            if start[j] >= 0:  # a job that never starts (or whose start is unknown) never waits in the queue
+            if start[j] >= 0 or end[j] >= 0:  # neither a start nor an end known: it never waits in the queue
                 pending[j] = True
                 prv[j] = tail
                 if tail != -1:
@@ -449,15 +466,7 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
                 n_pend += 1
         elif kind == START:
             if pending[j]:
-                pending[j] = False
-                if prv[j] != -1:
-                    nxt[prv[j]] = nxt[j]
-                else:
-                    head = nxt[j]
-                if nxt[j] != -1:
-                    prv[nxt[j]] = prv[j]
-                else:
-                    tail = prv[j]
+                head, tail = _unlink(j, pending, nxt, prv, head, tail)
                 n_pend -= 1
             if end[j] > start[j]:
                 run_pos[j] = n_run
@@ -475,6 +484,10 @@ def _sweep(submit, start, end, procs, req, queue, user, group, bucket_, capacity
                 _fold_wait(queue_states[queue[j]], z)
             _fold_wait(bucket_states[bucket_[j]], z)
             _fold_wait(all_state, z)
+        elif start[j] < 0:  # END of a job that left the queue without running
+            if pending[j]:
+                head, tail = _unlink(j, pending, nxt, prv, head, tail)
+                n_pend -= 1
         else:  # END
             k = run_pos[j]
             if k >= 0:
@@ -611,9 +624,12 @@ def sweep(jobs: pd.DataFrame, codes: Codes | None = None) -> tuple[pd.DataFrame,
         end = np.where(np.isfinite(end_all[rows]), end_all[rows], start)
         idx = np.arange(len(rows))
         known = start >= 0
-        ev_time = np.concatenate([submit[rows], start[known], np.maximum(end[known], start[known])])
-        ev_kind = np.concatenate([np.full(len(rows), SUBMIT), np.full(known.sum(), START), np.full(known.sum(), END)])
-        ev_job = np.concatenate([idx, idx[known], idx[known]])
+        left = ~known & (end >= 0)  # left the queue at its end without running
+        ev_time = np.concatenate([submit[rows], start[known], np.maximum(end[known], start[known]),
+                                  np.maximum(end[left], submit[rows][left])])
+        ev_kind = np.concatenate([np.full(len(rows), SUBMIT), np.full(known.sum(), START), np.full(known.sum(), END),
+                                  np.full(left.sum(), END)])
+        ev_job = np.concatenate([idx, idx[known], idx[known], idx[left]])
         sequence = np.lexsort((ev_job, ev_kind, ev_time))
         out_state = np.empty((len(rows), len(STATE)))
         out_history = np.empty((len(rows), len(HISTORY)))

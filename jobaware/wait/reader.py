@@ -1,5 +1,6 @@
 """Read queue traces into the canonical `queue_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
-through the platform's `jobaware.swf`), one trace a cluster."""
+through the platform's `jobaware.swf`), one trace a cluster, and a job store's export (`jobaware.wait.export`: a
+site's own jobs, each cluster of the store once)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.reading import QUARANTINE, Problem, ReadReport
-from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_files
+from jobaware.sources import files as source_files
+from jobaware.swf import SUFFIXES, SwfTrace, cluster_name, is_swf, read_swf
 from jobaware.wait.schema import CONTRACT, QUEUE_JOBS
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
@@ -72,10 +74,30 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
     return jobs, trace.problems + problems, trace.quarantined + quarantined
 
 
+def source_paths(sources: list[str] | str) -> list[str]:
+    """The traces and store exports named by paths, globs and folders (a folder: its files of either kind)."""
+    from jobaware.wait.export import EXPORT_SUFFIX, is_export
+
+    found = source_files(sources, SUFFIXES + (EXPORT_SUFFIX,))
+    for path in found:
+        if not (is_swf(path) or is_export(path)):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)}) "
+                             f"nor a job store's export ({EXPORT_SUFFIX})")
+    return found
+
+
+def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """A trace or a store's export as `queue_jobs` rows, its problems and quarantined records."""
+    from jobaware.wait.export import is_export, read_export
+
+    return read_export(path) if is_export(path) else read_trace(path)
+
+
 def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,
            progress: Callable[[int], None] | None = None) -> ReadReport:
-    """Traces (paths, globs, folders) into `out_dir/queue_jobs.parquet`, bad records into quarantine.jsonl."""
-    paths = trace_files(sources)
+    """Traces and store exports (paths, globs, folders) into `out_dir/queue_jobs.parquet`, bad records into
+    quarantine.jsonl."""
+    paths = source_paths(sources)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = ReadReport(", ".join(paths))
@@ -83,11 +105,12 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
     with pq.ParquetWriter(out_dir / f"{CONTRACT}.parquet", QUEUE_JOBS) as writer, \
             open(out_dir / QUARANTINE, "w") as bad:
         for path in paths:
-            jobs, problems, quarantined = read_trace(path)
-            cluster = cluster_name(path)
-            if cluster in clusters:
-                raise InputError(f"{path}: the same cluster as {clusters[cluster]}; one trace a cluster")
-            clusters[cluster] = path
+            jobs, problems, quarantined = read_source(path)
+            for cluster in pd.unique(jobs["cluster"]):
+                if cluster in clusters:
+                    raise InputError(f"{path}: the same cluster ({cluster}) as {clusters[cluster]}; one source a "
+                                     "cluster")
+                clusters[cluster] = path
             if strict and problems:
                 raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
             report.rows += len(jobs)

@@ -27,10 +27,10 @@ QUEUE_JOBS = pa.schema([
     pa.field("mem_req", pa.float64()),                     # MB in all
     pa.field("submit_time", UTC, nullable=False),
     pa.field("start_time", UTC),                           # unknown: the job never started, or the trace lacks it
-    pa.field("end_time", UTC),
+    pa.field("end_time", UTC),                             # with no start: when it left the queue unstarted
     pa.field("wait_s", pa.float64()),                      # start - submit
     pa.field("run_s", pa.float64()),
-    pa.field("status", pa.string()),                       # COMPLETED, FAILED, CANCELLED, or unknown
+    pa.field("status", pa.string()),                       # COMPLETED, FAILED, CANCELLED, or unknown (still open)
     pa.field("line", pa.int64()),                          # where the record was in its source
 ])
 COLUMNS = tuple(QUEUE_JOBS.names)

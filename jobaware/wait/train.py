@@ -101,6 +101,22 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path,
     return bundle, evaluation
 
 
+def gate_size(dataset_dir: str | Path, min_rows: int, data: str) -> str | None:
+    """Before training: why the dataset's test split (`split` at the default parameters) would hold fewer than
+    `min_rows` jobs with a known wait, and about how many more jobs it needs at the dataset's share of such jobs;
+    None when it holds enough. Every public trace does; a site's young job store may not."""
+    p = check_params({})
+    jobs = order(complete(pd.read_parquet(table_path(dataset_dir))))
+    tested = int(split(jobs, p)[2].sum())
+    if tested >= min_rows:
+        return None
+    share = jobs["wait_s"].notna().mean() * p["test_fraction"] if len(jobs) else 0.0
+    more = f"about {max(int(np.ceil(min_rows / share)) - len(jobs), 1):,} more" if share else "more"
+    return (f"the gate needs {min_rows:,} test jobs with a known wait: {data} has {len(jobs):,} jobs, whose test split "
+            f"would hold {tested:,}; {more} jobs are needed (the test split is the last {p['test_fraction']:.0%}, by "
+            "submit time; a job's wait is known once it starts)")
+
+
 def write_eval(evaluation: WaitEvaluation, eval_dir: Path) -> None:
     """The gate's data (the test jobs' features and waits) into `eval_dir`; it becomes `evaluation.eval_dir`."""
     eval_dir.mkdir(parents=True, exist_ok=True)

@@ -33,3 +33,17 @@ def test_files_takes_paths_globs_and_folders_each_once(tmp_path):
     assert sources.files(str(tmp_path), keep=lambda p: p.suffix != ".swf") == [str(tmp_path / "README.md")]
     with pytest.raises(InputError, match=r"sub: no files \(\.csv\) in this folder"):
         sources.files([str(tmp_path / "sub")], (".csv",))
+
+
+def test_a_store_named_by_its_backend_is_made_absolute_and_must_be_there(tmp_path, monkeypatch):
+    from jobaware.store import open_store
+
+    with open_store(str(tmp_path / "store")):
+        pass
+    monkeypatch.chdir(tmp_path)
+    assert sources.expand("sqlite:store") == [f"sqlite:{tmp_path / 'store'}"]
+    assert sources.expand("redis://localhost:6379/0") == ["redis://localhost:6379/0"]
+    with pytest.raises(InputError, match=r"^sqlite:elsewhere: no job store there$"):
+        sources.expand("sqlite:elsewhere")
+    with pytest.raises(InputError, match=r"^folder:store: no job store there$"):  # SQLite there, no folder log
+        sources.expand("folder:store")
