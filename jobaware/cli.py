@@ -26,7 +26,7 @@ from adapters.slurm.commands import part_command as _part_command
 from adapters.slurm.commands import register as _register_slurm
 from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
-from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
+from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
@@ -475,6 +475,38 @@ def models_rollback(key: Key, as_json: JsonFlag = False):
     from jobaware import gate
 
     show(gate.rollback(key), as_json)
+
+
+# ---------------------------------------------------------------- reports
+@report_app.command("live")
+def report_live(
+    store: Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                 "JOBAWARE_STORE): a folder, sqlite:PATH or redis://host:port/db")],
+    as_json: JsonFlag = False,
+):
+    """How each capability did on live jobs, by week and model version: one table per card part that declares it.
+
+    What each part said of the store's finished jobs while they waited (the cards the Slurm adapter kept, refreshes
+    included) against what happened to them, in the part's own table (`CardPart.accuracy` in its registration).
+
+    Example: jobaware report live --store /var/lib/jobaware/store
+    """
+    from jobaware.store import open_store
+
+    parts = {key: capability.card for key, capability in capabilities.registry().items()
+             if capability.card is not None and capability.card.accuracy is not None}
+    with open_store(store) as opened:
+        found = {key: part.accuracy(opened) for key, part in parts.items()}
+    if as_json:
+        show(found, True)
+        return
+    for key, rows in found.items():
+        if rows:
+            show(rows, False, rows, title=f"{key} on live jobs")
+        else:
+            out.print(f"{key}: no finished job with a verdict yet", highlight=False)
+    if not any(found.values()):
+        out.print("verdicts come from `jobaware slurm adapt` beside `jobaware slurm collect`, on the same store")
 
 
 # ---------------------------------------------------------------- predictions and services
