@@ -59,6 +59,10 @@ class CardPart:
           in; words in square brackets around such a name are left out when the job does not state the value
       hold(part: dict, site_threshold: float | None) -> str | None  (optional)
           why an adapter whose policy holds risky jobs should hold this one; None: no reason
+      accuracy(store: jobaware.store.JobStore) -> list[dict]  (optional)
+          how the part did on live jobs: what it said of the store's finished jobs (the cards kept there, each with
+          its `created`) against what happened, as the rows of a table (by week and model version);
+          `jobaware report live` prints one table per capability that declares it
     `required`: an adapter writes no verdict for a job until this part has answered.
     `refresh_s`: for a part whose answer ages (a remaining wait), how often an adapter asks a pending job's card
     again: a job whose newest verdict is older than the smallest `refresh_s` of the parts asked gets a new one (its
@@ -70,6 +74,7 @@ class CardPart:
     words: Ref | None = None
     advice: Ref | None = None
     hold: Ref | None = None
+    accuracy: Ref | None = None
     required: bool = False
     refresh_s: float | None = None
 

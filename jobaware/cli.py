@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from adapters.htcondor.commands import register as _register_htcondor
+from adapters.slurm.commands import part_command as _part_command
 from adapters.slurm.commands import register as _register_slurm
 from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
-from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, argument, given, option
+from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
@@ -475,6 +477,38 @@ def models_rollback(key: Key, as_json: JsonFlag = False):
     show(gate.rollback(key), as_json)
 
 
+# ---------------------------------------------------------------- reports
+@report_app.command("live")
+def report_live(
+    store: Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                 "JOBAWARE_STORE): a folder, sqlite:PATH or redis://host:port/db")],
+    as_json: JsonFlag = False,
+):
+    """How each capability did on live jobs, by week and model version: one table per card part that declares it.
+
+    What each part said of the store's finished jobs while they waited (the cards the Slurm adapter kept, refreshes
+    included) against what happened to them, in the part's own table (`CardPart.accuracy` in its registration).
+
+    Example: jobaware report live --store /var/lib/jobaware/store
+    """
+    from jobaware.store import open_store
+
+    parts = {key: capability.card for key, capability in capabilities.registry().items()
+             if capability.card is not None and capability.card.accuracy is not None}
+    with open_store(store) as opened:
+        found = {key: part.accuracy(opened) for key, part in parts.items()}
+    if as_json:
+        show(found, True)
+        return
+    for key, rows in found.items():
+        if rows:
+            show(rows, False, rows, title=f"{key} on live jobs")
+        else:
+            out.print(f"{key}: no finished job with a verdict yet", highlight=False)
+    if not any(found.values()):
+        out.print("verdicts come from `jobaware slurm adapt` beside `jobaware slurm collect`, on the same store")
+
+
 # ---------------------------------------------------------------- predictions and services
 @app.command("predict")
 def predict(
@@ -662,13 +696,67 @@ def _print_examples(ports: dict[str, int]) -> None:
     out.print("\nCtrl-C stops every service.")
 
 
+JOB = "job"  # the hidden name of a capability group's command for one job: `jobaware failure 4242`
+
+
+class _JobContext(typer.Context):
+    @property
+    def command_path(self) -> str:  # `jobaware failure 4242` runs the `job` command with no name of its own
+        return super().command_path.rstrip()
+
+
+class _JobCommand(TyperCommand):
+    context_class = _JobContext
+
+
+class JobGroup(TyperGroup):
+    """The command group of a capability with a card part and commands of its own: a first argument that starts with
+    a digit (or an option the group lacks) is for its hidden `job` command, the capability's part of a job's card
+    (`jobaware failure 4242 --json`, `jobaware failure --gateway URL 4242`); any other names a subcommand
+    (`jobaware failure export ...`)."""
+
+    def _for_the_job(self, ctx, args: list[str]) -> bool:
+        first = args[0] if args else ""
+        return first not in self.commands and (first[:1].isdigit() or (
+            first.startswith("-") and first not in self.get_help_option_names(ctx)))
+
+    def parse_args(self, ctx, args: list[str]) -> list[str]:
+        if self._for_the_job(ctx, args):  # the options are the job command's
+            ctx._protected_args, ctx.args = args[:1], args[1:]
+            return ctx.args
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx, args: list[str]):
+        if self._for_the_job(ctx, args):
+            return None, self.commands[JOB], args
+        return super().resolve_command(ctx, args)
+
+
+def _capability_commands(capability: capabilities.Capability) -> None:
+    """`jobaware <key> ...`: the capability's own commands (`Capability.commands`), and with a card part
+    (`Capability.card`) `jobaware <key> JOBID`, its part of a job's card in one line (`jobaware card JOBID --part
+    <key>`): a command of its own, or beside the group's commands."""
+    question = capability.question[0].upper() + capability.question[1:]
+    one_job = _part_command(capability.key, capability.question) if capability.card is not None else None
+    if capability.commands is None:
+        if one_job is not None:
+            app.command(capability.key)(one_job)
+        return
+    if one_job is None:
+        group = typer.Typer(help=question, no_args_is_help=True)
+    else:
+        group = typer.Typer(cls=JobGroup, no_args_is_help=True, subcommand_metavar="JOBID | COMMAND [ARGS]...",
+                            help=f"{question}\n\n`jobaware {capability.key} JOBID`: the {capability.key} part of a "
+                                 f"job's card, in one line (see `jobaware {capability.key} JOBID --help`).")
+        group.command(JOB, hidden=True, cls=_JobCommand)(one_job)
+    app.add_typer(group, name=capability.key)
+    capability.commands(group, app)
+
+
 cli_registry.register(app, models_app)
 _register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
-    if _capability.commands is not None:
-        _group = typer.Typer(help=_capability.question[0].upper() + _capability.question[1:], no_args_is_help=True)
-        app.add_typer(_group, name=_capability.key)
-        _capability.commands(_group, app)
+    _capability_commands(_capability)
 _register_htcondor(app)
 _register_store(app)
 _register_usage(app, report_app)

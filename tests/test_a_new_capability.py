@@ -1,7 +1,7 @@
 """A capability joins by registering: a throw-away sixth one, written as a new capability is (its slice with its
 registration and card part, its service table, its pipeline; nothing else), is found by the CLI, the pipeline
 compiler, the service table, the Kubernetes manifests, the job card (`jobaware card` and the card gateway) and the
-conformance suite, with no other edit.
+conformance suite, with no other edit; with its card part it has `jobaware sixth JOBID` beside its own commands.
 
 The slice lives in a temporary folder put on the packages' paths (`jobaware`, `serving`, `pipelines`) by a
 `sitecustomize` of the child processes, so the project's own tree is left as it is."""
@@ -248,6 +248,12 @@ def test_a_sixth_capability_has_its_part_in_the_job_card(extra, tmp_path):
         assert answer["parts"][KEY] == {"status": "ok", "reason": None, "double": 6, "model_version": "1"}
         assert answer["parts"]["failure"]["status"] == "unavailable" and KEY not in answer["missing"]
         assert answer["short"].endswith("twice 6")
+        # `jobaware sixth JOBID`, beside its own `jobaware sixth hello`: the line `jobaware card JOBID --part sixth` prints
+        lines = [run(extra, tmp_path, str(Path(sys.executable).with_name("jobaware")), *args,
+                     PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **urls)
+                 for args in (("sixth", "3"), ("card", "3", "--part", KEY))]
+        assert [line.returncode for line in lines] == [0, 0], lines[0].stderr[-2000:]
+        assert lines[0].stdout == lines[1].stdout == "job 3: sixth: twice the id is 6; model 1\n"
 
         port = free_port()
         gateway = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService",
@@ -268,4 +274,4 @@ def test_a_sixth_capability_has_its_part_in_the_job_card(extra, tmp_path):
             except subprocess.TimeoutExpired:
                 os.killpg(gateway.pid, signal.SIGKILL)
                 gateway.wait(10)
-    assert [request[1] for request in sixth.requests] == ["/double", "/double"]
+    assert [request[1] for request in sixth.requests] == ["/double"] * 4

@@ -258,13 +258,6 @@ def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tm
     env.pop("MLFLOW_TRACKING_URI", None)
     classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
-    from jobaware.store import open_store
-
-    with open_store(str(tmp_path / "store")):  # an empty store: a missing one is refused (the command contract)
-        pass
-    live = run("report", "live", "--store", tmp_path / "store")
-    assert live.returncode == 0 and "now `jobaware failure accuracy`" in live.stderr, live.stderr
-    assert "no finished job with a verdict yet" in live.stdout
     listed = run("--help").stdout
     assert all(f"│ {old} " not in listed for old in ("classify", "similar", "events"))
     assert all(f"│ {key} " in listed for key in ("failure", "hold", "resource", "similarity"))

@@ -78,17 +78,33 @@ def _hidden(path: tuple[str, ...]) -> bool:
     return False
 
 
-def example_args(command) -> list[str]:
-    """The arguments of the example in a command's help (`Example: jobaware <path> ARGS`), after its path."""
+def example(command) -> tuple[list[str], object, list[str]]:
+    """The example in a command's help (`Example: jobaware <path> ARGS`): its path as typed, the command it runs (as
+    the CLI resolves it: a capability's group takes a job id for its hidden `job` command) and its ARGS."""
+    from typer import Context
+    from typer._click.exceptions import UsageError
+
     root, _ = _tree()
     lines = [line.strip() for line in (command.help or "").splitlines() if line.strip().startswith("Example:")]
     assert len(lines) == 1, f"{command.name}: one `Example: jobaware ...` line in its help, found {len(lines)}"
     tokens = shlex.split(lines[0].removeprefix("Example:").strip())
     assert tokens[0] == "jobaware", lines[0]
-    tokens, node = tokens[1:], root
+    tokens, node, typed = tokens[1:], root, []
     while hasattr(node, "commands"):
-        node = node.commands[tokens.pop(0)]
-    return tokens
+        try:
+            _, node, rest = node.resolve_command(Context(node, resilient_parsing=True), tokens)
+        except UsageError:
+            node = None
+        if node is None:
+            raise KeyError(tokens[0])
+        typed += tokens[: len(tokens) - len(rest)]
+        tokens = rest
+    return typed, node, tokens
+
+
+def example_args(command) -> list[str]:
+    """The arguments of the example in a command's help, after its path."""
+    return example(command)[2]
 
 
 @dataclass
@@ -200,7 +216,11 @@ LONG = b"a" * (10 << 20) + b"\n"
 
 
 def cases_of(path: tuple[str, ...], command) -> list[Case]:
-    items = parse(command, example_args(command))
+    typed, resolved, args = example(command)
+    items = parse(command, args)
+    # run as a person types it: the example's path where it runs this very command (an old spelling's example
+    # names the new one: its own path then)
+    spelled = typed if resolved is command else list(path)
     key = _sample_key(path, items)
     given = {id(item.param) for item in items}
     visible = [p for p in command.params if not p.hidden and p.name not in ("help",)]
@@ -221,7 +241,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
             base.append(item)
 
     def case(name, items_, exit_, names, extra=None, **kw):
-        args = [*path, *argv(items_)]
+        args = [*spelled, *argv(items_)]
         kw.setdefault("json", "--json" in args)
         found.append(Case(path, name, args, exit_, names, {**files, **(extra or {})}, hidden=_hidden(path), **kw))
 

@@ -368,7 +368,7 @@ def test_every_slice_keeps_its_registration_constants_in_capability_py(key):
 
 # ---------------------------------------------------------------- one layout for every slice, by role
 ROLES = ("capability.py", "params.py", "schema.py", "synth.py", "train.py", "bundle.py", "service.py")
-OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py", "card.py")  # features, steps, commands, a card part
+OPTIONAL_ROLES = ("features.py", "steps.py", "commands.py", "card.py", "accuracy.py")  # ..., a card part, its accuracy
 READERS = ("reader.py", "reader")  # the reader role: a module or a package
 # registry reference -> the role module and function it must name
 ROLE_REFS = {"synth": "synth:write_synthetic", "default_data": "synth:default_data", "signature": "bundle:signature",
@@ -403,10 +403,12 @@ def test_every_slice_has_the_same_files_for_the_same_roles(key):
         if ref is not None:
             assert ref.target == f"jobaware.{key}.{role}", f"{key}: {field} is {ref.target}, not in its role module"
 
-    if capability.card is not None:  # the card part's functions live in the slice's card.py
-        refs = [ref for ref in vars(capability.card).values() if isinstance(ref, capabilities.Ref)]
-        assert refs and all(ref.target.startswith(f"jobaware.{key}.card:") for ref in refs), f"{key}: {refs}"
-        for ref in refs:
+    if capability.card is not None:  # the card part's functions live in the slice's card.py, its accuracy on live
+        refs = {name: ref for name, ref in vars(capability.card).items() if isinstance(ref, capabilities.Ref)}
+        accuracy = refs.pop("accuracy", None)  # jobs in accuracy.py
+        assert refs and all(ref.target.startswith(f"jobaware.{key}.card:") for ref in refs.values()), f"{key}: {refs}"
+        assert accuracy is None or accuracy.target == f"jobaware.{key}.accuracy:accuracy_report", f"{key}: {accuracy}"
+        for ref in [*refs.values(), *[accuracy] * (accuracy is not None)]:
             ref.resolve()
 
     modules = {path: _top_level(path) for path in sorted(slice_dir.rglob("*.py"))}

@@ -337,12 +337,13 @@ class PendingJobAdapter:
 
     def _kept_as(self, key: JobKey, versions: dict[str, str], name: str, acts: list[dict]) -> str:
         """The name a verdict is kept under: a refresh that acted on nothing replaces the newest verdict when that
-        one acted on nothing either (so a job pending for days keeps one verdict per change of words, not one per
-        refresh); any other verdict is kept under its own name."""
+        one acted on nothing either and is not the job's first (so a job pending for days keeps its first verdict,
+        the one at submission that live accuracy judges, and one per change of words, not one per refresh); any
+        other verdict is kept under its own name."""
         if self.refresh_s is None or acts:
             return name
         verdicts = self._verdicts(key, versions)
-        newest_name, newest = verdicts[-1] if verdicts else (None, {})
+        newest_name, newest = verdicts[-1] if len(verdicts) > 1 else (None, {})
         return newest_name if newest_name and "@" in newest_name and not newest.get("acts") else name
 
     def _judged(self, key: JobKey, versions: dict[str, str], now: float) -> bool:

@@ -167,28 +167,39 @@ def adapt(
     out.print(f"{done} pass(es); audit in {audited}", highlight=False, soft_wrap=True)
 
 
+JobId = Annotated[str, typer.Argument(metavar="JOBID", help="a Slurm job: 492, an array task 4_92, or tasks 4_[1-3]; "
+                                      "pending or running, or with --store finished")]
+SimilarityJobid = Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity "
+                                                     "pool, where its I/O codings are")]
+Gateway = Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")]
+FinishedStore = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
+                                      "JOBAWARE_STORE): where the card of a job squeue no longer lists is read")]
+Since = Annotated[int, typer.Option("--since", min=1, max=3650, metavar="DAYS", help="with --store: look for a finished "
+                                    "job among the jobs submitted in the last DAYS days only (newest first; the store "
+                                    "has no index by job id)")]
+Cluster = Annotated[str, typer.Option(help="with --store: the cluster's name in the store (default: Slurm's "
+                                      "ClusterName, else every cluster)")]
+CardJson = Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")]
+
+
 def card(
-    job_id: Annotated[str, typer.Argument(help="a Slurm job: 492, an array task 4_92, or tasks 4_[1-3]; pending or "
-                                          "running, or with --store finished")],
-    similarity_jobid: Annotated[int | None, typer.Option("--similarity-jobid", min=1, help="the job's id in the similarity pool, where its I/O codings are")] = None,
-    gateway: Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")] = "",
+    job_id: JobId,
+    similarity_jobid: SimilarityJobid = None,
+    gateway: Gateway = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     part: Annotated[list[str], typer.Option("--part", metavar="KEY", help="only this capability's part, "
                                             "repeatable: one line each (default: the whole card)")] = [],  # noqa: B006
-    store: Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
-                                 "JOBAWARE_STORE): where the card of a job squeue no longer lists is read")] = "",
-    since: Annotated[int, typer.Option("--since", min=1, max=3650, metavar="DAYS", help="with --store: look for a "
-                                       "finished job among the jobs submitted in the last DAYS days only (newest "
-                                       "first; the store has no index by job id)")] = 30,
-    cluster: Annotated[str, typer.Option(help="with --store: the cluster's name in the store (default: Slurm's "
-                                         "ClusterName, else every cluster)")] = "",
-    as_json: Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")] = False,
+    store: FinishedStore = "",
+    since: Since = 30,
+    cluster: Cluster = "",
+    as_json: CardJson = False,
 ):
-    """One answer for one job, a part per capability with a card part (failure risk, the script's binding
-    resource, similar past jobs, when it is likely to start, ...): each with its model version, or the reason it is
-    missing. Array tasks still pending share their array's record, so they share its card. With --part KEY, only
-    that part, in one line (`jobaware card 4242 --part wait`); exits 1 when a part asked for has no answer (its
-    service down, refusing or failing).
+    """One answer for one job: a part per capability with a card part, each with its version or why it is missing.
+
+    Today's parts: failure risk, the script's binding resource, similar past jobs, when it is likely to start, ...
+    Array tasks still pending share their array's record, so they share its card. With --part KEY, only that part,
+    in one line (`jobaware card 4242 --part KEY`, which `jobaware KEY 4242` prints too); exits 1 when a part asked
+    for has no answer (its service down, refusing or failing).
 
     A job squeue no longer lists (finished) has, with --store, the card the adapter kept for it before it ran beside
     what happened: its end, exit code and signal, run time and use, and each part judged against that end (with
@@ -197,15 +208,52 @@ def card(
 
     Example: jobaware card 4242 --gateway http://127.0.0.1:3010
     """
+    from jobaware import card as cards
+
+    unknown = [key for key in part if key not in cards.declared()]
+    if unknown:
+        raise UsageError(f"--part {unknown[0]!r}: expected one of {', '.join(cards.declared())}")
+    show_cards(job_id, similarity_jobid, gateway, service, list(dict.fromkeys(part)) or None, store, since, cluster,
+               as_json)
+
+
+def part_command(key: str, question: str):
+    """`jobaware <key> JOBID`: capability `key`'s part of a job's card, in one line, exactly as `jobaware card JOBID
+    --part <key>` prints it (the same options; the same code)."""
+    def one_part(
+        job_id: JobId,
+        similarity_jobid: SimilarityJobid = None,
+        gateway: Gateway = "",
+        service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
+        store: FinishedStore = "",
+        since: Since = 30,
+        cluster: Cluster = "",
+        as_json: CardJson = False,
+    ):
+        show_cards(job_id, similarity_jobid, gateway, service, [key], store, since, cluster, as_json)
+
+    one_part.__doc__ = f"""{question[0].upper() + question[1:]}
+
+    For one job, the {key} part of its card in one line, as `jobaware card JOBID --part {key}` prints it: squeue read
+    live and the {key} service asked (--service {key}=URL, else $JOBAWARE_{key.upper()}_URL, or the card gateway with
+    --gateway); a job squeue no longer lists, the part the adapter kept for it, with --store. A job that cannot have
+    the part says why in its line; exits 1 when the part has no answer (its service down, refusing or failing).
+    With --json, the card cut to this part.
+
+    Example: jobaware {key} 4242 --gateway http://127.0.0.1:3010
+    """
+    one_part.__name__ = f"{key}_part"
+    return one_part
+
+
+def show_cards(job_id: str, similarity_jobid: int | None, gateway: str, service: list[str], keys: list[str] | None,
+               store: str, since: int, cluster: str, as_json: bool) -> None:
+    """`jobaware card`'s answer for JOBID (every part, or the parts of `keys` in a line each), printed."""
     from adapters.slurm import arrays, finished
     from adapters.slurm.collector import Slurm, cluster_name, state_of
     from jobaware import card as cards
     from jobaware.console import show
 
-    unknown = [key for key in part if key not in cards.declared()]
-    if unknown:
-        raise UsageError(f"--part {unknown[0]!r}: expected one of {', '.join(cards.declared())}")
-    keys = list(dict.fromkeys(part)) or None
     job, tasks = arrays.parse_id(job_id)
     wanted = [(job, task) for task in tasks or [None]]
     slurm = Slurm(timeout=30)

@@ -44,5 +44,6 @@ CAPABILITY = Capability(
     metrics_table=("roc_auc", "pr_auc", "threshold", "accuracy", "majority_accuracy", "fail_f1", "ece", "brier"),
     card=CardPart(answer=Ref("jobaware.failure.card:answer"), shown=Ref("jobaware.failure.card:shown"),
                   words=Ref("jobaware.failure.card:words"), advice=Ref("jobaware.failure.card:advice"),
-                  hold=Ref("jobaware.failure.card:hold"), required=True),
+                  hold=Ref("jobaware.failure.card:hold"), accuracy=Ref("jobaware.failure.accuracy:accuracy_report"),
+                  required=True),
 )

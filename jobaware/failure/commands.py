@@ -1,6 +1,6 @@
 """`failure`'s own commands: `jobaware failure export` (a job store's finished jobs as training data) and
-`jobaware failure accuracy` (how the model does on the live jobs it judged). The old spellings `jobaware slurm
-export` and `jobaware report live` stay for one release, hidden."""
+`jobaware failure accuracy` (how the model does on the live jobs it judged; also in `jobaware report live`). The
+old spelling `jobaware slurm export` stays for one release, hidden."""
 
 from __future__ import annotations
 
@@ -56,11 +56,10 @@ def accuracy(store: StoreOption,
 
 
 def register(group: typer.Typer, root: typer.Typer) -> None:
-    """`jobaware failure export|accuracy`; `jobaware slurm export` and `jobaware report live` stay, hidden."""
+    """`jobaware failure export|accuracy`; `jobaware slurm export` stays, hidden. (`jobaware report live`, once an
+    old spelling of `failure accuracy`, is every card part's live accuracy: this report among them.)"""
     group.command("export")(export)
     group.command("accuracy")(accuracy)
-    for parent, old, command, new in (("slurm", "export", export, "jobaware failure export"),
-                                      ("report", "live", accuracy, "jobaware failure accuracy")):
-        found = next((info.typer_instance for info in root.registered_groups if info.name == parent), None)
-        if found is not None:
-            found.command(old, hidden=True)(renamed(command, new))
+    slurm = next((info.typer_instance for info in root.registered_groups if info.name == "slurm"), None)
+    if slurm is not None:
+        slurm.command("export", hidden=True)(renamed(export, "jobaware failure export"))

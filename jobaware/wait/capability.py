@@ -40,5 +40,6 @@ CAPABILITY = Capability(
                    "bound_tightness"),
     trivial_baselines={"zero": "always a wait of 0 s", "training_median": "always the training jobs' median wait"},
     card=CardPart(answer=Ref("jobaware.wait.card:answer"), shown=Ref("jobaware.wait.card:shown"),
-                  words=Ref("jobaware.wait.card:words"), refresh_s=300.0),
+                  words=Ref("jobaware.wait.card:words"), accuracy=Ref("jobaware.wait.accuracy:accuracy_report"),
+                  refresh_s=300.0),
 )

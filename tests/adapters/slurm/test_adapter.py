@@ -218,6 +218,9 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
     rows = json.loads(report.stdout)
     assert len(rows) == 1 and rows[0]["jobs"] == 3 and rows[0]["failed"] == 1
     assert 0 <= rows[0]["roc_auc"] <= 1 and 0 <= rows[0]["ece"] <= 1
+    live = subprocess.run([JOBAWARE, "report", "live", "--store", str(store), "--json"], capture_output=True,
+                          text=True, timeout=60)
+    assert live.returncode == 0 and json.loads(live.stdout)["failure"] == rows, live.stderr  # one table of several
 
 
 @pytest.mark.slow

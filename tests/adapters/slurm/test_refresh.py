@@ -154,6 +154,22 @@ def test_a_part_that_ages_is_asked_again_after_its_interval_and_the_comment_rewr
     assert len(ids) == len(set(ids)) == 4  # one comment act per job and refresh whose words changed
 
 
+def test_refreshes_that_act_on_nothing_never_replace_the_first_verdict(site):
+    """With no comment written (nothing to act on), each refresh replaces the newest one but never the job's first
+    verdict: the one made at submission, which live accuracy judges on its own."""
+    start = site["clock"][0]
+    with adapter(site, "eta", comment=False) as a:
+        for n in range(4):
+            site["clock"][0] = start + n * REFRESH_S
+            site["said"].minutes = 40 - n
+            assert (a.run_pass().judged, len(comments(site))) == (2, 0)
+    bucket = int(start // REFRESH_S)
+    for job in PENDING:
+        kept = verdicts(site, job)
+        assert sorted(kept) == [f"adapter:eta=1@{bucket}", f"adapter:eta=1@{bucket + 1}"]
+        assert [card["parts"]["eta"]["minutes"] for card in cards.kept_cards(kept)] == [40, 37]
+
+
 def test_a_refresh_keeps_to_the_rate_limit(site):
     start = site["clock"][0]
     with adapter(site, "eta", max_acts_per_minute=1) as a:

@@ -10,6 +10,7 @@ from jobaware.card import NotApplicable
 from jobaware.model import Served
 from jobaware.wait.card import answer, duration, shown, words
 from jobaware.wait.service import WaitRequest, wait
+from tests.adapters.slurm.test_collector import NO_ACCOUNTING, Replay
 from tests.conftest import SQUEUE
 from tests.loopback import JsonServer
 
@@ -61,7 +62,6 @@ def test_jobaware_card_part_wait_tells_a_live_job_when_it_is_likely_to_start(tra
     service over HTTP (the real route on a trained bundle); one line, or the part as JSON."""
     from adapters.slurm import collector
     from jobaware.cli import app
-    from tests.adapters.slurm.test_collector import NO_ACCOUNTING, Replay
 
     squeue = json.dumps({**json.loads(SQUEUE.read_text()), "jobs": _snapshot()})
     monkeypatch.setattr(collector, "Slurm", lambda timeout=30: Replay(squeue=squeue, **NO_ACCOUNTING))
@@ -105,6 +105,42 @@ def test_jobaware_card_part_wait_tells_a_live_job_when_it_is_likely_to_start(tra
     assert cli_contract.run(cli.command(), ["card", "3", "--part", "nosuch"]) == 2
     said = capsys.readouterr()
     assert said.err.count("\n") == 1 and "--part 'nosuch': expected one of " in said.err and "wait" in said.err
+
+
+def test_jobaware_wait_jobid_prints_the_line_of_card_part_wait(trained, monkeypatch):
+    """`jobaware wait JOBID` (the platform's command for every capability with a card part) is `jobaware card JOBID
+    --part wait`: the same line, the same JSON, the same refusal; the clock the part reads "now" from held still."""
+    import time
+    from types import SimpleNamespace
+
+    from adapters.slurm import collector
+    from jobaware import cli, cli_contract
+
+    squeue = json.dumps({**json.loads(SQUEUE.read_text()), "jobs": _snapshot()})
+    monkeypatch.setattr(collector, "Slurm", lambda timeout=30: Replay(squeue=squeue, **NO_ACCOUNTING))
+    monkeypatch.setattr("jobaware.wait.card.time", SimpleNamespace(time=lambda now=time.time(): now))
+
+    def serve(method: str, path: str, body) -> tuple[int, object]:
+        return 200, wait(parse_body(WaitRequest, body), Served(trained[0], "7"))
+
+    runner = CliRunner()
+    with JsonServer(serve) as server:
+        service = ["--service", f"wait={server.url}"]
+        for args in (["3"], ["3", "--json"], ["2"]):
+            part = runner.invoke(cli.app, ["wait", *args, *service])
+            card = runner.invoke(cli.app, ["card", *args, "--part", "wait", *service])
+            assert part.exit_code == card.exit_code == 0, part.output + card.output
+            if "--json" in args:
+                assert {**json.loads(part.stdout), "created": 0} == {**json.loads(card.stdout), "created": 0}
+            else:
+                assert part.stdout == card.stdout and part.stdout.count("\n") == 1
+                assert part.stdout.startswith(f"job {args[0]}: wait: ")
+        assert "(80%), within " in runner.invoke(cli.app, ["wait", "3", *service]).stdout
+        assert part.stdout == "job 2: wait: not applicable: not pending (running)\n"
+        assert len(server.requests) == 5  # only for the pending job
+    down = ["--service", "wait=http://127.0.0.1:9"]
+    assert cli_contract.run(cli.command(), ["wait", "3", *down]) == cli_contract.run(
+        cli.command(), ["card", "3", "--part", "wait", *down]) == 1
 
 
 @pytest.mark.parametrize("change, reason", [

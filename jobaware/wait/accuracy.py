@@ -1,0 +1,83 @@
+"""How `wait` does on live jobs: what its card part said of each job while it was pending (the cards an adapter kept
+in the job store, each with the time it was `created`) against when the job really started.
+
+A verdict's actual remaining wait is the job's start minus the verdict's `created` (never below 0). The first
+verdict of a job is the one made when the adapter first saw it pending (at submission); the later ones are its
+refreshes while it waited (`CardPart.refresh_s`; a refresh that changed nothing replaces the one before it, so the
+store keeps one per change of words). Each is judged as the trace evaluation judges a wait
+(`jobaware.wait.evaluate.metrics`: |log10 error| of max(x, 60 s), within x2 with both under a minute counting as
+within, the 80 % range's and the 95 % bound's coverage). A job that never started (cancelled while it waited) has
+no actual wait: it is left out and counted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from jobaware.card import kept_cards
+from jobaware.store import JobStore
+
+KEY = "wait"
+FIGURES = {"log10_error": "mean_abs_log10_error", "within_x2": "within_x2", "coverage_80": "coverage_80",
+           "coverage_95": "coverage_95"}  # the report's name -> evaluate.metrics' name
+
+
+def started(record: dict) -> float | None:
+    """When the job started, epoch seconds, or None when it never did. The row keeps Slurm's times as the
+    collector's wall clock: shifted back by the offset its submit time shows (the key keeps Slurm's own). A job
+    cancelled with no run time and never seen running was cancelled while it waited (squeue then gives its cancel
+    time as its start; accounting gives none)."""
+    row = record["row"]
+    start, submit = row.get("start_time"), row.get("submit_time")
+    if start is None:
+        return None
+    if (record["final"] or {}).get("state") == "CANCELLED" and not row.get("run_time") and not any(
+            change.get("state") == "RUNNING" for change in record["states"]):
+        return None
+    return float(start) - (float(submit) - record["submit_time"] if submit is not None else
+                           time.localtime(start).tm_gmtoff)
+
+
+def verdict_rows(store: JobStore) -> list[dict]:
+    """One row per wait verdict of a finished job: week of submission, model version, `first` (the job's first
+    verdict) or `refreshed`, the answer (wait_s, wait_low_s, wait_high_s, wait_bound_s) and the actual remaining
+    wait (None: the job never started)."""
+    rows = []
+    for record in store.records(predictions=""):
+        if not record["final"]:
+            continue
+        said = [(card.get("created") or 0.0, card["parts"][KEY]) for card in kept_cards(record["predictions"])
+                if (card.get("parts") or {}).get(KEY, {}).get("status") == "ok"]
+        start = started(record) if said else None
+        week = time.strftime("%G-W%V", time.gmtime(record["submit_time"]))
+        for order, (created, part) in enumerate(said):
+            rows.append({"week": week, "model_version": str(part["model_version"]), "job": record["job_id"],
+                         "verdict": "refreshed" if order else "first", "wait_s": part["wait_s"],
+                         "wait_low_s": part["low_s"], "wait_high_s": part["high_s"], "wait_bound_s": part["bound_s"],
+                         "actual_s": None if start is None else max(start - created, 0.0)})
+    return rows
+
+
+def accuracy_report(store: JobStore) -> list[dict]:
+    """By week of submission, model version and verdict (`first`, then `refreshed`): the jobs judged, the verdicts,
+    the jobs left out because they never started, and the verdicts' mean |log10 error|, within x2, 80 % range and
+    95 % bound coverage."""
+    from jobaware.wait.evaluate import metrics
+
+    groups: dict[tuple[str, str, bool], list[dict]] = defaultdict(list)
+    for row in verdict_rows(store):
+        groups[(row["week"], row["model_version"], row["verdict"] == "refreshed")].append(row)
+    report = []
+    for (week, version, refreshed), verdicts in sorted(groups.items()):
+        judged = [r for r in verdicts if r["actual_s"] is not None]
+        answer = {field: np.array([r[field] for r in judged], float)
+                  for field in ("wait_s", "wait_low_s", "wait_high_s", "wait_bound_s")}
+        figures = metrics(answer, np.array([r["actual_s"] for r in judged], float)) if judged else {}
+        report.append({"week": week, "model_version": version, "verdict": "refreshed" if refreshed else "first",
+                       "jobs": len({r["job"] for r in judged}), "verdicts": len(judged),
+                       "never_started": len({r["job"] for r in verdicts if r["actual_s"] is None}),
+                       **{name: figures.get(field, float("nan")) for name, field in FIGURES.items()}})
+    return report
