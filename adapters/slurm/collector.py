@@ -57,16 +57,21 @@ class Slurm:
     def __init__(self, env: dict | None = None, timeout: float = 30.0):
         self.env, self.timeout = env, timeout
         self.calls = 0
+        self.error: str | None = None  # why the last command failed, in one line (None: it did not)
 
     def run(self, *command: str) -> str | None:
         self.calls += 1
+        self.error = None
         try:
             result = subprocess.run(list(command), capture_output=True, text=True, env=self.env, timeout=self.timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.warning("%s: could not run (%s)", " ".join(command[:3]), exc)
+            self.error = f"{command[0]}: could not run ({exc})"
             return None
         if result.returncode != 0:
             log.warning("%s failed: %s", " ".join(command[:3]), result.stderr.strip()[:300] or result.returncode)
+            lines = result.stderr.strip().splitlines()
+            self.error = lines[-1][:200] if lines else f"{command[0]} exited with {result.returncode}"
             return None
         return result.stdout
 

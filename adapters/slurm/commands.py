@@ -256,8 +256,11 @@ def show_cards(job_id: str, similarity_jobid: int | None, gateway: str, service:
 
     job, tasks = arrays.parse_id(job_id)
     wanted = [(job, task) for task in tasks or [None]]
+    _logging("card")  # squeue's and the libraries' words go to the log; what went wrong is one error line
     slurm = Slurm(timeout=30)
-    listed = slurm.jobs("squeue", "--json", "--states=all") or []
+    listed = slurm.jobs("squeue", "--json", "--states=all")
+    if listed is None:
+        raise JobawareError(f"squeue failed, so no job's card can be made: {slurm.error or 'not Slurm --json output'}")
     queue = [record for record in listed if state_of(record) in ("PENDING", "RUNNING")]
     gone = [(j, task) for j, task in wanted if arrays.find(listed, j, task) is None]
     stored = _stored(store, cluster or cluster_name(slurm) or None, since, gone) if gone and store else {}
