@@ -33,5 +33,6 @@ CAPABILITY = Capability(
     trivial_baselines={"request": "the job's own request times one factor, fitted on the training jobs for the "
                                   "same coverage"},
     card=CardPart(answer=Ref("jobaware.sizing.card:answer"), shown=Ref("jobaware.sizing.card:shown"),
-                  words=Ref("jobaware.sizing.card:words"), advice=Ref("jobaware.sizing.card:advice")),
+                  words=Ref("jobaware.sizing.card:words"), advice=Ref("jobaware.sizing.card:advice"),
+                  accuracy=Ref("jobaware.sizing.accuracy:accuracy_report")),
 )
