@@ -259,21 +259,32 @@ def test_a_store_without_accounting_is_one_line(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
-def test_the_pipeline_reads_a_store_and_refuses_one_too_small_before_training(site, tmp_path):
-    """`jobaware pipeline run sizing --input sqlite:STORE` through the CLI (kfp.local): the store's jobs are read and
-    validated, and the run stops at validation, before training, saying how many more jobs the gate needs."""
+@pytest.mark.timeout(900)
+def test_the_pipeline_trains_on_a_store_and_a_store_too_small_is_refused_before_training(site, tmp_path):
+    """`jobaware pipeline run sizing --input sqlite:STORE` through the CLI (kfp.local): 4,500 real HPC2N jobs collected
+    with their use train and register a model; the 600-job site store stops at validation, before training, saying
+    how many more jobs the gate needs."""
     import os
     import subprocess
     import sys
     from pathlib import Path
 
+    jobs = trace_slice(HPC2N, 60_000, 4500)
+    large = f"sqlite:{tmp_path / 'large'}"
+    with zone(SITE_ZONE), open_store(large) as store:
+        collect(store, jobs, epoch(jobs["submit_time"].iloc[-1]), set())
     env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home"), "TZ": SITE_ZONE}
     env.pop("MLFLOW_TRACKING_URI", None)
-    done = subprocess.run([str(Path(sys.executable).with_name("jobaware")), "pipeline", "run", "sizing", "--input",
-                           site["uri"]], capture_output=True, text=True, env=env, timeout=540, check=False)
-    said = done.stdout + done.stderr
-    assert done.returncode == 1 and "✓ ingest" in said and "✗ validate" in said and "✓ train" not in said, said
-    assert said.strip().splitlines()[-1].startswith(
+    said = {}
+    for uri in (site["uri"], large):
+        done = subprocess.run([str(Path(sys.executable).with_name("jobaware")), "pipeline", "run", "sizing", "--input",
+                               uri, "--param", "max_iter=20"], capture_output=True, text=True, env=env, timeout=840,
+                              check=False)
+        said[uri] = (done.returncode, done.stdout + done.stderr)
+    code, small = said[site["uri"]]
+    assert code == 1 and "✓ ingest" in small and "✗ validate" in small and "✓ train" not in small, small
+    assert small.strip().splitlines()[-1].startswith(
         f"the gate needs 1,000 test jobs with a known run time, a time asked and an earlier job of their user: the "
         f"store {site['uri']} has {len(site['expected'])} jobs")
+    code, trained = said[large]
+    assert code == 0 and "✓ train" in trained and "jobaware-sizing version 1 (champion)" in trained, trained
