@@ -145,7 +145,7 @@ def gate_size(dataset_dir: str | Path, min_rows: int, data: str) -> str | None:
             f"user: {data} has {len(jobs):,} jobs, whose test split would hold {tested:,}")
     share = scorable.mean() * p["test_fraction"]
     if not share:
-        return f"{what}; none of its jobs has both a run time and a time asked: nothing to size against"
+        return f"{what}; none of its jobs has a run time, a time asked and an earlier job of its user: nothing to size"
     return (f"{what}; about {max(int(np.ceil(min_rows / share)) - len(jobs), 1):,} more jobs are needed (the test "
             f"split is the last {p['test_fraction']:.0%}, by submit time)")
 
