@@ -24,10 +24,12 @@ CAPABILITY = Capability(
     predict_file=Ref("jobaware.sizing.service:predict_file"),
     service="serving.sizing:SizingService",
     pipeline="pipelines.sizing:sizing_pipeline",
-    formats=("Standard Workload Format (.swf, .swf.gz)",),
+    formats=("Standard Workload Format (.swf, .swf.gz)", "a site's job store (the Slurm collector's, with accounting)"),
     example=("/size", {"jobs": [{"job_id": 1, "user": "user1", "procs": 8, "time_asked_s": 86400}]}),
     smoke=(6000, {"max_iter": 40}),
     train=Ref("jobaware.sizing.train:train"),
+    from_store=Ref("jobaware.store.export:from_store"),
+    gate_size=Ref("jobaware.sizing.train:gate_size"),
     metrics_table=("quantile_loss", "under_rate", "median_ratio", "released_share", "released_proc_hours",
                    "mem_under_rate", "mem_median_ratio"),
     trivial_baselines={"request": "the job's own request times one factor, fitted on the training jobs for the "

@@ -161,6 +161,8 @@ class SizingModel:
         with threadpool_limits(THREADS, user_api="openmp"):
             proba = self.trees.predict_proba(features[self.columns].to_numpy(float))
         by_class = np.zeros((len(features), len(LEVELS) + 1))
+        if len(self.trees.classes_) == 1:  # the jobs fitted on all in one class (HPC2N's memory: each used all it
+            proba = np.ones((len(features), 1))  # asked): scikit-learn's trees then answer with two columns
         by_class[:, self.trees.classes_] = proba
         return np.clip(1.0 - np.cumsum(by_class, axis=1)[:, : len(LEVELS)], 0.0, 1.0) + HAIR
 

@@ -1,5 +1,6 @@
 """Read job traces into the canonical `sizing_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
-through the platform's `jobaware.swf`), one trace a cluster.
+through the platform's `jobaware.swf`), one trace a cluster, and a job store's export (`jobaware.store.export`,
+mapped by `jobaware.sizing.export`: a site's own finished jobs with their use, each cluster of the store once).
 
 A value the format calls unknown (-1) stays unknown (null). A request of zero (no time or no memory asked for)
 says nothing of what the job needed and is read as unknown too; a memory figure beyond MAX_MEM_MB per processor is
@@ -20,7 +21,8 @@ import pyarrow.parquet as pq
 from jobaware.errors import InputError
 from jobaware.reading import QUARANTINE, Problem, ReadReport
 from jobaware.sizing.schema import CONTRACT, MAX_MEM_MB, SIZING_JOBS
-from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_files
+from jobaware.sources import files as source_files
+from jobaware.swf import SUFFIXES, SwfTrace, cluster_name, is_swf, read_swf
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
 KB_PER_MB = 1024.0
@@ -83,10 +85,31 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
     return jobs, trace.problems + problems, trace.quarantined + quarantined
 
 
+def source_paths(sources: list[str] | str) -> list[str]:
+    """The traces and store exports named by paths, globs and folders (a folder: its files of either kind)."""
+    from jobaware.store.export import EXPORT_SUFFIX, is_export
+
+    found = source_files(sources, SUFFIXES + (EXPORT_SUFFIX,))
+    for path in found:
+        if not (is_swf(path) or is_export(path)):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)}) "
+                             f"nor a job store's export ({EXPORT_SUFFIX})")
+    return found
+
+
+def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """A trace or a store's export as `sizing_jobs` rows, its problems and quarantined records."""
+    from jobaware.sizing.export import read_export
+    from jobaware.store.export import is_export
+
+    return read_export(path) if is_export(path) else read_trace(path)
+
+
 def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,
            progress: Callable[[int], None] | None = None) -> ReadReport:
-    """Traces (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records into quarantine.jsonl."""
-    paths = trace_files(sources)
+    """Traces and store exports (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records into
+    quarantine.jsonl."""
+    paths = source_paths(sources)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = ReadReport(", ".join(paths))
@@ -94,11 +117,12 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
     with pq.ParquetWriter(out_dir / f"{CONTRACT}.parquet", SIZING_JOBS) as writer, \
             open(out_dir / QUARANTINE, "w") as bad:
         for path in paths:
-            cluster = cluster_name(path)
-            if cluster in clusters:
-                raise InputError(f"{path}: the same cluster as {clusters[cluster]}; one trace a cluster")
-            clusters[cluster] = path
-            jobs, problems, quarantined = read_trace(path)
+            jobs, problems, quarantined = read_source(path)
+            for cluster in pd.unique(jobs["cluster"]):
+                if cluster in clusters:
+                    raise InputError(f"{path}: the same cluster ({cluster}) as {clusters[cluster]}; one source a "
+                                     "cluster")
+                clusters[cluster] = path
             if strict and problems:
                 raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
             report.rows += len(jobs)

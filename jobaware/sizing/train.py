@@ -122,6 +122,34 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> 
     return bundle, evaluation
 
 
+def gate_size(dataset_dir: str | Path, min_rows: int, data: str) -> str | None:
+    """Before training: why the dataset's test split (`time_split` at the default parameters) would hold fewer than
+    `min_rows` jobs the gate can score (a known run time, a time asked, and an earlier ended job of their user: the
+    jobs `score` counts, or more), and about how many more jobs it needs at the dataset's share of such jobs; None
+    when it holds enough. Every public trace with requested times does; a site's young job store may not."""
+    p = check_params({})
+    jobs = prepare(pd.read_parquet(table_path(dataset_dir)))
+    if not len(jobs):
+        return None
+    submit, end = seconds(jobs["submit_time"]), seconds(jobs["end_time"])
+    ended = np.isfinite(end) & jobs["run_s"].notna().to_numpy()  # what enters history (`build_features`)
+    first_end = (pd.Series(np.where(ended, np.maximum(end, submit), np.inf)).groupby(jobs["user"].to_numpy())
+                 .transform("min").to_numpy())
+    asked = jobs[TIME.asked].to_numpy(float, na_value=np.nan)
+    scorable = (jobs[TIME.used].notna().to_numpy() & np.isfinite(asked) & (asked > 0) & jobs["user"].notna().to_numpy()
+                & (first_end < submit))
+    tested = int((time_split(submit, end, p["test_fraction"]).test & scorable).sum())
+    if tested >= min_rows:
+        return None
+    what = (f"the gate needs {min_rows:,} test jobs with a known run time, a time asked and an earlier job of their "
+            f"user: {data} has {len(jobs):,} jobs, whose test split would hold {tested:,}")
+    share = scorable.mean() * p["test_fraction"]
+    if not share:
+        return f"{what}; none of its jobs has a run time, a time asked and an earlier job of its user: nothing to size"
+    return (f"{what}; about {max(int(np.ceil(min_rows / share)) - len(jobs), 1):,} more jobs are needed (the test "
+            f"split is the last {p['test_fraction']:.0%}, by submit time)")
+
+
 def write_eval(evaluation: SizingEvaluation, eval_dir: Path) -> None:
     """The gate's data, the test jobs' features and what they used and asked, into `eval_dir`."""
     eval_dir.mkdir(parents=True, exist_ok=True)

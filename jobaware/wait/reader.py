@@ -1,6 +1,6 @@
 """Read queue traces into the canonical `queue_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
-through the platform's `jobaware.swf`), one trace a cluster, and a job store's export (`jobaware.wait.export`: a
-site's own jobs, each cluster of the store once)."""
+through the platform's `jobaware.swf`), one trace a cluster, and a job store's export (`jobaware.store.export`, mapped
+by `jobaware.wait.export`: a site's own jobs, each cluster of the store once)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
 
 def source_paths(sources: list[str] | str) -> list[str]:
     """The traces and store exports named by paths, globs and folders (a folder: its files of either kind)."""
-    from jobaware.wait.export import EXPORT_SUFFIX, is_export
+    from jobaware.store.export import EXPORT_SUFFIX, is_export
 
     found = source_files(sources, SUFFIXES + (EXPORT_SUFFIX,))
     for path in found:
@@ -88,7 +88,8 @@ def source_paths(sources: list[str] | str) -> list[str]:
 
 def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
     """A trace or a store's export as `queue_jobs` rows, its problems and quarantined records."""
-    from jobaware.wait.export import is_export, read_export
+    from jobaware.store.export import is_export
+    from jobaware.wait.export import read_export
 
     return read_export(path) if is_export(path) else read_trace(path)
 

@@ -97,3 +97,17 @@ def test_the_least_knob_is_where_the_choice_turns():
             chosen = len(LEVELS) - 1 - np.argmin((cost + factor * knob[:, None] * jobs.miss)[:, ::-1], axis=1)
             finite = np.isfinite(knob) & (knob > 0)
             assert finite.sum() > 100 and np.all((chosen[finite] >= first) == turned)
+
+
+def test_jobs_that_all_used_the_same_share_of_their_request_are_sure_of_it():
+    """HPC2N's memory: most jobs state as used all they asked; trees fitted on one class still answer."""
+    import pandas as pd
+
+    n = 200
+    features = pd.DataFrame({"user_last": np.arange(n, dtype=float), "user_mem_last": np.arange(n, dtype=float),
+                             "log_asked": np.linspace(1, 2, n)})
+    sizing = SizingModel(MEMORY, 0.95, check_params({})).fit(features, np.full(n, 400.0), np.full(n, 400.0),
+                                                            np.ones(n))
+    miss = sizing.miss_probabilities(features)
+    sure = np.where(LEVELS < 1.0, 1.0, 0.0) + HAIR  # more than any share below all of it, never more than all
+    assert miss.shape == (n, len(LEVELS)) and np.allclose(miss, sure)
