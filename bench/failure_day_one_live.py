@@ -87,7 +87,8 @@ def ending(status: int, run_s: float, requested_s: float, scale: float, max_limi
     known = np.isfinite(requested_s) and requested_s > 0
     limit = max_limit_min
     if known:
-        limit = int(min(max(math.ceil(round(requested_s * scale, 6) / 60), 1), max_limit_min))  # 36000 / 600: 60.00000000000001
+        scaled = round(requested_s * scale, 6)  # 36000 / 600 is 60.00000000000001
+        limit = int(min(max(math.ceil(scaled / 60), 1), max_limit_min))
     sleep = round(run * scale)
     past = limit * 60 + PAST_LIMIT_S
     if status == 5:
@@ -102,14 +103,17 @@ def ending(status: int, run_s: float, requested_s: float, scale: float, max_limi
 
 
 def site_trace(site: str) -> Path:
-    """The path of a trace of the public manifest."""
+    """The path of an SWF trace of the public manifest."""
     from jobaware.failure import public
     from jobaware.fit import public_traces
+    from jobaware.swf import is_swf
 
-    for trace in public_traces(public.manifest()):
+    traces = [t for t in public_traces(public.manifest()) if is_swf(t["path"])]
+    for trace in traces:
         if trace["name"] == site:
             return Path(trace["path"])
-    raise SystemExit(f"--site {site}: not a trace of {public.manifest()}")
+    raise SystemExit(f"--site {site}: not an SWF trace of {public.manifest()} "
+                     f"({', '.join(t['name'] for t in traces)})")
 
 
 def replayed(path: Path, first: int, count: int, cores: int, scale: float, max_limit_min: int) -> pd.DataFrame:
@@ -366,6 +370,7 @@ def main() -> None:
                         "(skips the training)")
     parser.add_argument("--user-prefix", default="jobaware-r", help="the Unix users standing for the trace's")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped, it still stops what it started
     if os.geteuid() != 0:
         raise SystemExit("needs root: the test cluster runs as root and jobs run as the trace's users (sbatch --uid)")
     max_limit = min(args.max_limit, PARTITION_MAX_MINUTES)
