@@ -339,7 +339,7 @@ def measure(uri: str, home: Path, work: Path) -> None:
     rows["site only (first half), second half"], how = site_only(jobs, half)
     majority = 1 - second["failed"].mean() if second["failed"].mean() < 0.5 else second["failed"].mean()
     rows["no model (constant), second half"] = {"jobs": len(second), "failed": int(second["failed"].sum()),
-                                                "roc_auc": 0.5, "accuracy": majority, "fail_f1": float("nan")}
+                                                "roc_auc": 0.5, "accuracy": majority}
     print(f"\nsite only: {how}")
     print("\n| model | jobs (failed) | ROC-AUC | accuracy | failed F1 |\n|---|---|---|---|---|")
     for name, found in rows.items():
@@ -347,11 +347,16 @@ def measure(uri: str, home: Path, work: Path) -> None:
             print(f"| {name} | no model | | | |")
             continue
         print(f"| {name} | {found['jobs']} ({found['failed']}) | **{found['roc_auc']:.3f}** | "
-              f"{found.get('accuracy', float('nan')):.1%} | {found.get('fail_f1', float('nan')):.3f} |")
+              f"{_figure(found.get('accuracy'), '.1%')} | {_figure(found.get('fail_f1'), '.3f')} |")
     public = rows["public, second half"]["roc_auc"]
     own = rows["site only (first half), second half"]
     print(f"\npublic / site only (ROC-AUC, second half): "
           f"{public / own['roc_auc'] if own else float('nan'):.2f}; public / no model: {public / 0.5:.2f}")
+
+
+def _figure(value: float | None, form: str) -> str:
+    """A table cell: "-" where there is no figure (no threshold, no failed job flagged)."""
+    return "-" if value is None or not np.isfinite(value) else format(value, form)
 
 
 def main() -> None:
