@@ -1,6 +1,6 @@
 """What `cli_filter.lua` adds to a real `sbatch`, against sbatch with no CLI filter, in the same run.
 
-Starts the one-node test cluster (tests/slurm/cluster.py's harness), writes a verdict cache of `--verdicts` entries
+Starts the one-node test cluster (harness/slurm_cluster.py's harness), writes a verdict cache of `--verdicts` entries
 (`--users` users; the submitting user holds `--shapes` of them, some with advice) and three copies of slurm.conf
 in folders of their own: `none` (no CliFilterPlugins), `empty` (CliFilterPlugins=lua with a filter that does
 nothing: the price of Slurm's Lua plugin itself) and `jobaware` (the rendered cli_filter.lua). Each round submits

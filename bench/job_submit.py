@@ -1,6 +1,6 @@
 """The job_submit.lua hook's own time per call inside a live slurmctld, against a hook that does nothing.
 
-Starts the one-node test cluster (tests/slurm/cluster.py) with JobSubmitPlugins=lua, a verdict cache of
+Starts the one-node test cluster (harness/slurm_cluster.py) with JobSubmitPlugins=lua, a verdict cache of
 `--verdicts` entries (`--users` users; the submitting user holds `--shapes` of them), and submits `--jobs` real
 held jobs of varied shapes with sbatch, in blocks that alternate between the jobaware hook and the reference
 (a hook whose body is empty, same clock and log call); some submitted shapes are cached exactly, the others

@@ -1,4 +1,4 @@
-"""A slice of a real trace replayed on the one-node test Slurm (tests/slurm/cluster.py), with more work than cores:
+"""A slice of a real trace replayed on the one-node test Slurm (harness/slurm_cluster.py), with more work than cores:
 jobaware's wait estimate, `squeue --start`'s and the real start, job by job, at submission and again while pending.
 
 The model is trained on the same trace's earlier 70 % scaled as the replay is (processors to the node's cores,
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.slurm.cluster import SlurmCluster  # noqa: E402
+from harness.slurm_cluster import SlurmCluster  # noqa: E402
 
 from jobaware.bodies import parse_body  # noqa: E402
 from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
