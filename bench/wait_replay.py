@@ -31,7 +31,6 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.slurm_cluster import SlurmCluster  # noqa: E402
-
 from jobaware.bodies import parse_body  # noqa: E402
 from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
 from jobaware.wait.service import WaitRequest, parse_request  # noqa: E402
