@@ -134,3 +134,44 @@ def write_quarantine(output: str | Path, records: list[dict]) -> str | None:
         for record in records:
             handle.write(json.dumps(record, default=str) + "\n")
     return str(quarantine)
+
+
+def ingest_sources(paths: list[str], read_source, out_dir: str | Path, contract: str, schema, *,
+                   strict: bool = False, progress=None) -> ReadReport:
+    """Each source's rows (`read_source(path) -> (rows, problems, quarantined records)`, rows with a `cluster`
+    column) into `out_dir/<contract>.parquet` written with `schema`, its bad records into QUARANTINE, as a slice's
+    ingest step writes them. One source a cluster: a cluster read twice would train on its jobs twice. `strict`:
+    the first problem is an error. No readable row at all is an error too."""
+    import json
+
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from jobaware.errors import InputError
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = ReadReport(", ".join(paths))
+    clusters: dict[str, str] = {}
+    with pq.ParquetWriter(out_dir / f"{contract}.parquet", schema) as writer, open(out_dir / QUARANTINE, "w") as bad:
+        for path in paths:
+            jobs, problems, quarantined = read_source(path)
+            for cluster in pd.unique(jobs["cluster"]):
+                if cluster in clusters:
+                    raise InputError(f"{path}: the same cluster ({cluster}) as {clusters[cluster]}; one source a "
+                                     "cluster")
+                clusters[cluster] = path
+            if strict and problems:
+                raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
+            report.rows += len(jobs)
+            report.bad_rows += len(quarantined)
+            report.add(problems)
+            writer.write_table(pa.Table.from_pandas(jobs, schema=schema, preserve_index=False))
+            for record in quarantined:
+                bad.write(json.dumps(record, default=str) + "\n")
+            if progress:
+                progress(len(jobs) + len(quarantined))
+    if report.rows == 0:
+        raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
+    return report

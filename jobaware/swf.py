@@ -101,6 +101,19 @@ def trace_files(sources: list[str] | str) -> list[str]:
     return found
 
 
+def trace_and_export_files(sources: list[str] | str) -> list[str]:
+    """The traces and job-store exports (`jobaware.store.export`) named by paths, globs and folders (a folder: its
+    files of either kind)."""
+    from jobaware.store.export import EXPORT_SUFFIX, is_export
+
+    found = source_files(sources, SUFFIXES + (EXPORT_SUFFIX,))
+    for path in found:
+        if not (is_swf(path) or is_export(path)):
+            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)}) "
+                             f"nor a job store's export ({EXPORT_SUFFIX})")
+    return found
+
+
 def is_swf(path: str | Path) -> bool:
     """Whether a path names a trace in the Standard Workload Format (SUFFIXES: `.swf` or `.swf.gz`)."""
     return str(path).lower().endswith(SUFFIXES)

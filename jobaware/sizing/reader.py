@@ -9,20 +9,15 @@ quarantined with its file, line and field, as the platform reader quarantines wh
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from jobaware.errors import InputError
-from jobaware.reading import QUARANTINE, Problem, ReadReport
+from jobaware.reading import Problem, ReadReport, ingest_sources
 from jobaware.sizing.schema import CONTRACT, MAX_MEM_MB, SIZING_JOBS
-from jobaware.sources import files as source_files
-from jobaware.swf import SUFFIXES, SwfTrace, cluster_name, is_swf, read_swf
+from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_and_export_files
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
 KB_PER_MB = 1024.0
@@ -85,18 +80,6 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
     return jobs, trace.problems + problems, trace.quarantined + quarantined
 
 
-def source_paths(sources: list[str] | str) -> list[str]:
-    """The traces and store exports named by paths, globs and folders (a folder: its files of either kind)."""
-    from jobaware.store.export import EXPORT_SUFFIX, is_export
-
-    found = source_files(sources, SUFFIXES + (EXPORT_SUFFIX,))
-    for path in found:
-        if not (is_swf(path) or is_export(path)):
-            raise InputError(f"{path}: not a Standard Workload Format trace (expected {' or '.join(SUFFIXES)}) "
-                             f"nor a job store's export ({EXPORT_SUFFIX})")
-    return found
-
-
 def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
     """A trace or a store's export as `sizing_jobs` rows, its problems and quarantined records."""
     from jobaware.sizing.export import read_export
@@ -109,33 +92,8 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
            progress: Callable[[int], None] | None = None) -> ReadReport:
     """Traces and store exports (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records into
     quarantine.jsonl."""
-    paths = source_paths(sources)
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    report = ReadReport(", ".join(paths))
-    clusters: dict[str, str] = {}
-    with pq.ParquetWriter(out_dir / f"{CONTRACT}.parquet", SIZING_JOBS) as writer, \
-            open(out_dir / QUARANTINE, "w") as bad:
-        for path in paths:
-            jobs, problems, quarantined = read_source(path)
-            for cluster in pd.unique(jobs["cluster"]):
-                if cluster in clusters:
-                    raise InputError(f"{path}: the same cluster ({cluster}) as {clusters[cluster]}; one source a "
-                                     "cluster")
-                clusters[cluster] = path
-            if strict and problems:
-                raise InputError(f"{problems[0]} (strict mode; {len(quarantined)} bad record(s) in this file)")
-            report.rows += len(jobs)
-            report.bad_rows += len(quarantined)
-            report.add(problems)
-            writer.write_table(pa.Table.from_pandas(jobs, schema=SIZING_JOBS, preserve_index=False))
-            for record in quarantined:
-                bad.write(json.dumps(record, default=str) + "\n")
-            if progress:
-                progress(len(jobs) + len(quarantined))
-    if report.rows == 0:
-        raise InputError(f"{report.file}: no readable job records ({report.bad_rows} bad)")
-    return report
+    return ingest_sources(trace_and_export_files(sources), read_source, out_dir, CONTRACT, SIZING_JOBS, strict=strict,
+                          progress=progress)
 
 
 def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
