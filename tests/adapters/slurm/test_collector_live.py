@@ -53,7 +53,8 @@ def test_every_job_once_with_states_script_and_final_state_from_accounting(accou
         assert record["states"][-1]["state"] == state and record["row"]["name"] == name
         if code is not None:
             assert record["final"]["exit_code"] == code, (name, record["final"])
-    slow = [s["state"] for s in records[ids["slow"]]["states"]]
+    # COMPLETING is Slurm's passing state while a job's processes are killed: a poll may see it or not
+    slow = [s["state"] for s in records[ids["slow"]]["states"] if s["state"] != "COMPLETING"]
     assert slow[-2:] == ["RUNNING", "TIMEOUT"]
     assert records[ids["slow"]]["row"]["run_time"] >= 60
     assert not store.open_keys("jobaware-test")
