@@ -136,7 +136,8 @@ def test_efficiencies_of_jobs_of_known_use_in_the_report_and_the_end_of_job_mail
     assert f"Memory: {used['mem_used_mib']:.0f} MiB used at most (step batch) of 500 MiB asked per node " \
            f"({round(used['mem_eff'] * 100)}%)" in body(by_job[str(ids["memory"])])
     assert "FAILED, exit code 3" in body(by_job[str(ids["fails"])])
-    assert by_job[str(ids["fails"])]["Subject"].endswith("Failed, Run time 00:00:01, FAILED, ExitCode 3")
+    # Slurm's own subject, kept whole: its run time is whole seconds that a busy machine can round up
+    assert re.search(r"Failed, Run time 00:00:0\d, FAILED, ExitCode 3$", by_job[str(ids["fails"])]["Subject"])
     summary = by_job[str(array)]
     assert "Array Summary" in summary["Subject"] and "4 tasks: 4 COMPLETED" in body(summary)
     log = (cluster.root / "log" / "slurmctld.log").read_text()
