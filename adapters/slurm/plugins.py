@@ -78,20 +78,24 @@ def _atomically(target: Path, write) -> None:
         raise
 
 
-def slurm_version(sbatch: str | None = None) -> tuple[int, int, int]:
-    """The version of the Slurm whose `sbatch` is on PATH, from `sbatch --version` ("slurm-wlm 22.05.8")."""
-    sbatch = sbatch or shutil.which("sbatch")
-    if sbatch is None:
-        raise JobawareError("sbatch not found on PATH: the compiled cli_filter is built for the Slurm whose sbatch "
-                            "runs here")
+def slurm_version(conf: Path | None = None) -> tuple[int, int, int]:
+    """The version of the Slurm installed here, from `scontrol --version` ("slurm-wlm 22.05.8"): the same package
+    and library as sbatch, but unlike `sbatch --version` it works while sbatch refuses a filter built for another
+    version (after an upgrade, when the filter must be rebuilt). It reads slurm.conf first: `conf`, else
+    $SLURM_CONF or its default."""
+    scontrol = shutil.which("scontrol")
+    if scontrol is None:
+        raise JobawareError("scontrol not found on PATH: the compiled cli_filter is built for the Slurm installed "
+                            "here (slurm-client)")
     try:
-        done = subprocess.run([sbatch, "--version"], capture_output=True, text=True, timeout=30)
+        done = subprocess.run([scontrol, "--version"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "SLURM_CONF": str(conf)} if conf else None)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise JobawareError(f"{sbatch} --version: {exc}") from None
+        raise JobawareError(f"{scontrol} --version: {exc}") from None
     found = re.search(r"\bslurm(?:-wlm)? (\d+)\.(\d+)\.(\d+)", done.stdout)
     if done.returncode != 0 or found is None:
         said = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
-        raise JobawareError(f"{sbatch} --version did not say a Slurm version (it needs slurm.conf: set SLURM_CONF): "
+        raise JobawareError(f"{scontrol} --version did not say a Slurm version (it needs slurm.conf: set SLURM_CONF): "
                             f"{said}")
     major, minor, micro = map(int, found.groups())
     return major, minor, micro
@@ -99,7 +103,7 @@ def slurm_version(sbatch: str | None = None) -> tuple[int, int, int]:
 
 def build_cli_filter(plugin_dir: Path, cache: str = DEFAULT_CACHE, stale_after: int = 3600) -> Path:
     """Compile `cli_filter_jobaware.so` (adapters/slurm/c/) with the system C compiler ($CC, else cc or gcc) for
-    the Slurm version `sbatch --version` names, the cache path and stale-after baked in, and put it into
+    the Slurm version `scontrol --version` names, the cache path and stale-after baked in, and put it into
     `plugin_dir` atomically. Slurm's loader refuses a plugin built for another version: rebuild after an upgrade."""
     render(cache=cache, stale_after=stale_after)  # the same checks of the options as for the Lua plugins
     compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")

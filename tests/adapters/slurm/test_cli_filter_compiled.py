@@ -2,6 +2,7 @@
 `jobaware slurm plugins --plugin-dir`, loaded by real sbatch from a second PluginDir, and for every job shape, user and
 cache state it prints what cli_filter.lua prints, while sbatch always succeeds."""
 
+import os
 import random
 import re
 import shutil
@@ -72,7 +73,7 @@ def compiled_conf(cluster, monkeypatch_module):
     system = re.search(r"^PluginDir\s*=\s*(\S+)", cluster.run("scontrol", "show", "config"), re.M).group(1)
     plugin_dir = cluster.root / "plugins"
     plugin_dir.mkdir()
-    monkeypatch_module.setenv("SLURM_CONF", str(cluster.conf))  # sbatch --version needs the site's slurm.conf
+    monkeypatch_module.setenv("SLURM_CONF", str(cluster.conf))  # scontrol --version needs the site's slurm.conf
     built = build_cli_filter(plugin_dir, cache=str(cluster.root / "verdicts.tsv"), stale_after=600)
     assert built == plugin_dir / COMPILED and built.stat().st_mode & 0o777 == 0o644
     folder = cluster.root / "compiled"
@@ -193,19 +194,62 @@ def test_the_build_says_in_one_line_what_is_missing(tmp_path, monkeypatch):
         pytest.skip("no C compiler here")
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setenv("CC", compiler)
-    with pytest.raises(JobawareError, match="^sbatch not found on PATH"):
+    with pytest.raises(JobawareError, match="^scontrol not found on PATH"):
         build_cli_filter(tmp_path)
     fake = tmp_path / "bin"
     fake.mkdir()
-    (fake / "sbatch").write_text("#!/bin/sh\necho 'sbatch: fatal: Could not establish a configuration source' >&2\n"
-                                 "exit 1\n")
-    (fake / "sbatch").chmod(0o755)
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'scontrol: fatal: Could not establish a configuration source' >&2\n"
+                                   "exit 1\n")
+    (fake / "scontrol").chmod(0o755)
     monkeypatch.setenv("PATH", str(fake))
-    with pytest.raises(JobawareError, match=r"sbatch --version did not say a Slurm version .*: sbatch: fatal: Could"):
+    with pytest.raises(JobawareError, match=r"scontrol --version did not say a Slurm version .*: scontrol: fatal: Co"):
         build_cli_filter(tmp_path)
-    (fake / "sbatch").write_text("#!/bin/sh\necho 'slurm-wlm 22.05.8'\n")
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'slurm-wlm 22.05.8'\n")
     with pytest.raises(JobawareError, match="--plugin-dir .*absent: not a folder"):
         build_cli_filter(tmp_path / "absent")
     with pytest.raises(JobawareError, match="expected an absolute path"):
         build_cli_filter(tmp_path, cache="verdicts.tsv")
     assert not list(tmp_path.glob("*.so*"))  # nothing half-written
+
+
+def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled_conf, tmp_path, monkeypatch):
+    """The doctor passes the filter built here and names one built for another Slurm version, which Slurm's loader
+    refuses: then every sbatch fails, as the README warns."""
+    from adapters.slurm.doctor import doctor
+
+    cache = cluster.root / "verdicts.tsv"
+    write_cache(cache, CACHED, default_partition="debug")
+    version = re.search(r"(\d+\.\d+\.\d+)", cluster.run("sbatch", "--version")).group(1)  # the same as scontrol's
+    checks = {c.name: c for c in doctor(compiled_conf, cache, str(tmp_path / "absent"), {})}
+    assert checks["CliFilterPlugins=jobaware"].ok and "CliFilterPlugins=lua" not in checks
+    assert checks[COMPILED].ok and checks[COMPILED].detail.endswith(f"reads {cache}, built for Slurm {version}")
+    assert "readable by sbatch users" in checks  # checked, as for cli_filter.lua (pytest's folders are 0700)
+    # the same build with an scontrol that says it is 22.05.1 (the real one is on PATH after it)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'slurm-wlm 22.05.1'\n")
+    (fake / "scontrol").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    old = tmp_path / "old"
+    old.mkdir()
+    build_cli_filter(old, cache=str(cache), stale_after=600)
+    monkeypatch.undo()
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(compiled_conf.read_text().replace(str(cluster.root / "plugins"), str(old)))
+    checks = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}
+    assert not checks[COMPILED].ok
+    assert checks[COMPILED].detail.startswith(f"{old / COMPILED} was built for Slurm 22.05.1, Slurm {version} here "
+                                              "refuses it and every sbatch fails; run `jobaware slurm plugins")
+    done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"],
+                          env={**cluster.env, "SLURM_CONF": str(conf)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert f"Incompatible Slurm plugin {old / COMPILED} version (22.05.1)" in done.stderr
+    assert "cannot create cli_filter context for cli_filter/jobaware" in done.stderr
+    with pytest.raises(subprocess.CalledProcessError):  # sbatch --version itself fails then: the build asks scontrol
+        subprocess.run(["sbatch", "--version"], env={**cluster.env, "SLURM_CONF": str(conf)}, check=True,
+                       capture_output=True)
+    monkeypatch.setenv("SLURM_CONF", str(conf))
+    assert build_cli_filter(old, cache=str(cache), stale_after=600) == old / COMPILED  # rebuilt for this Slurm
+    monkeypatch.undo()
+    assert {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}[COMPILED].ok
+    assert sbatch(cluster, conf, ["--time=60", "-n1", "--mem=500"], {"USER": ME}).startswith("jobaware: ask for more")
