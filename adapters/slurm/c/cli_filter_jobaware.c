@@ -48,7 +48,7 @@ const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SL
 #define HEADER_MAX 4096  /* a longer first line is no header (the adapter's are under 200 bytes) */
 #define FIELDS 12
 #define NO_VAL 4294967294.0  /* Slurm's "not set" for 32-bit fields; larger numbers are "not set" too */
-#define ABSENT NAN  /* a value or bucket the job does not state (Lua's nil) */
+#define ABSENT ((double) NAN)  /* a value or bucket the job does not state (Lua's nil) */
 #define absent(x) isnan(x)
 
 typedef struct {
@@ -322,7 +322,7 @@ static bool lookup(const header_t *h, const char *user, span_t account, span_t p
 		   time_t now, char **body, span_t *advice)
 {
 	char path[4096], detail[HEADER_MAX + 64], why[HEADER_MAX + 256];
-	const char *bad, *p, *end;
+	const char *bad = NULL, *p, *end;
 	off_t size, done = 0;
 	ssize_t got = 1;
 	bool complete = true, have_exact = false;
@@ -332,8 +332,10 @@ static bool lookup(const header_t *h, const char *user, span_t account, span_t p
 
 	if (!user_name_ok(user))
 		return false;  /* no verdicts for a name the adapter cannot have written */
-	snprintf(path, sizeof(path), "%s.users/%s.tsv", JOBAWARE_CACHE_PATH, user);
-	if ((fd = open_file(path, &size, &bad)) < 0) {
+	/* a path too long to open is missing, as for Lua's io.open */
+	if (snprintf(path, sizeof(path), "%s.users/%s.tsv", JOBAWARE_CACHE_PATH, user) >= (int) sizeof(path))
+		bad = "missing";
+	if ((fd = bad ? -1 : open_file(path, &size, &bad)) < 0) {
 		if (strcmp(bad, "missing") == 0) {
 			int dir = open(JOBAWARE_CACHE_PATH ".users/.", O_RDONLY | O_CLOEXEC);
 			if (dir >= 0) {
@@ -371,7 +373,7 @@ static bool lookup(const header_t *h, const char *user, span_t account, span_t p
 	}
 	for (i = 0; i < 5; i++)
 		complete = complete && !absent(query[i]);
-	for (; p < end; p = memchr(p, '\n', end - p) + 1) {
+	for (; p < end; p = (const char *) memchr(p, '\n', end - p) + 1) {
 		span_t rec = {p, (size_t) ((const char *) memchr(p, '\n', end - p) - p)};
 		bool current, same = true;
 		if (rec.n == 0)
@@ -579,7 +581,7 @@ static void shape_of(char *const *o, double *asked, double *query)
 	enum { TIME, NODES_OPT, NTASKS, PER_NODE, PER_TASK, MEM, MEM_PER_CPU, GRES, GPUS_PER_NODE, GPUS_OPT };
 	double ntasks, per_node, per_cpu;
 	int i, minutes = o[TIME] ? slurm_time_str2mins(o[TIME]) : 0;
-	asked[TIME_MINUTES] = minutes > 0 ? minutes : ABSENT;
+	asked[TIME_MINUTES] = minutes > 0 ? (double) minutes : ABSENT;
 	asked[NODES] = or_else(leading_number(o[NODES_OPT]), 1);
 	ntasks = fmax(or_else(leading_number(o[NTASKS]), 1), 1);
 	per_node = leading_number(o[PER_NODE]);
@@ -652,7 +654,7 @@ static void advise(slurm_opt_t *opt)
 			fill(&line, advice, asked);
 			put(&line, "\n", 1);
 			if (!line.failed)
-				fputs(line.p, stderr);
+				fwrite(line.p, 1, line.n, stderr);
 			free(line.p);
 		}
 	}

@@ -159,6 +159,22 @@ def test_the_compiled_filter_prints_what_cli_filter_lua_prints(cluster, compiled
         assert len(notes) == len(printed) and not advice, printed
 
 
+def test_random_advice_texts_are_filled_in_alike(cluster, compiled_conf):
+    """Brackets, braces and names in random order (balanced or not, names stated or not), filled in by both."""
+    tokens = ["[", "]", "{", "}", "{cpus}", "{mem_mib}", "{time_minutes}", "{nodes}", "{gpus}", "{nope}", "x", " ",
+              "_", "9", "%d", "%"]
+    rng = random.Random(41)
+    differ = []
+    for _ in range(40):
+        advice = "".join(rng.choice(tokens) for _ in range(rng.randint(1, 14)))
+        write_cache(cluster.root / "verdicts.tsv", [v(ME, "", 60, 1, 500, advice)], default_partition="debug")
+        shape = rng.choice([["--time=60", "-n1", "--mem=500"], ["-n2"], ["--time=5", "--mem-per-cpu=10"]])
+        lua, compiled = (sbatch(cluster, conf, shape, {"USER": ME}) for conf in (cluster.conf, compiled_conf))
+        if lua != compiled or not compiled.startswith("jobaware: "):
+            differ.append(f"{advice!r} {shape}: lua {lua!r}, compiled {compiled!r}")
+    assert not differ, "\n".join(differ)
+
+
 @pytest.mark.parametrize("command", ["srun", "salloc"])
 def test_srun_and_salloc_get_the_same_advice(cluster, compiled_conf, command):
     write_cache(cluster.root / "verdicts.tsv", CACHED, default_partition="debug")
