@@ -368,18 +368,23 @@ def plugins(
     field: Annotated[Literal["comment", "admin_comment"], typer.Option(help="where the verdict goes")] = "comment",
     stale_after: Annotated[int, typer.Option(min=1, help="seconds after which the plugins ignore the cache")] = 3600,
     advise_above: Annotated[float | None, typer.Option(min=0, max=1, hidden=True, help="ignored: the adapter decides")] = None,
+    plugin_dir: Annotated[Path | None, typer.Option(
+        help="also build the compiled cli_filter (cli_filter_jobaware.so, for CliFilterPlugins=jobaware) for this "
+             "host's Slurm with the system C compiler, into this folder: one of slurm.conf's PluginDir folders")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing files")] = False,
 ):
-    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README).
+    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README), and with --plugin-dir
+    build the compiled cli_filter, which costs sbatch less than cli_filter.lua (rebuild it when Slurm is upgraded).
 
-    Example: jobaware slurm plugins --output /etc/slurm
+    Example: jobaware slurm plugins --output /etc/slurm --plugin-dir /usr/lib/x86_64-linux-gnu/slurm-wlm
     """
     from adapters.slurm.plugins import write_plugins
 
     if advise_above is not None:
         notice("--advise-above is ignored: cli_filter advises where the models flag a job (the adapter writes the "
                "advice into the cache); the option goes in the next release")
-    for path in write_plugins(out_dir, force=overwrite, cache=cache, field=field, stale_after=stale_after):
+    for path in write_plugins(out_dir, force=overwrite, plugin_dir=plugin_dir, cache=cache, field=field,
+                              stale_after=stale_after):
         err.print(f"wrote {path}", highlight=False)
 
 

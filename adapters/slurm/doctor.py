@@ -14,11 +14,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.slurm.plugins import COMPILED, slurm_version
 from adapters.slurm.verdicts import read_cache, users_folder
 from jobaware.errors import InputError, JobawareError, shown
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
+BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); cache ([^\0]*)\0")  # cli_filter_jobaware.c's
+# where Slurm's packages put their plugins when slurm.conf names no PluginDir (Debian, RHEL, a source build)
+DEFAULT_PLUGIN_DIRS = ["/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/local/lib/slurm"]
 
 
 @dataclass
@@ -56,14 +60,20 @@ def _plugins(value: str, kind: str) -> set[str]:
 
 
 def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Check]:
-    """Both plugins named in slurm.conf, their files beside it, rendered by jobaware for this cache."""
+    """Both plugins named in slurm.conf, their files beside it (or the compiled CLI filter in a PluginDir), made
+    by jobaware for this cache (and the compiled one for this Slurm)."""
     checks = []
     for name, option, kind in (("job_submit.lua", "jobsubmitplugins", "job_submit"),
                                ("cli_filter.lua", "clifilterplugins", "cli_filter")):
-        named = "lua" in _plugins(conf.get(option, ""), kind)
         option_name = "JobSubmitPlugins" if kind == "job_submit" else "CliFilterPlugins"
-        checks.append(Check(f"{option_name}=lua", named, f"named in {conf_path}" if named else
-                            f"add `{option_name}=lua` to {conf_path}, then `scontrol reconfigure`"))
+        named = _plugins(conf.get(option, ""), kind)
+        if kind == "cli_filter" and "jobaware" in named:
+            checks += [Check("CliFilterPlugins=jobaware", True, f"named in {conf_path}"),
+                       check_compiled(conf_path, conf, cache)]
+            continue
+        either = " (or `CliFilterPlugins=jobaware`, the compiled filter)" if kind == "cli_filter" else ""
+        checks.append(Check(f"{option_name}=lua", "lua" in named, f"named in {conf_path}" if "lua" in named else
+                            f"add `{option_name}=lua` to {conf_path}{either}, then `scontrol reconfigure`"))
         path = conf_path.parent / name
         fix = f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --force`"
         try:
@@ -79,6 +89,37 @@ def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Ch
         else:
             checks.append(Check(name, True, f"{path} reads {cache}"))
     return checks
+
+
+def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
+    """cli_filter_jobaware.so in a PluginDir folder, built for this cache and for the Slurm installed here (its
+    loader refuses another version, and then every sbatch fails)."""
+    folders = conf.get("plugindir", "").split(":") if conf.get("plugindir") else DEFAULT_PLUGIN_DIRS
+    fix = (f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --plugin-dir {folders[0]} "
+           "--overwrite`")
+    found = next((Path(f) / COMPILED for f in folders if (Path(f) / COMPILED).is_file()), None)
+    if found is None:
+        return Check(COMPILED, False, f"not in PluginDir {':'.join(folders)}, so every sbatch fails: {fix}")
+    built = BUILT.search(found.read_bytes())
+    if built is None:
+        return Check(COMPILED, False, f"{found} is not jobaware's compiled filter: {fix}")
+    number = int(built.group(1), 16)
+    version = _release(number >> 16, number >> 8 & 0xFF, number & 0xFF)
+    built_cache = built.group(2).decode(errors="replace")
+    if built_cache != str(cache):
+        return Check(COMPILED, False, f"{found} reads {built_cache}, the adapter writes {cache}: {fix}")
+    try:
+        running = _release(*slurm_version(conf_path))
+    except JobawareError as exc:
+        return Check(COMPILED, True, f"{found} reads {cache}, built for Slurm {version} (not compared: {exc})")
+    if running != version:
+        return Check(COMPILED, False, f"{found} was built for Slurm {version}, Slurm {running} here refuses "
+                                      f"it and every sbatch fails; {fix}")
+    return Check(COMPILED, True, f"{found} reads {cache}, built for Slurm {version}")
+
+
+def _release(major: int, minor: int, micro: int) -> str:
+    return f"{major}.{minor:02d}.{micro}"  # as Slurm writes it: 22.05.8
 
 
 def readable_by(path: Path, user: str) -> bool:
@@ -135,8 +176,8 @@ def check_cache(cache: Path, slurm_user: str, cli_filter: bool, now: float | Non
     if cli_filter:
         closed = [str(p) for p in files if not readable_by_everyone(p)]
         checks.append(Check("readable by sbatch users", not closed, "cache and user files" if not closed else
-                            f"{', '.join(closed[:3])}: cli_filter.lua runs as each user; make them world-readable "
-                            "or drop CliFilterPlugins=lua"))
+                            f"{', '.join(closed[:3])}: the CLI filter runs as each user; make them world-readable "
+                            "or drop CliFilterPlugins"))
     return checks
 
 
@@ -212,7 +253,7 @@ def check_accounting(conf_path: Path, conf: dict[str, str]) -> list[Check]:
 def doctor(conf_path: Path, cache: Path, store: str, urls: dict[str, str], now: float | None = None) -> list[Check]:
     """Every check, in the order an admin fixes them."""
     conf = read_slurm_conf(conf_path)
-    cli_filter = "lua" in _plugins(conf.get("clifilterplugins", ""), "cli_filter")
+    cli_filter = bool({"lua", "jobaware"} & _plugins(conf.get("clifilterplugins", ""), "cli_filter"))
     return [*check_plugins(conf_path, conf, cache),
             *check_cache(cache, conf.get("slurmuser", "root"), cli_filter, now),
             *check_services(urls), *check_store(store), *check_accounting(conf_path, conf)]

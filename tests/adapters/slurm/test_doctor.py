@@ -101,7 +101,8 @@ def test_each_broken_part_is_named_with_its_fix(site, tmp_path):
     write_cache(cache, [verdict()], stale_after=60, now=int(time.time()) - 120, mode=0o600)
     closed = "http://127.0.0.1:9"  # discard: nothing listens
     problems = failed(doctor(conf, cache, str(tmp_path / "absent"), {"failure": closed}))
-    assert problems["CliFilterPlugins=lua"] == f"add `CliFilterPlugins=lua` to {conf}, then `scontrol reconfigure`"
+    assert problems["CliFilterPlugins=lua"] == (f"add `CliFilterPlugins=lua` to {conf} (or `CliFilterPlugins=jobaware`, "
+                                                "the compiled filter), then `scontrol reconfigure`")
     assert problems["cli_filter.lua"].startswith(f"{conf.parent / 'cli_filter.lua'} missing: run `jobaware slurm "
                                                  f"plugins --out {conf.parent} --cache {cache} --force`")
     assert "is not a jobaware plugin" in problems["job_submit.lua"]
@@ -156,3 +157,21 @@ def test_a_file_that_is_no_slurm_conf_is_refused_in_one_line_naming_its_line(sit
     assert done.returncode == 1 and done.stdout == "", done.stdout
     assert done.stderr.startswith(f"error: {conf}:15: not a slurm.conf line (Name=value or Include FILE): "
                                   "'alpha,\\x1b[31mbeta'"), done.stderr
+
+
+def test_the_compiled_filter_is_looked_for_in_plugin_dir(site, tmp_path):
+    conf, cache, store = site
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    conf.write_text(GOOD.replace("CliFilterPlugins=cli_filter/lua", f"CliFilterPlugins=jobaware\nPluginDir=/nowhere:{plugins}"))
+    checks = {c.name: c for c in doctor(conf, cache, store, {})}
+    assert checks["CliFilterPlugins=jobaware"].ok and "cli_filter.lua" not in checks
+    assert not checks["cli_filter_jobaware.so"].ok
+    assert checks["cli_filter_jobaware.so"].detail.startswith(f"not in PluginDir /nowhere:{plugins}, so every sbatch fails: "
+                                                              f"run `jobaware slurm plugins --out {conf.parent}")
+    (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...jobaware cli_filter; slurm 0x160508; cache /x.tsv\0...")
+    detail = {c.name: c.detail for c in doctor(conf, cache, store, {})}["cli_filter_jobaware.so"]
+    assert detail.startswith(f"{plugins / 'cli_filter_jobaware.so'} reads /x.tsv, the adapter writes {cache}")
+    (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...")
+    detail = {c.name: c.detail for c in doctor(conf, cache, store, {})}["cli_filter_jobaware.so"]
+    assert detail.startswith(f"{plugins / 'cli_filter_jobaware.so'} is not jobaware's compiled filter")

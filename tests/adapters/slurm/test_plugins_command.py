@@ -1,5 +1,6 @@
 """`jobaware slurm plugins`, run as an admin runs it (three runs: the CLI takes seconds to start)."""
 
+import os
 import stat
 
 import pytest
@@ -35,3 +36,11 @@ def test_plugins_renders_both_files_and_refuses_to_overwrite(tmp_path):
 def test_bad_options_are_refused(options, message):
     with pytest.raises(JobawareError, match=message):
         render(**options)
+
+
+def test_plugin_dir_without_a_compiler_is_one_line_and_writes_nothing(tmp_path):
+    out, plugins = tmp_path / "etc", tmp_path / "plugins"
+    plugins.mkdir()
+    done = run("slurm", "plugins", "--output", out, "--plugin-dir", plugins, env={**os.environ, "CC": "no-such-cc"})
+    assert done.returncode == 1 and done.stderr.startswith("error: no C compiler found ($CC=no-such-cc)")
+    assert len(done.stderr.strip().splitlines()) == 1 and not out.exists() and not list(plugins.iterdir())
