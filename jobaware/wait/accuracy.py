@@ -6,8 +6,8 @@ verdict of a job is the one made when the adapter first saw it pending (at submi
 refreshes while it waited (`CardPart.refresh_s`; a refresh that changed nothing replaces the one before it, so the
 store keeps one per change of words). Each is judged as the trace evaluation judges a wait
 (`jobaware.wait.evaluate.metrics`: |log10 error| of max(x, 60 s), within x2 with both under a minute counting as
-within, the 80 % range's and the 95 % bound's coverage). A job that never started (cancelled while it waited) has
-no actual wait: it is left out and counted.
+within, the 80 % range's and the 95 % bound's coverage). A job that never started (cancelled while it waited, as
+`jobaware.store.export.never_started` tells it) has no actual wait: it is left out and counted.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from jobaware.card import kept_cards
 from jobaware.store import JobStore
+from jobaware.store.export import never_started, row_run_time, seen_running
 
 KEY = "wait"
 FIGURES = {"log10_error": "mean_abs_log10_error", "within_x2": "within_x2", "coverage_80": "coverage_80",
@@ -26,16 +27,13 @@ FIGURES = {"log10_error": "mean_abs_log10_error", "within_x2": "within_x2", "cov
 
 
 def started(record: dict) -> float | None:
-    """When the job started, epoch seconds, or None when it never did. The row keeps Slurm's times as the
-    collector's wall clock: shifted back by the offset its submit time shows (the key keeps Slurm's own). A job
-    cancelled with no run time and never seen running was cancelled while it waited (squeue then gives its cancel
-    time as its start; accounting gives none)."""
+    """When the job started, epoch seconds, or None when it never did (the platform's rule,
+    `jobaware.store.export.never_started`: cancelled while pending or held). The row keeps Slurm's times as the
+    collector's wall clock: shifted back by the offset its submit time shows (the key keeps Slurm's own)."""
     row = record["row"]
     start, submit = row.get("start_time"), row.get("submit_time")
-    if start is None:
-        return None
-    if (record["final"] or {}).get("state") == "CANCELLED" and not row.get("run_time") and not any(
-            change.get("state") == "RUNNING" for change in record["states"]):
+    if start is None or never_started([(record["final"] or {}).get("state")], [start], [row.get("end_time")],
+                                      [row_run_time(row)], [seen_running(record)])[0]:
         return None
     return float(start) - (float(submit) - record["submit_time"] if submit is not None else
                            time.localtime(start).tm_gmtoff)
