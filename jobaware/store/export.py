@@ -218,9 +218,11 @@ def numbers(facts: pd.DataFrame, column: str) -> np.ndarray:
 def to_utc(facts: pd.DataFrame, zone, columns: tuple[str, ...] = ("start", "end")) -> tuple[dict[str, np.ndarray],
                                                                                             np.ndarray]:
     """The row's times in `columns` (the collector's wall clock) back to UTC epoch seconds (NaN: unknown), by each
-    job's `submit` and `row_submit` (the module's docstring), and each job's zone (a name, or a fixed offset)."""
+    job's `submit` and `row_submit` (the module's docstring; a row without its submit: the zone's rules), and each
+    job's zone (a name, or a fixed offset)."""
     submit = numbers(facts, "submit")
     offset = numbers(facts, "row_submit") - submit
+    offset = np.where(np.isnan(offset), _offsets(submit, zone), offset)  # a row without its submit: the zone's
     zoned = _offsets(submit, zone) == offset
     times = {}
     for column in columns:
