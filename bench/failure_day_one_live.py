@@ -53,7 +53,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from harness.ports import free_port, wait_for  # noqa: E402
+from harness.ports import free_port, stop, wait_for  # noqa: E402
 from harness.slurm_cluster import SlurmCluster  # noqa: E402
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
@@ -181,16 +181,6 @@ class Users:
 def daemon(command: list[str], env: dict, log: Path) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True, stdout=open(log, "ab"),
                             stderr=subprocess.STDOUT)
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
 
 
 def policy(path: Path) -> Path:

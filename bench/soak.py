@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -135,29 +134,6 @@ def serve(key: str, home: Path, port: int, log: Path) -> subprocess.Popen:
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
-def stop(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-
-def wait_ready(url: str, process: subprocess.Popen, seconds: float = 300) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the service exited with {process.returncode} before {url} was ready")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{url} was not ready within {seconds:.0f} s")
-
-
 def schedule(kinds: list[Request], count: int, worst_every: int, invalid_every: int) -> list[Request]:
     """`count` requests: every `worst_every`-th a worst case (in turn), every `invalid_every`-th an invalid one
     (in turn), the rest valid."""
@@ -267,7 +243,7 @@ def summary(result: Soak) -> dict:
 def run(keys: list[str], home: Path, count: int, rate: float, worst_every: int, invalid_every: int,
         logs: Path) -> list[dict]:
     """Serve each key in turn, soak it, stop it; one summary per key."""
-    from harness.ports import free_port
+    from harness.ports import free_port, stop, wait_for
 
     out = []
     for key in keys:
@@ -276,7 +252,7 @@ def run(keys: list[str], home: Path, count: int, rate: float, worst_every: int, 
         process = serve(key, home, port, logs / f"soak-{key}.log")
         try:
             url = f"http://127.0.0.1:{port}"
-            wait_ready(url, process)
+            wait_for(f"{url}/readyz", 300, process)
             out.append(summary(soak(key, url, process, kinds, count, rate, worst_every, invalid_every)))
         finally:
             stop(process)

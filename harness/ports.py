@@ -1,4 +1,4 @@
-"""Loopback servers in tests and benchmarks: a free port, and waiting for a URL to answer."""
+"""Loopback servers in tests and benchmarks: a free port, waiting for a URL to answer, and stopping a server."""
 
 from __future__ import annotations
 
@@ -28,3 +28,24 @@ def wait_for(url: str, seconds: float = 90.0, process=None) -> None:
             pass
         time.sleep(0.5)
     raise TimeoutError(f"{url} did not answer within {seconds:.0f} s")
+
+
+def stop(process, seconds: float = 30.0) -> None:
+    """Stop a server started in a session of its own (`start_new_session=True`) with its whole process group: SIGTERM,
+    then SIGKILL if it is still there after `seconds`. A group already gone is no error."""
+    import os
+    import signal
+    import subprocess
+
+    def group(signum: int) -> None:
+        try:
+            os.killpg(process.pid, signum)
+        except ProcessLookupError:
+            pass
+
+    group(signal.SIGTERM)
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        group(signal.SIGKILL)
+        process.wait(10)

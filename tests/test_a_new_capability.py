@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -19,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.ports import free_port, wait_for
+from harness.ports import free_port, stop, wait_for
 from jobaware import capabilities
 from tests.conftest import ROOT, SQUEUE
 from tests.loopback import JsonServer
@@ -268,10 +267,5 @@ def test_a_sixth_capability_has_its_part_in_the_job_card(extra, tmp_path):
             assert card.json()["parts"][KEY] == {"status": "ok", "reason": None, "double": 42, "model_version": "1"}
             assert card.json()["short"].endswith("twice 42")
         finally:
-            os.killpg(gateway.pid, signal.SIGTERM)
-            try:
-                gateway.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(gateway.pid, signal.SIGKILL)
-                gateway.wait(10)
+            stop(gateway)
     assert [request[1] for request in sixth.requests] == ["/double"] * 4

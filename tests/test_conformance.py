@@ -12,7 +12,6 @@ import ast
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import typing
@@ -24,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from harness.ports import stop
 from jobaware import capabilities, config, contracts, gate, steps, tracking
 from jobaware.errors import ContractError, JobawareError
 from tests.conftest import ROOT, free_port, wait_for
@@ -237,15 +237,6 @@ def _serve(key: str, home: Path, log: Path) -> tuple[str, subprocess.Popen]:
     return f"http://127.0.0.1:{port}", process
 
 
-def _stop(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-
 ANY_SERVICE_REFUSES = (r"^request body too large",)  # what every service may refuse a valid body for
 
 
@@ -302,7 +293,7 @@ def test_the_service_answers_400_413_and_follows_the_champion(key, conformance_h
         assert fuzzed_schema.answered_valid() >= getattr(service, "VALID_ANSWERED", 0.0), fuzzed_schema.line()
         assert httpx.get(f"{url}/readyz", timeout=5).status_code == 200
     finally:
-        _stop(process)
+        stop(process)
     assert process.poll() is not None
 
 
@@ -320,7 +311,7 @@ def test_the_service_answers_503_while_no_champion_exists(key, tmp_path):
         assert answer.status_code == 503 and answer.json() == {
             "error": f"no champion model of jobaware-{key} yet; run `jobaware pipeline run {key}`", "field": None}
     finally:
-        _stop(process)
+        stop(process)
     assert not empty.exists() or not (empty / "mlflow.db").exists(), "a reading service created a store"
 
 

@@ -6,8 +6,9 @@ compiled loop, so folding the events in several batches gives bit for bit the st
 what lets the featurizer work window by window in bounded memory and equal the in-memory answer exactly.
 
 A job's end event happens at its end time, or at its submit time if the record ends it earlier: no job's end is
-known before the job exists. A job cancelled before it ever started (no start time, or none before its end: held
-test jobs, a submission withdrawn) did no work and has no end event.
+known before the job exists. A job that ended without ever starting (the platform's rule,
+`jobaware.store.export.never_started`: cancelled while pending or held, as held test jobs and withdrawn submissions
+are) did no work and has no end event.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.schema import FAILURES, UNFINISHED
+from jobaware.store.export import never_started
 
 RECENT = 5
+EPOCH = pd.Timestamp(0)
 HIT_LIMIT = 0.95
 OUTCOME_FLAGS = {"timeout": "TIMEOUT", "oom": "OUT_OF_MEMORY", "failed": "FAILED", "node_fail": "NODE_FAIL",
                  "cancel": "CANCELLED"}
@@ -121,16 +124,13 @@ def log_mem_per_proc(mem: np.ndarray, procs: np.ndarray) -> np.ndarray:
         return np.log1p(np.where(mem > 0, mem, np.nan) / np.where(procs > 0, procs, np.nan))
 
 
-def never_started(jobs: pd.DataFrame) -> pd.Series:
-    """Jobs cancelled before they started: Slurm's accounting gives them no start; squeue gives their end as start."""
-    start = jobs["start_time"]
-    return (jobs["state"] == "CANCELLED").fillna(False) & (start.isna() | (start >= jobs["end_time"]).fillna(False))
-
-
 def end_events(jobs: pd.DataFrame) -> pd.DataFrame:
     """The end events of prepared jobs (those with a final state and an end time): event time (int64 seconds),
     the job's sequence number `seq`, its entity columns, and the EVENT columns the fold reads."""
-    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED) & ~never_started(jobs)
+    seconds = {column: (jobs[column] - EPOCH).dt.total_seconds().to_numpy() for column in ("start_time", "end_time")}
+    unstarted = never_started(jobs["state"], seconds["start_time"], seconds["end_time"],
+                              jobs["run_time"].to_numpy(float, na_value=np.nan))
+    done = jobs["end_time"].notna() & jobs["state"].notna() & ~jobs["state"].isin(UNFINISHED) & ~unstarted
     ended = jobs.loc[done]
     state = ended["state"].astype("object").to_numpy()
     run = ended["run_time"].astype(float).to_numpy()

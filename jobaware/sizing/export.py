@@ -53,8 +53,8 @@ from jobaware.store.export import (
     to_utc,
 )
 
-FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "start", "end", "user", "group", "name", "queue",
-         "procs", "time_req_s", "mem_req_mb", "run_s", "mem_used_mb", "used")
+FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "run_time", "seen_running", "start", "end", "user",
+         "group", "name", "queue", "procs", "time_req_s", "mem_req_mb", "run_s", "mem_used_mb", "used")
 _LIMIT = "a time limit in seconds"
 _MIB = "a memory size in MiB"
 
@@ -133,7 +133,8 @@ def sizing_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFra
     for k in np.flatnonzero(end < np.where(np.isnan(start), submit, start)):
         bad.setdefault(int(k), ("end_time", "before its start" if np.isfinite(start[k]) else "before its submit"))
     final = facts["final"]
-    rows = final.notna().to_numpy() & facts["used"].to_numpy(bool) & ~never_started(final, start, end)
+    rows = final.notna().to_numpy() & facts["used"].to_numpy(bool) & ~never_started(
+        final, start, end, numbers(facts, "run_time"), facts["seen_running"])
     rows[list(bad)] = False
     utc = lambda seconds: pd.to_datetime(seconds, unit="s", utc=True)  # noqa: E731
     jobs = pd.DataFrame({

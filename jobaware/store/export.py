@@ -94,13 +94,14 @@ def text(value, field: str) -> str | None:
     return value
 
 
-KEY_FACTS = ("cluster", "job_id", "submit", "row_submit", "final")
+KEY_FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "run_time", "seen_running")
 
 
 def key_facts(record) -> dict:
     """What every mapping reads first, checked: the key (`cluster`, `job_id`, `submit`: the key's UTC submit),
-    `row_submit` (the row's, on the collector's wall clock) and `final` (the final state, None while open); the row
-    and the state changes are checked to be an object and a list of objects."""
+    `row_submit` (the row's, on the collector's wall clock), `final` (the final state, None while open), and what
+    `never_started` reads besides: `run_time` (the row's, None unless a number) and `seen_running`; the row and the
+    state changes are checked to be an object and a list of objects."""
     if not isinstance(record, dict):
         raise BadRecord("*", "expected a job record (an object)", record)
     row, final = record.get("row"), record.get("final")
@@ -121,7 +122,14 @@ def key_facts(record) -> dict:
     if row_submit is None or abs(row_submit - submit) > DAY:
         raise BadRecord("row.submit_time", "expected the key's submit time on the collector's wall clock", row_submit)
     return {"cluster": cluster, "job_id": job_id, "submit": submit, "row_submit": row_submit,
-            "final": final["state"] if final else None}
+            "final": final["state"] if final else None, "run_time": row_run_time(row), "seen_running": seen_running(record)}
+
+
+def row_run_time(row: dict) -> float | None:
+    """The row's run time (Slurm's end minus start, seconds) where it is a finite number; None otherwise (it is only
+    evidence of whether the job ran: `never_started`)."""
+    run = row.get("run_time")
+    return float(run) if isinstance(run, int | float) and not isinstance(run, bool) and math.isfinite(run) else None
 
 
 def row_time(row: dict, field: str) -> int | None:
@@ -210,9 +218,11 @@ def numbers(facts: pd.DataFrame, column: str) -> np.ndarray:
 def to_utc(facts: pd.DataFrame, zone, columns: tuple[str, ...] = ("start", "end")) -> tuple[dict[str, np.ndarray],
                                                                                             np.ndarray]:
     """The row's times in `columns` (the collector's wall clock) back to UTC epoch seconds (NaN: unknown), by each
-    job's `submit` and `row_submit` (the module's docstring), and each job's zone (a name, or a fixed offset)."""
+    job's `submit` and `row_submit` (the module's docstring; a row without its submit: the zone's rules), and each
+    job's zone (a name, or a fixed offset)."""
     submit = numbers(facts, "submit")
     offset = numbers(facts, "row_submit") - submit
+    offset = np.where(np.isnan(offset), _offsets(submit, zone), offset)  # a row without its submit: the zone's
     zoned = _offsets(submit, zone) == offset
     times = {}
     for column in columns:
@@ -228,11 +238,27 @@ def to_utc(facts: pd.DataFrame, zone, columns: tuple[str, ...] = ("start", "end"
     return times, zones
 
 
-def never_started(final: pd.Series, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """The jobs that ended without starting: a final state and no start, or cancelled with no start before its end
-    (squeue shows a job cancelled while pending with its cancellation as start and end)."""
-    cancelled = (final == "CANCELLED").to_numpy()
-    return final.notna().to_numpy() & (np.isnan(start) | (cancelled & (start >= end)))
+def seen_running(record: dict) -> bool:
+    """Whether the collector saw a store record's job RUNNING (one of its state changes)."""
+    return any(isinstance(change, dict) and change.get("state") == "RUNNING" for change in record.get("states") or [])
+
+
+def never_started(final, start, end, run_time, seen=None) -> np.ndarray:
+    """Which jobs ended without ever starting, from each job's final state (None: still open), start, end and run time
+    (seconds, NaN: unknown) and, where known, whether each was `seen` RUNNING (None: not known, as none was).
+
+    Such a job was CANCELLED, was never seen running, has no positive run time, and has no start, or none before its
+    end, or a run time of 0: it was cancelled while pending, or held and then cancelled. Slurm's accounting gives it
+    no start; squeue gives its cancel time as both its start and its end (start == end, a run time of 0). A job seen
+    running started, even if it was cancelled within the second it started. Any other end (COMPLETED, FAILED,
+    TIMEOUT, ...) came after a start, known or not: a trace that gives no start (SWF's wait of -1) does not say that
+    the job never ran. An open job has not ended: it may start yet."""
+    cancelled = pd.Series(final, dtype=object).eq("CANCELLED").fillna(False).to_numpy(bool)
+    start, end, run = (np.asarray(values, float) for values in (start, end, run_time))
+    seen = np.zeros(len(cancelled), bool) if seen is None else np.asarray(seen, bool)
+    with np.errstate(invalid="ignore"):  # NaN compares False: an unknown end or run time says nothing
+        no_start = np.isnan(start) | (start >= end) | (run == 0)
+    return cancelled & ~seen & ~(run > 0) & no_start
 
 
 def statuses(final: pd.Series) -> pd.Series:

@@ -6,8 +6,8 @@ verdict of a job is the one made when the adapter first saw it pending (at submi
 refreshes while it waited (`CardPart.refresh_s`; a refresh that changed nothing replaces the one before it, so the
 store keeps one per change of words). Each is judged as the trace evaluation judges a wait
 (`jobaware.wait.evaluate.metrics`: |log10 error| of max(x, 60 s), within x2 with both under a minute counting as
-within, the 80 % range's and the 95 % bound's coverage). A job that never started (cancelled while it waited) has
-no actual wait: it is left out and counted.
+within, the 80 % range's and the 95 % bound's coverage). A job that never started (cancelled while it waited, as
+`jobaware.store.export.never_started` tells it) has no actual wait: it is left out and counted.
 """
 
 from __future__ import annotations
@@ -16,48 +16,54 @@ import time
 from collections import defaultdict
 
 import numpy as np
+import pandas as pd
 
 from jobaware.card import kept_cards
 from jobaware.store import JobStore
+from jobaware.store.export import never_started, row_run_time, seen_running, site_zone, to_utc
 
 KEY = "wait"
 FIGURES = {"log10_error": "mean_abs_log10_error", "within_x2": "within_x2", "coverage_80": "coverage_80",
            "coverage_95": "coverage_95"}  # the report's name -> evaluate.metrics' name
 
 
-def started(record: dict) -> float | None:
-    """When the job started, epoch seconds, or None when it never did. The row keeps Slurm's times as the
-    collector's wall clock: shifted back by the offset its submit time shows (the key keeps Slurm's own). A job
-    cancelled with no run time and never seen running was cancelled while it waited (squeue then gives its cancel
-    time as its start; accounting gives none)."""
-    row = record["row"]
-    start, submit = row.get("start_time"), row.get("submit_time")
-    if start is None:
-        return None
-    if (record["final"] or {}).get("state") == "CANCELLED" and not row.get("run_time") and not any(
-            change.get("state") == "RUNNING" for change in record["states"]):
-        return None
-    return float(start) - (float(submit) - record["submit_time"] if submit is not None else
-                           time.localtime(start).tm_gmtoff)
+def starts(records: list[dict], zone) -> np.ndarray:
+    """When each finished job started, UTC epoch seconds; NaN when it never did (the platform's rule,
+    `jobaware.store.export.never_started`: cancelled while pending or held) or its start is unknown. The row keeps
+    Slurm's times as the collector's wall clock: back to UTC by the platform's `to_utc` (by `zone`'s rules where
+    they give the offset the job's submit shows, exact across a daylight saving change; else by that offset)."""
+    rows = [record["row"] for record in records]
+    facts = pd.DataFrame({"submit": [record["submit_time"] for record in records],
+                          **{column: [row.get(f"{column}_time") for row in rows] for column in ("start", "end")},
+                          "row_submit": [row.get("submit_time") for row in rows]}, dtype=float)
+    times, _ = to_utc(facts, zone)
+    never = never_started([(record["final"] or {}).get("state") for record in records], times["start"],
+                          times["end"], [row_run_time(row) for row in rows], [seen_running(r) for r in records])
+    return np.where(never, np.nan, times["start"])
 
 
-def verdict_rows(store: JobStore) -> list[dict]:
+def verdict_rows(store: JobStore, zone=None) -> list[dict]:
     """One row per wait verdict of a finished job: week of submission, model version, `first` (the job's first
     verdict) or `refreshed`, the answer (wait_s, wait_low_s, wait_high_s, wait_bound_s) and the actual remaining
-    wait (None: the job never started)."""
-    rows = []
+    wait (None: the job never started). The rows' times go back to UTC by `zone` (None: this process's,
+    `jobaware.store.export.site_zone`)."""
+    judged = []
     for record in store.records(predictions=""):
         if not record["final"]:
             continue
         said = [(card.get("created") or 0.0, card["parts"][KEY]) for card in kept_cards(record["predictions"])
                 if (card.get("parts") or {}).get(KEY, {}).get("status") == "ok"]
-        start = started(record) if said else None
+        if said:
+            judged.append((record, said))
+    begun = starts([record for record, _ in judged], site_zone() if zone is None else zone)
+    rows = []
+    for (record, said), start in zip(judged, begun, strict=True):
         week = time.strftime("%G-W%V", time.gmtime(record["submit_time"]))
         for order, (created, part) in enumerate(said):
             rows.append({"week": week, "model_version": str(part["model_version"]), "job": record["job_id"],
                          "verdict": "refreshed" if order else "first", "wait_s": part["wait_s"],
                          "wait_low_s": part["low_s"], "wait_high_s": part["high_s"], "wait_bound_s": part["bound_s"],
-                         "actual_s": None if start is None else max(start - created, 0.0)})
+                         "actual_s": None if np.isnan(start) else max(float(start) - created, 0.0)})
     return rows
 
 

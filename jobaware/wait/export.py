@@ -19,9 +19,9 @@ A record's fields (its row is what the collector kept of `squeue --json` and `sa
 What the queue held at each submit (the sweep of `jobaware.wait.features` rebuilds it from these rows):
   - a job that started: pending from its submit to its start, then running to its end; its wait trains and enters
     the histories at its start;
-  - a job that ended without starting (cancelled while pending: no start, or none before its end, as in
-    `jobaware.failure.history.never_started`): no wait, so never a training row nor in any history; pending from its
-    submit until its end, as squeue showed it to anyone asking then. Unless it was held (its last pending reason one
+  - a job that ended without starting (cancelled while pending, or held and then cancelled, as the platform's
+    `jobaware.store.export.never_started` tells it): no wait, so never a training row nor in any history; pending
+    from its submit until its end, as squeue showed it to anyone asking then. Unless it was held (its last pending reason one
     of `reader.HELD`: held by a person, waiting for a begin time or a dependency): such a job is never in the queue,
     as a live snapshot (`reader.squeue_body`) leaves held jobs out; its row keeps no end;
   - a job still open when the store was read, as of the latest moment the store knows (its newest state change,
@@ -63,8 +63,8 @@ from jobaware.store.export import (
 from jobaware.wait.reader import HELD
 from jobaware.wait.schema import CENTURY, COLUMNS, MAX_PROCS
 
-FACTS = ("cluster", "job_id", "submit", "row_submit", "start", "end", "user", "group", "queue", "processors_req",
-         "wallclock_req", "mem_req", "final", "held", "seen")
+FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "run_time", "seen_running", "start", "end", "user",
+         "group", "queue", "processors_req", "wallclock_req", "mem_req", "held", "seen")
 
 
 def _fields(record) -> dict:
@@ -115,7 +115,8 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
     times, zones = to_utc(facts, zone)
     submit, start, end = numbers(facts, "submit"), times["start"], times["end"]
     final = facts["final"]
-    start = np.where(never_started(final, start, end), np.nan, start)
+    start = np.where(never_started(final, start, end, numbers(facts, "run_time"), facts["seen_running"]),
+                     np.nan, start)
     bad: dict[int, tuple[str, str]] = {}
     for k in np.flatnonzero(start < submit):
         bad[int(k)] = ("start_time", "before its submit")

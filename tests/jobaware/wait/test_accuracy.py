@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 from typer.testing import CliRunner
@@ -13,7 +15,7 @@ from typer.testing import CliRunner
 from jobaware import card as cards
 from jobaware import cli
 from jobaware.store import JobKey, open_store
-from jobaware.wait.accuracy import accuracy_report, started, verdict_rows
+from jobaware.wait.accuracy import accuracy_report, starts, verdict_rows
 
 MONDAY = 1_795_392_000  # 2026-11-23 00:00:00 UTC, a Monday: ISO week 2026-W48
 OFFSET = 3600  # the collector's wall clock runs an hour ahead of UTC: the row keeps times shifted by it
@@ -105,11 +107,40 @@ def test_by_week_version_and_verdict_the_first_verdicts_and_the_refreshed_apart(
 def test_when_a_job_started_and_whether_it_did():
     record = {"submit_time": 1000, "row": {"submit_time": 1000 + OFFSET, "start_time": 1500 + OFFSET,
                                            "run_time": 0.0}, "states": [], "final": {"state": "FAILED"}}
-    assert started(record) == 1500.0  # a failure at once still started
     cancelled = {**record, "final": {"state": "CANCELLED"}}
-    assert started(cancelled) is None  # no run time and never seen running: cancelled while it waited
-    assert started({**cancelled, "states": [{"state": "RUNNING", "time": 1500}]}) == 1500.0
-    assert started({**record, "row": {**record["row"], "start_time": None}}) is None  # accounting: no start
+    seen = {**cancelled, "states": [{"state": "RUNNING", "time": 1500}]}
+    unknown = {**record, "row": {**record["row"], "start_time": None}}  # accounting: no start
+    begun = starts([record, cancelled, seen, unknown], ZoneInfo("UTC"))
+    assert begun[0] == 1500.0  # a failure at once still started
+    assert math.isnan(begun[1])  # no run time and never seen running: cancelled while it waited
+    assert begun[2] == 1500.0
+    assert math.isnan(begun[3])
+
+
+STOCKHOLM = ZoneInfo("Europe/Stockholm")
+SPRING = 828_234_000  # 1996-03-31 01:00 UTC: Stockholm's clocks went from 02:00 CET to 03:00 CEST
+
+
+def test_a_wait_across_a_daylight_saving_change_is_exact_in_the_site_s_zone(tmp_path):
+    """Submitted at 01:30 CET (00:30 UTC), verdict at 00:40 UTC, started at 03:30 CEST (01:30 UTC): 50 minutes after
+    the verdict, though the collector's wall clock (what the row keeps) moved two hours and ten minutes."""
+    submit, created, start = SPRING - 1800, SPRING - 1200, SPRING + 1800
+    wall = {moment: moment + int(datetime.fromtimestamp(moment, STOCKHOLM).utcoffset().total_seconds())
+            for moment in (submit, start, start + 60)}  # the collector's wall clock in Stockholm
+    assert (wall[submit] - submit, wall[start] - start) == (3600, 7200)
+    with open_store(f"sqlite:{tmp_path / 'store'}") as store:
+        key = JobKey("c", 1, submit)
+        store.put_job(key, {"job_id": 1, "submit_time": wall[submit], "state": "COMPLETED",
+                            "start_time": wall[start], "end_time": wall[start + 60], "run_time": 60.0})
+        store.add_state(key, "PENDING", submit)
+        store.put_final(key, "COMPLETED", "sacct", 0)
+        card = {"job_id": 1, "created": created, "parts": {"wait": wait_part("5", 3000, 1500, 6000, 9000)},
+                "missing": [], "short": "jobaware: x"}
+        store.put_prediction(key, "adapter:wait=5@1", cards.kept(card, acts=[], dry_run=False))
+        at_site = verdict_rows(store, STOCKHOLM)
+        away = verdict_rows(store, ZoneInfo("UTC"))  # read away from the site: the submit's offset, fixed
+    assert [row["actual_s"] for row in at_site] == [3000.0]
+    assert [row["actual_s"] for row in away] == [3000.0 + 3600]  # off by the change, as the export's docstring says
 
 
 def test_report_live_prints_a_table_per_card_part_that_declares_its_accuracy(store, tmp_path):
