@@ -247,13 +247,14 @@ def never_started(final, start, end, run_time, seen=None) -> np.ndarray:
     """Which jobs ended without ever starting, from each job's final state (None: still open), start, end and run time
     (seconds, NaN: unknown) and, where known, whether each was `seen` RUNNING (None: not known, as none was).
 
-    Such a job was CANCELLED, was never seen running, has no positive run time, and has no start, or none before its
-    end, or a run time of 0: it was cancelled while pending, or held and then cancelled. Slurm's accounting gives it
+    Such a job was CANCELLED (or ended DEADLINE: Slurm ends a pending job whose --deadline can no longer be met), was
+    never seen running, has no positive run time, and has no start, or none before its end, or a run time of 0: it
+    was cancelled while pending, or held and then cancelled. Slurm's accounting gives it
     no start; squeue gives its cancel time as both its start and its end (start == end, a run time of 0). A job seen
     running started, even if it was cancelled within the second it started. Any other end (COMPLETED, FAILED,
     TIMEOUT, ...) came after a start, known or not: a trace that gives no start (SWF's wait of -1) does not say that
     the job never ran. An open job has not ended: it may start yet."""
-    cancelled = pd.Series(final, dtype=object).eq("CANCELLED").fillna(False).to_numpy(bool)
+    cancelled = pd.Series(final, dtype=object).isin(("CANCELLED", "DEADLINE")).to_numpy(bool)
     start, end, run = (np.asarray(values, float) for values in (start, end, run_time))
     seen = np.zeros(len(cancelled), bool) if seen is None else np.asarray(seen, bool)
     with np.errstate(invalid="ignore"):  # NaN compares False: an unknown end or run time says nothing

@@ -22,6 +22,7 @@ T = 1_000_000.0  # a moment, epoch seconds
     ("CANCELLED", T, T, NAN, False, True),       # a trace that gives no run time
     ("CANCELLED", T + 5, T, NAN, False, True),   # a start after its end says no more than start == end
     ("CANCELLED", T, T + 60, 0.0, False, True),  # a run time of 0 where the row's times disagree
+    ("DEADLINE", NAN, T, NAN, False, True),      # ended by Slurm while pending: its --deadline could not be met
     # cancelled after it started
     ("CANCELLED", T, T, 0.0, True, False),       # seen RUNNING: cancelled within the second it started
     ("CANCELLED", T, T + 60, 60.0, False, False),
@@ -33,6 +34,7 @@ T = 1_000_000.0  # a moment, epoch seconds
     ("COMPLETED", NAN, T, 3600.0, False, False),  # a trace's unknown wait (SWF's -1): the job ran
     ("FAILED", NAN, T, NAN, False, False),
     ("TIMEOUT", T, T + 60, 60.0, False, False),
+    ("DEADLINE", T, T + 60, 60.0, True, False),  # ran until its deadline
     # open: it may start yet
     (None, NAN, NAN, NAN, False, False),
     (None, T, NAN, NAN, True, False),
