@@ -200,6 +200,38 @@ def test_the_note_is_said_once_a_minute(cluster, compiled_conf, tmp_path):
     assert (tmp_path / ".jobaware-cli-filter-said").read_text().strip().isdigit()
 
 
+def test_the_said_file_never_blocks_sbatch_nor_is_written_through_a_link(cluster, compiled_conf, tmp_path):
+    """Root may run sbatch with another user's $XDG_RUNTIME_DIR (`su` without `-`): a link that user put at the said
+    file's temporary name is not written through, and a FIFO at the said file or in a user file's place does not block
+    sbatch (cli_filter.lua would wait on it)."""
+    cache = cluster.root / "verdicts.tsv"
+    write_cache(cache, CACHED, default_partition="debug")
+    cache.unlink()
+    run = tmp_path / "run"
+    run.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("root's own\n")
+    (run / ".jobaware-cli-filter-said.tmp").symlink_to(victim)
+    os.mkfifo(run / ".jobaware-cli-filter-said")
+    env = {**cluster.env, "SLURM_CONF": str(compiled_conf), "XDG_RUNTIME_DIR": str(run), "USER": ME}
+
+    def said() -> str:
+        done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"], env=env,
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    note = "sbatch: jobaware: verdict cache {} {}; no verdicts until it is fixed (failing open)\n"
+    assert said() == note.format(cache, "missing")
+    assert victim.read_text() == "root's own\n" and (run / ".jobaware-cli-filter-said").read_text().strip().isdigit()
+    assert said() == ""  # said once a minute, from the file put in the FIFO's place
+    (run / ".jobaware-cli-filter-said").unlink()
+    write_cache(cache, CACHED, default_partition="debug")
+    os.mkfifo(users_folder(cache) / "fifo.tsv")  # read by this filter only: job_submit.lua reads the job's user's
+    env["USER"] = "fifo"
+    assert said() == note.format(cache, "user file fifo.tsv not a regular file")
+
+
 def test_the_build_says_in_one_line_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", "no-such-cc")
     with pytest.raises(JobawareError, match=r"^no C compiler found \(\$CC=no-such-cc\): install one"):
