@@ -84,15 +84,20 @@ static int split(span_t s, span_t *out, int max)
 	}
 }
 
-/* strtod of the first `n` characters of `p` (digits, maybe a dot): the number Lua's tonumber gives */
+/* strtod of the first `n` characters of `p` (digits, maybe a dot): the number Lua's tonumber gives, also for a
+ * long run of digits (a user's "--gres=gpu:000...02" is 2); ABSENT when memory runs out */
 static double number_of(const char *p, size_t n)
 {
-	char digits[64];
-	if (n >= sizeof(digits))
-		return INFINITY;  /* more than 63 digits: beyond any count or size here, and as large as Lua's */
-	memcpy(digits, p, n);
-	digits[n] = '\0';
-	return strtod(digits, NULL);
+	char digits[64], *text = n < sizeof(digits) ? digits : malloc(n + 1);
+	double value;
+	if (!text)
+		return ABSENT;
+	memcpy(text, p, n);
+	text[n] = '\0';
+	value = strtod(text, NULL);
+	if (text != digits)
+		free(text);
+	return value;
 }
 
 /* cache.lua's integer(): "^%d+$", else ABSENT */

@@ -175,6 +175,29 @@ def test_random_advice_texts_are_filled_in_alike(cluster, compiled_conf):
     assert not differ, "\n".join(differ)
 
 
+# what users type, as Slurm hands it to both filters: time forms, memory units, GRES and GPU forms (a GRES this
+# cluster lacks is refused by slurmctld after the filters ran; its number may be any run of digits)
+FORMS = [["--time=UNLIMITED"], ["--time=infinite"], ["--time=1-00:00"], ["--time=0"], ["--time=2-3"],
+         ["--mem=0"], ["--mem=2T"], ["--mem=1048576G"], ["--mem-per-cpu=3G", "-c3"], ["--gres=gpu:2,gpu:a100:3"],
+         ["--gres=gpu"], ["--gres=shard:2"], ["--gres=gpu:" + "0" * 70 + "2"], ["--gres=gpu:" + "9" * 70],
+         ["--gpus=3"], ["--gpus-per-node=4", "-N1"]]
+
+
+def test_request_forms_users_type_are_read_alike(cluster, compiled_conf):
+    write_cache(cluster.root / "verdicts.tsv", [v(ME, "", 60, 1, 500, "t={time_minutes} c={cpus} m={mem_mib} "
+                                                  "g={gpus}")], default_partition="debug")
+    differ = []
+    for shape in FORMS:
+        said = []
+        for conf in (cluster.conf, compiled_conf):
+            env = {**cluster.env, "SLURM_CONF": str(conf), "USER": ME, "XDG_RUNTIME_DIR": str(cluster.root)}
+            said.append(subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true", *shape],
+                                       env=env, capture_output=True, text=True, timeout=60).stderr)
+        if said[0] != said[1] or not said[1].startswith("jobaware: t="):
+            differ.append(f"{shape}: lua {said[0]!r}, compiled {said[1]!r}")
+    assert not differ, "\n".join(differ)
+
+
 @pytest.mark.parametrize("command", ["srun", "salloc"])
 def test_srun_and_salloc_get_the_same_advice(cluster, compiled_conf, command):
     write_cache(cluster.root / "verdicts.tsv", CACHED, default_partition="debug")
