@@ -20,7 +20,10 @@ from jobaware.errors import InputError, JobawareError, shown
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
-BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); cache ([^\0]*)\0")  # cli_filter_jobaware.c's
+BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); (?:stale (\d+); )?cache ([^\0]*)\0")  # the .so's
+# the site's choices in a rendered job_submit.lua, which a rebuild must keep
+FIELD = re.compile(r'^local FIELD = "(comment|admin_comment)"', re.M)
+STALE_AFTER = re.compile(r"^JOBAWARE_STALE_AFTER = (\d+)", re.M)
 # where Slurm's packages put their plugins when slurm.conf names no PluginDir (Debian, RHEL, a source build)
 DEFAULT_PLUGIN_DIRS = ["/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/local/lib/slurm"]
 
@@ -59,6 +62,22 @@ def _plugins(value: str, kind: str) -> set[str]:
     return {p.strip().removeprefix(f"{kind}/") for p in value.split(",") if p.strip()}
 
 
+def rebuild(conf_path: Path, cache: Path, plugin_dir: Path | None = None, stale_after: bytes | None = None) -> str:
+    """The command that writes the plugins again keeping the site's choices (--field and --stale-after as the
+    job_submit.lua beside slurm.conf holds them, --stale-after as the compiled filter was built): the command's
+    defaults would change them silently."""
+    try:
+        text = (conf_path.parent / "job_submit.lua").read_text(errors="replace")
+    except OSError:
+        text = ""
+    field, stale = FIELD.search(text), STALE_AFTER.search(text)
+    stale_after = stale_after.decode() if stale_after else stale and stale.group(1)
+    return " ".join(["run `jobaware slurm plugins", f"--output {conf_path.parent}", f"--cache {cache}",
+                     *([f"--field {field.group(1)}"] if field else []),
+                     *([f"--stale-after {stale_after}"] if stale_after else []),
+                     *([f"--plugin-dir {plugin_dir}"] if plugin_dir else []), "--overwrite`"])
+
+
 def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Check]:
     """Both plugins named in slurm.conf, their files beside it (or the compiled CLI filter in a PluginDir), made
     by jobaware for this cache (and the compiled one for this Slurm)."""
@@ -75,7 +94,7 @@ def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Ch
         checks.append(Check(f"{option_name}=lua", "lua" in named, f"named in {conf_path}" if "lua" in named else
                             f"add `{option_name}=lua` to {conf_path}{either}, then `scontrol reconfigure`"))
         path = conf_path.parent / name
-        fix = f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --force`"
+        fix = rebuild(conf_path, cache)
         try:
             text = path.read_text(errors="replace")
         except OSError:
@@ -95,17 +114,16 @@ def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
     """cli_filter_jobaware.so in a PluginDir folder, built for this cache and for the Slurm installed here (its
     loader refuses another version, and then every sbatch fails)."""
     folders = conf.get("plugindir", "").split(":") if conf.get("plugindir") else DEFAULT_PLUGIN_DIRS
-    fix = (f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --plugin-dir {folders[0]} "
-           "--overwrite`")
     found = next((Path(f) / COMPILED for f in folders if (Path(f) / COMPILED).is_file()), None)
+    built = found and BUILT.search(found.read_bytes())
+    fix = rebuild(conf_path, cache, found.parent if found else Path(folders[0]), built and built.group(2))
     if found is None:
         return Check(COMPILED, False, f"not in PluginDir {':'.join(folders)}, so every sbatch fails: {fix}")
-    built = BUILT.search(found.read_bytes())
     if built is None:
         return Check(COMPILED, False, f"{found} is not jobaware's compiled filter: {fix}")
     number = int(built.group(1), 16)
     version = _release(number >> 16, number >> 8 & 0xFF, number & 0xFF)
-    built_cache = built.group(2).decode(errors="replace")
+    built_cache = built.group(3).decode(errors="replace")
     if built_cache != str(cache):
         return Check(COMPILED, False, f"{found} reads {built_cache}, the adapter writes {cache}: {fix}")
     try:

@@ -41,8 +41,8 @@ const uint32_t plugin_version = JOBAWARE_SLURM_VERSION;
 /* what this file was built for, read by `jobaware slurm doctor` in the built file */
 #define STRING(x) #x
 #define EXPANDED(x) STRING(x)
-const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SLURM_VERSION) "; cache "
-	JOBAWARE_CACHE_PATH;
+const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SLURM_VERSION) "; stale "
+	EXPANDED(JOBAWARE_STALE_AFTER) "; cache " JOBAWARE_CACHE_PATH;
 
 #define MAX_BYTES (64L * 1024 * 1024)  /* a larger file is refused (fail open): reading stays bounded */
 #define HEADER_MAX 4096  /* a longer first line is no header (the adapter's are under 200 bytes) */

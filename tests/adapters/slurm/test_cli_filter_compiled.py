@@ -310,7 +310,9 @@ def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled
     checks = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}
     assert not checks[COMPILED].ok
     assert checks[COMPILED].detail.startswith(f"{old / COMPILED} was built for Slurm 22.05.1, Slurm {version} here "
-                                              "refuses it and every sbatch fails; run `jobaware slurm plugins")
+                                              "refuses it and every sbatch fails; run `jobaware slurm plugins "
+                                              f"--output {conf.parent} --cache {cache} --stale-after 600 --plugin-dir "
+                                              f"{old} --overwrite`")
     done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"],
                           env={**cluster.env, "SLURM_CONF": str(conf)}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
