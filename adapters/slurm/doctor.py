@@ -7,9 +7,12 @@ Each check reads what is there (slurm.conf as written, the plugins beside it, th
 from __future__ import annotations
 
 import grp
+import os
 import pwd
 import re
+import shutil
 import stat
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +136,28 @@ def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
     if running != version:
         return Check(COMPILED, False, f"{found} was built for Slurm {version}, Slurm {running} here refuses "
                                       f"it and every sbatch fails; {fix}")
+    said = sbatch_refuses(conf_path)
+    if said:
+        return Check(COMPILED, False, f"{found}: `sbatch --version` fails with it ({said}), and so would every "
+                                      f"sbatch; {fix}")
     return Check(COMPILED, True, f"{found} reads {cache}, built for Slurm {version}")
+
+
+def sbatch_refuses(conf_path: Path) -> str | None:
+    """What `sbatch --version` says when it fails to start with slurm.conf at `conf_path` (it loads the CLI
+    filters), else None. LD_BIND_NOW: a function of Slurm's that the filter needs and this Slurm lacks fails here
+    rather than in the middle of a user's submission. None too where there is no sbatch to ask."""
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        return None
+    try:
+        done = subprocess.run([sbatch, "--version"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "SLURM_CONF": str(conf_path), "LD_BIND_NOW": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{sbatch} --version: {exc}"
+    if done.returncode == 0:
+        return None
+    return shown((done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0], 400)  # the cause
 
 
 def _release(major: int, minor: int, micro: int) -> str:

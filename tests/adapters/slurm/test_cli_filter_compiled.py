@@ -223,6 +223,45 @@ def test_the_note_is_said_once_a_minute(cluster, compiled_conf, tmp_path):
     assert (tmp_path / ".jobaware-cli-filter-said").read_text().strip().isdigit()
 
 
+LACKING = """#include <stdint.h>
+const char plugin_name[] = "a filter that needs a function this Slurm lacks";
+const char plugin_type[] = "cli_filter/jobaware";
+const uint32_t plugin_version = VERSION;
+const char jobaware_build[] = BUILT;
+extern int slurm_no_such_function(void);
+int init(void) { return 0; }
+int fini(void) { return 0; }
+int cli_filter_p_setup_defaults(void *opt, int early) { (void) opt; (void) early; return 0; }
+int cli_filter_p_pre_submit(void *opt, int offset) { (void) opt; (void) offset; return slurm_no_such_function(); }
+void cli_filter_p_post_submit(int offset, uint32_t job, uint32_t step) { (void) offset; (void) job; (void) step; }
+"""
+
+
+def test_doctor_loads_the_filter_as_sbatch_does(cluster, compiled_conf, tmp_path):
+    """A filter of the right version that needs a function this Slurm's library lacks (as after an upgrade that
+    renamed one) loads, then kills every submission; the doctor starts sbatch with every symbol bound and names it."""
+    from adapters.slurm.doctor import BUILT, doctor
+
+    cache = cluster.root / "verdicts.tsv"
+    write_cache(cache, CACHED, default_partition="debug")
+    built = BUILT.search((cluster.root / "plugins" / COMPILED).read_bytes())
+    (tmp_path / "lacking.c").write_text(LACKING)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-DVERSION=0x{built.group(1).decode()}", "-o", plugins / COMPILED,
+                    f'-DBUILT="{built.group(0)[:-1].decode()}"', tmp_path / "lacking.c"], check=True)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(compiled_conf.read_text().replace(str(cluster.root / "plugins"), str(plugins)))
+    env = {**cluster.env, "SLURM_CONF": str(conf)}
+    done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "undefined symbol: slurm_no_such_function" in done.stderr, done.stderr
+    check = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}[COMPILED]
+    assert not check.ok
+    assert check.detail.startswith(f"{plugins / COMPILED}: `sbatch --version` fails with it ('sbatch: error: ")
+    assert "undefined symbol: slurm_no_such_function" in check.detail and "--overwrite`" in check.detail
+
+
 def test_the_said_file_never_blocks_sbatch_nor_is_written_through_a_link(cluster, compiled_conf, tmp_path):
     """Root may run sbatch with another user's $XDG_RUNTIME_DIR (`su` without `-`): a link that user put at the said
     file's temporary name is not written through, and a FIFO at the said file or in a user file's place does not block
