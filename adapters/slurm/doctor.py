@@ -7,9 +7,12 @@ Each check reads what is there (slurm.conf as written, the plugins beside it, th
 from __future__ import annotations
 
 import grp
+import os
 import pwd
 import re
+import shutil
 import stat
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +23,10 @@ from jobaware.errors import InputError, JobawareError, shown
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
-BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); cache ([^\0]*)\0")  # cli_filter_jobaware.c's
+BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); (?:stale (\d+); )?cache ([^\0]*)\0")  # the .so's
+# the site's choices in a rendered job_submit.lua, which a rebuild must keep
+FIELD = re.compile(r'^local FIELD = "(comment|admin_comment)"', re.M)
+STALE_AFTER = re.compile(r"^JOBAWARE_STALE_AFTER = (\d+)", re.M)
 # where Slurm's packages put their plugins when slurm.conf names no PluginDir (Debian, RHEL, a source build)
 DEFAULT_PLUGIN_DIRS = ["/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/local/lib/slurm"]
 
@@ -59,6 +65,22 @@ def _plugins(value: str, kind: str) -> set[str]:
     return {p.strip().removeprefix(f"{kind}/") for p in value.split(",") if p.strip()}
 
 
+def rebuild(conf_path: Path, cache: Path, plugin_dir: Path | None = None, stale_after: bytes | None = None) -> str:
+    """The command that writes the plugins again keeping the site's choices (--field and --stale-after as the
+    job_submit.lua beside slurm.conf holds them, --stale-after as the compiled filter was built): the command's
+    defaults would change them silently."""
+    try:
+        text = (conf_path.parent / "job_submit.lua").read_text(errors="replace")
+    except OSError:
+        text = ""
+    field, stale = FIELD.search(text), STALE_AFTER.search(text)
+    stale_after = stale_after.decode() if stale_after else stale and stale.group(1)
+    return " ".join(["run `jobaware slurm plugins", f"--output {conf_path.parent}", f"--cache {cache}",
+                     *([f"--field {field.group(1)}"] if field else []),
+                     *([f"--stale-after {stale_after}"] if stale_after else []),
+                     *([f"--plugin-dir {plugin_dir}"] if plugin_dir else []), "--overwrite`"])
+
+
 def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Check]:
     """Both plugins named in slurm.conf, their files beside it (or the compiled CLI filter in a PluginDir), made
     by jobaware for this cache (and the compiled one for this Slurm)."""
@@ -75,7 +97,7 @@ def check_plugins(conf_path: Path, conf: dict[str, str], cache: Path) -> list[Ch
         checks.append(Check(f"{option_name}=lua", "lua" in named, f"named in {conf_path}" if "lua" in named else
                             f"add `{option_name}=lua` to {conf_path}{either}, then `scontrol reconfigure`"))
         path = conf_path.parent / name
-        fix = f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --force`"
+        fix = rebuild(conf_path, cache)
         try:
             text = path.read_text(errors="replace")
         except OSError:
@@ -95,17 +117,16 @@ def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
     """cli_filter_jobaware.so in a PluginDir folder, built for this cache and for the Slurm installed here (its
     loader refuses another version, and then every sbatch fails)."""
     folders = conf.get("plugindir", "").split(":") if conf.get("plugindir") else DEFAULT_PLUGIN_DIRS
-    fix = (f"run `jobaware slurm plugins --out {conf_path.parent} --cache {cache} --plugin-dir {folders[0]} "
-           "--overwrite`")
     found = next((Path(f) / COMPILED for f in folders if (Path(f) / COMPILED).is_file()), None)
+    built = found and BUILT.search(found.read_bytes())
+    fix = rebuild(conf_path, cache, found.parent if found else Path(folders[0]), built and built.group(2))
     if found is None:
         return Check(COMPILED, False, f"not in PluginDir {':'.join(folders)}, so every sbatch fails: {fix}")
-    built = BUILT.search(found.read_bytes())
     if built is None:
         return Check(COMPILED, False, f"{found} is not jobaware's compiled filter: {fix}")
     number = int(built.group(1), 16)
     version = _release(number >> 16, number >> 8 & 0xFF, number & 0xFF)
-    built_cache = built.group(2).decode(errors="replace")
+    built_cache = built.group(3).decode(errors="replace")
     if built_cache != str(cache):
         return Check(COMPILED, False, f"{found} reads {built_cache}, the adapter writes {cache}: {fix}")
     try:
@@ -115,7 +136,28 @@ def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
     if running != version:
         return Check(COMPILED, False, f"{found} was built for Slurm {version}, Slurm {running} here refuses "
                                       f"it and every sbatch fails; {fix}")
+    said = sbatch_refuses(conf_path)
+    if said:
+        return Check(COMPILED, False, f"{found}: `sbatch --version` fails with it ({said}), and so would every "
+                                      f"sbatch; {fix}")
     return Check(COMPILED, True, f"{found} reads {cache}, built for Slurm {version}")
+
+
+def sbatch_refuses(conf_path: Path) -> str | None:
+    """What `sbatch --version` says when it fails to start with slurm.conf at `conf_path` (it loads the CLI
+    filters), else None. LD_BIND_NOW: a function of Slurm's that the filter needs and this Slurm lacks fails here
+    rather than in the middle of a user's submission. None too where there is no sbatch to ask."""
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        return None
+    try:
+        done = subprocess.run([sbatch, "--version"], capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "SLURM_CONF": str(conf_path), "LD_BIND_NOW": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{sbatch} --version: {exc}"
+    if done.returncode == 0:
+        return None
+    return shown((done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0], 400)  # the cause
 
 
 def _release(major: int, minor: int, micro: int) -> str:

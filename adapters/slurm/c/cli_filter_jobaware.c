@@ -41,8 +41,8 @@ const uint32_t plugin_version = JOBAWARE_SLURM_VERSION;
 /* what this file was built for, read by `jobaware slurm doctor` in the built file */
 #define STRING(x) #x
 #define EXPANDED(x) STRING(x)
-const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SLURM_VERSION) "; cache "
-	JOBAWARE_CACHE_PATH;
+const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SLURM_VERSION) "; stale "
+	EXPANDED(JOBAWARE_STALE_AFTER) "; cache " JOBAWARE_CACHE_PATH;
 
 #define MAX_BYTES (64L * 1024 * 1024)  /* a larger file is refused (fail open): reading stays bounded */
 #define HEADER_MAX 4096  /* a longer first line is no header (the adapter's are under 200 bytes) */
@@ -84,15 +84,20 @@ static int split(span_t s, span_t *out, int max)
 	}
 }
 
-/* strtod of the first `n` characters of `p` (digits, maybe a dot): the number Lua's tonumber gives */
+/* strtod of the first `n` characters of `p` (digits, maybe a dot): the number Lua's tonumber gives, also for a
+ * long run of digits (a user's "--gres=gpu:000...02" is 2); ABSENT when memory runs out */
 static double number_of(const char *p, size_t n)
 {
-	char digits[64];
-	if (n >= sizeof(digits))
-		return INFINITY;  /* more than 63 digits: beyond any count or size here, and as large as Lua's */
-	memcpy(digits, p, n);
-	digits[n] = '\0';
-	return strtod(digits, NULL);
+	char digits[64], *text = n < sizeof(digits) ? digits : malloc(n + 1);
+	double value;
+	if (!text)
+		return ABSENT;
+	memcpy(text, p, n);
+	text[n] = '\0';
+	value = strtod(text, NULL);
+	if (text != digits)
+		free(text);
+	return value;
 }
 
 /* cache.lua's integer(): "^%d+$", else ABSENT */
@@ -120,27 +125,52 @@ static double bucket(double value)
 
 /* ---- the said file: the time of the last note about a broken cache (cli_filter.lua's JOBAWARE_SAID_WITHIN) */
 
+/* A descriptor of the regular file at `path` opened for reading, else -1. O_NONBLOCK: a FIFO or a terminal put in
+ * the file's place never blocks sbatch (Lua's io.open would wait) */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static bool said_within(time_t now, double seconds)
 {
-	char path[4096], tmp[4104];
+	char path[4096], tmp[4104], stamp[32];
 	const char *dir = getenv("XDG_RUNTIME_DIR");
 	double last;
 	FILE *f;
+	int fd, n;
+	bool written;
 	if (!dir)
 		dir = getenv("HOME");
 	if (!dir || !*dir || snprintf(path, sizeof(path), "%s/.jobaware-cli-filter-said", dir) >= (int) sizeof(path))
 		return false;
-	if ((f = fopen(path, "rb"))) {
-		int got = fscanf(f, "%lf", &last);  /* Lua 5.1's f:read("*n") */
-		fclose(f);
-		if (got == 1 && now >= last && now - last < seconds)
-			return true;
+	if ((fd = open_regular(path)) >= 0) {
+		if ((f = fdopen(fd, "rb"))) {
+			int got = fscanf(f, "%lf", &last);  /* Lua 5.1's f:read("*n") */
+			fclose(f);
+			if (got == 1 && now >= last && now - last < seconds)
+				return true;
+		} else {
+			close(fd);
+		}
 	}
+	/* a new file of our own, never one put there before (a link to another file: root may run sbatch with a
+	 * user's $XDG_RUNTIME_DIR or $HOME), then renamed over the said file (rename replaces a link, not its target) */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((f = fopen(tmp, "wb"))) {
-		fprintf(f, "%ld\n", (long) now);
-		fclose(f);
-		rename(tmp, path);
+	unlink(tmp);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) >= 0) {
+		n = snprintf(stamp, sizeof(stamp), "%ld\n", (long) now);
+		written = write(fd, stamp, n) == n;
+		if (close(fd) == 0 && written)
+			rename(tmp, path);
+		else
+			unlink(tmp);
 	}
 	return false;
 }
@@ -164,12 +194,17 @@ typedef struct {
 static int open_file(const char *path, off_t *size, const char **why)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		*why = "missing";
 		return -1;
 	}
-	if (fstat(fd, &st) != 0 || st.st_size > MAX_BYTES) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		*why = "not a regular file";
+		return -1;
+	}
+	if (st.st_size > MAX_BYTES) {
 		close(fd);
 		*why = "larger than 67108864 bytes";
 		return -1;

@@ -127,6 +127,11 @@ def break_cache(path: Path, how: str) -> None:
         mine.write_bytes(b"")
 
 
+def alike(said: str) -> str:
+    """What a filter said, with a stale cache's age (in whole seconds, read when each sbatch ran) left out."""
+    return re.sub(r"written \d+ s ago", "written N s ago", said)
+
+
 STATES = ["fresh", "missing", "stale", "random bytes", "truncated", "no user folder", "user file truncated",
           "malformed lines", "user file empty"]
 
@@ -141,8 +146,9 @@ def test_the_compiled_filter_prints_what_cli_filter_lua_prints(cluster, compiled
     for shape in SHAPES if state in ("fresh", "malformed lines") else SHAPES[:2]:
         for user in USERS:
             lua, compiled = sbatch(cluster, cluster.conf, shape, user), sbatch(cluster, compiled_conf, shape, user)
-            # Slurm prefixes what a Lua script logs with "lua: "; the advice itself is written as it is
-            if lua.replace("sbatch: lua: jobaware: ", "sbatch: jobaware: ") != compiled:
+            # Slurm prefixes what a Lua script logs with "lua: "; the advice itself is written as it is. The two
+            # sbatch runs may fall on either side of a second: a stale cache's age may differ by one
+            if alike(lua.replace("sbatch: lua: jobaware: ", "sbatch: jobaware: ")) != alike(compiled):
                 differ.append(f"{shape} {user}:\n  lua:      {lua!r}\n  compiled: {compiled!r}")
             printed.append(compiled)
     assert not differ, "\n".join(differ)
@@ -175,6 +181,29 @@ def test_random_advice_texts_are_filled_in_alike(cluster, compiled_conf):
     assert not differ, "\n".join(differ)
 
 
+# what users type, as Slurm hands it to both filters: time forms, memory units, GRES and GPU forms (a GRES this
+# cluster lacks is refused by slurmctld after the filters ran; its number may be any run of digits)
+FORMS = [["--time=UNLIMITED"], ["--time=infinite"], ["--time=1-00:00"], ["--time=0"], ["--time=2-3"],
+         ["--mem=0"], ["--mem=2T"], ["--mem=1048576G"], ["--mem-per-cpu=3G", "-c3"], ["--gres=gpu:2,gpu:a100:3"],
+         ["--gres=gpu"], ["--gres=shard:2"], ["--gres=gpu:" + "0" * 70 + "2"], ["--gres=gpu:" + "9" * 70],
+         ["--gpus=3"], ["--gpus-per-node=4", "-N1"]]
+
+
+def test_request_forms_users_type_are_read_alike(cluster, compiled_conf):
+    write_cache(cluster.root / "verdicts.tsv", [v(ME, "", 60, 1, 500, "t={time_minutes} c={cpus} m={mem_mib} "
+                                                  "g={gpus}")], default_partition="debug")
+    differ = []
+    for shape in FORMS:
+        said = []
+        for conf in (cluster.conf, compiled_conf):
+            env = {**cluster.env, "SLURM_CONF": str(conf), "USER": ME, "XDG_RUNTIME_DIR": str(cluster.root)}
+            said.append(subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true", *shape],
+                                       env=env, capture_output=True, text=True, timeout=60).stderr)
+        if said[0] != said[1] or not said[1].startswith("jobaware: t="):
+            differ.append(f"{shape}: lua {said[0]!r}, compiled {said[1]!r}")
+    assert not differ, "\n".join(differ)
+
+
 @pytest.mark.parametrize("command", ["srun", "salloc"])
 def test_srun_and_salloc_get_the_same_advice(cluster, compiled_conf, command):
     write_cache(cluster.root / "verdicts.tsv", CACHED, default_partition="debug")
@@ -198,6 +227,77 @@ def test_the_note_is_said_once_a_minute(cluster, compiled_conf, tmp_path):
     assert said == [f"sbatch: jobaware: verdict cache {cache} missing; no verdicts until it is fixed (failing open)\n",
                     ""]
     assert (tmp_path / ".jobaware-cli-filter-said").read_text().strip().isdigit()
+
+
+LACKING = """#include <stdint.h>
+const char plugin_name[] = "a filter that needs a function this Slurm lacks";
+const char plugin_type[] = "cli_filter/jobaware";
+const uint32_t plugin_version = VERSION;
+const char jobaware_build[] = BUILT;
+extern int slurm_no_such_function(void);
+int init(void) { return 0; }
+int fini(void) { return 0; }
+int cli_filter_p_setup_defaults(void *opt, int early) { (void) opt; (void) early; return 0; }
+int cli_filter_p_pre_submit(void *opt, int offset) { (void) opt; (void) offset; return slurm_no_such_function(); }
+void cli_filter_p_post_submit(int offset, uint32_t job, uint32_t step) { (void) offset; (void) job; (void) step; }
+"""
+
+
+def test_doctor_loads_the_filter_as_sbatch_does(cluster, compiled_conf, tmp_path):
+    """A filter of the right version that needs a function this Slurm's library lacks (as after an upgrade that
+    renamed one) loads, then kills every submission; the doctor starts sbatch with every symbol bound and names it."""
+    from adapters.slurm.doctor import BUILT, doctor
+
+    cache = cluster.root / "verdicts.tsv"
+    write_cache(cache, CACHED, default_partition="debug")
+    built = BUILT.search((cluster.root / "plugins" / COMPILED).read_bytes())
+    (tmp_path / "lacking.c").write_text(LACKING)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    subprocess.run(["gcc", "-shared", "-fPIC", f"-DVERSION=0x{built.group(1).decode()}", "-o", plugins / COMPILED,
+                    f'-DBUILT="{built.group(0)[:-1].decode()}"', tmp_path / "lacking.c"], check=True)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(compiled_conf.read_text().replace(str(cluster.root / "plugins"), str(plugins)))
+    env = {**cluster.env, "SLURM_CONF": str(conf)}
+    done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "undefined symbol: slurm_no_such_function" in done.stderr, done.stderr
+    check = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}[COMPILED]
+    assert not check.ok
+    assert check.detail.startswith(f"{plugins / COMPILED}: `sbatch --version` fails with it ('sbatch: error: ")
+    assert "undefined symbol: slurm_no_such_function" in check.detail and "--overwrite`" in check.detail
+
+
+def test_the_said_file_never_blocks_sbatch_nor_is_written_through_a_link(cluster, compiled_conf, tmp_path):
+    """Root may run sbatch with another user's $XDG_RUNTIME_DIR (`su` without `-`): a link that user put at the said
+    file's temporary name is not written through, and a FIFO at the said file or in a user file's place does not block
+    sbatch (cli_filter.lua would wait on it)."""
+    cache = cluster.root / "verdicts.tsv"
+    write_cache(cache, CACHED, default_partition="debug")
+    cache.unlink()
+    run = tmp_path / "run"
+    run.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_text("root's own\n")
+    (run / ".jobaware-cli-filter-said.tmp").symlink_to(victim)
+    os.mkfifo(run / ".jobaware-cli-filter-said")
+    env = {**cluster.env, "SLURM_CONF": str(compiled_conf), "XDG_RUNTIME_DIR": str(run), "USER": ME}
+
+    def said() -> str:
+        done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"], env=env,
+                              capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stderr
+
+    note = "sbatch: jobaware: verdict cache {} {}; no verdicts until it is fixed (failing open)\n"
+    assert said() == note.format(cache, "missing")
+    assert victim.read_text() == "root's own\n" and (run / ".jobaware-cli-filter-said").read_text().strip().isdigit()
+    assert said() == ""  # said once a minute, from the file put in the FIFO's place
+    (run / ".jobaware-cli-filter-said").unlink()
+    write_cache(cache, CACHED, default_partition="debug")
+    os.mkfifo(users_folder(cache) / "fifo.tsv")  # read by this filter only: job_submit.lua reads the job's user's
+    env["USER"] = "fifo"
+    assert said() == note.format(cache, "user file fifo.tsv not a regular file")
 
 
 def test_the_build_says_in_one_line_what_is_missing(tmp_path, monkeypatch):
@@ -255,7 +355,9 @@ def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled
     checks = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}
     assert not checks[COMPILED].ok
     assert checks[COMPILED].detail.startswith(f"{old / COMPILED} was built for Slurm 22.05.1, Slurm {version} here "
-                                              "refuses it and every sbatch fails; run `jobaware slurm plugins")
+                                              "refuses it and every sbatch fails; run `jobaware slurm plugins "
+                                              f"--output {conf.parent} --cache {cache} --stale-after 600 --plugin-dir "
+                                              f"{old} --overwrite`")
     done = subprocess.run(["sbatch", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true"],
                           env={**cluster.env, "SLURM_CONF": str(conf)}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1

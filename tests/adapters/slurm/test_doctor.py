@@ -104,7 +104,7 @@ def test_each_broken_part_is_named_with_its_fix(site, tmp_path):
     assert problems["CliFilterPlugins=lua"] == (f"add `CliFilterPlugins=lua` to {conf} (or `CliFilterPlugins=jobaware`, "
                                                 "the compiled filter), then `scontrol reconfigure`")
     assert problems["cli_filter.lua"].startswith(f"{conf.parent / 'cli_filter.lua'} missing: run `jobaware slurm "
-                                                 f"plugins --out {conf.parent} --cache {cache} --force`")
+                                                 f"plugins --output {conf.parent} --cache {cache} --overwrite`")
     assert "is not a jobaware plugin" in problems["job_submit.lua"]
     assert problems["verdict cache fresh"].startswith(f"{cache}: written 12")
     assert "the adapter has not rewritten it" in problems["verdict cache fresh"]
@@ -164,14 +164,20 @@ def test_the_compiled_filter_is_looked_for_in_plugin_dir(site, tmp_path):
     plugins = tmp_path / "plugins"
     plugins.mkdir()
     conf.write_text(GOOD.replace("CliFilterPlugins=cli_filter/lua", f"CliFilterPlugins=jobaware\nPluginDir=/nowhere:{plugins}"))
+    # the site's choices: the command that writes the plugins again keeps them (its defaults would change them)
+    write_plugins(conf.parent, cache=str(cache), field="admin_comment", stale_after=900, force=True)
     checks = {c.name: c for c in doctor(conf, cache, store, {})}
     assert checks["CliFilterPlugins=jobaware"].ok and "cli_filter.lua" not in checks
     assert not checks["cli_filter_jobaware.so"].ok
-    assert checks["cli_filter_jobaware.so"].detail.startswith(f"not in PluginDir /nowhere:{plugins}, so every sbatch fails: "
-                                                              f"run `jobaware slurm plugins --out {conf.parent}")
-    (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...jobaware cli_filter; slurm 0x160508; cache /x.tsv\0...")
+    assert checks["cli_filter_jobaware.so"].detail == (
+        f"not in PluginDir /nowhere:{plugins}, so every sbatch fails: run `jobaware slurm plugins --output "
+        f"{conf.parent} --cache {cache} --field admin_comment --stale-after 900 --plugin-dir /nowhere --overwrite`")
+    (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...jobaware cli_filter; slurm 0x160508; stale 60; cache "
+                                                     b"/x.tsv\0...")
     detail = {c.name: c.detail for c in doctor(conf, cache, store, {})}["cli_filter_jobaware.so"]
-    assert detail.startswith(f"{plugins / 'cli_filter_jobaware.so'} reads /x.tsv, the adapter writes {cache}")
+    assert detail == (f"{plugins / 'cli_filter_jobaware.so'} reads /x.tsv, the adapter writes {cache}: run `jobaware "
+                      f"slurm plugins --output {conf.parent} --cache {cache} --field admin_comment --stale-after 60 "
+                      f"--plugin-dir {plugins} --overwrite`")
     (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...")
     detail = {c.name: c.detail for c in doctor(conf, cache, store, {})}["cli_filter_jobaware.so"]
     assert detail.startswith(f"{plugins / 'cli_filter_jobaware.so'} is not jobaware's compiled filter")
