@@ -236,6 +236,7 @@ class PendingJobAdapter:
         self.audit = Audit(audit) if audit is not None else StoreAudit(store, STREAM)
         self.versions: dict[str, str] = {}  # the model versions the services answered with last
         self.now = now  # the time of a pass (verdicts' age and refresh bucket); `clock` paces and backs off
+        self.default_partition = ""  # the cluster's, as last asked: cli_filter's partition for a job naming none
         # how often a pending job is asked again: the smallest refresh_s of the parts asked (None: never)
         self.refresh_s = min((p.refresh_s for k in self.services.urls if (p := cards.declared()[k]).refresh_s),
                              default=None)
@@ -314,10 +315,14 @@ class PendingJobAdapter:
         return result
 
     def write_cache(self, groups: Groups | None = None) -> int:
-        """Rewrite the verdict cache the Slurm plugins read (atomically); returns how many verdicts it holds."""
+        """Rewrite the verdict cache the Slurm plugins read (atomically), with the cluster's default partition (so that
+        cli_filter advises a job that names no partition); returns how many verdicts it holds."""
         verdicts = (groups or Groups(self.store, self.cluster, self.policy)).verdicts()
+        partition = self.slurm.default_partition()  # when scontrol fails, the last one it named
+        if partition is not None and NAME.fullmatch(partition):
+            self.default_partition = partition
         write_cache(self.cache, verdicts, stale_after=self.policy.cache_stale_after_s,
-                    max_age=int(self.policy.cache_days * 86_400))
+                    max_age=int(self.policy.cache_days * 86_400), default_partition=self.default_partition)
         return len(verdicts)
 
     def _name(self, versions: dict[str, str], now: float | None = None) -> str:

@@ -88,6 +88,17 @@ class Slurm:
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
 
 
+    def default_partition(self) -> str | None:
+        """The partition a job that names none goes to (slurm.conf's `Default=YES`), from `scontrol -o show
+        partition`; None when no partition is marked default or scontrol failed."""
+        output = self.run("scontrol", "-o", "show", "partition")
+        for line in (output or "").splitlines():
+            fields = dict(field.split("=", 1) for field in line.split() if "=" in field)
+            if fields.get("Default") == "YES" and fields.get("PartitionName"):
+                return fields["PartitionName"]
+        return None
+
+
 def state_of(record: dict) -> str | None:
     """The state of an squeue --json record (Slurm 22.05 gives a string, later releases a list)."""
     state = record.get("job_state")

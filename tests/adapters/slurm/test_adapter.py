@@ -201,6 +201,8 @@ def test_verdicts_reach_the_comments_once_and_catch_up_after_an_outage(cluster, 
     # the loop closed inside slurmctld: a new job of a judged shape gets its verdict at submission, from the cache
     cached = read_cache(cluster.root / "verdicts.tsv").verdicts
     assert cached and {(v.user, v.partition) for v in cached} == {("root", "debug")}
+    # with the cluster's default partition, cli_filter advises a job that names no partition
+    assert read_cache(cluster.root / "verdicts.tsv").default_partition == "debug"
     same_shape = cluster.sbatch(CPU_SCRIPT, "-c", "2", "--time=1", "--hold", "--job-name=same")
     assert "Comment=jobaware: failure risk " in cluster.run("scontrol", "show", "job", str(same_shape))
     cluster.run("scancel", str(same_shape))

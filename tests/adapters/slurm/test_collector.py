@@ -224,3 +224,11 @@ def test_notices_wait_while_squeue_fails_then_go_to_the_polls(tmp_path):
     collector = Collector(open_store(str(tmp_path / "store")), "c", Replay(squeue=None, **NO_ACCOUNTING))
     topic = Topic(b"7")
     assert [collector.take_notices(topic, 0.1) for _ in range(3)] == [0, 0, 1] and topic.acked == [0]
+
+
+def test_the_default_partition_is_the_one_scontrol_marks_default_and_none_when_it_cannot_say():
+    partitions = ("PartitionName=long AllowGroups=ALL Default=NO MaxTime=UNLIMITED Nodes=n[1-4] State=UP\n"
+                  "PartitionName=short AllowGroups=ALL Default=YES MaxTime=60 Nodes=n[1-4] State=UP\n")
+    assert Replay(**{"scontrol_-o": partitions}).default_partition() == "short"
+    assert Replay(**{"scontrol_-o": partitions.replace("YES", "NO")}).default_partition() is None
+    assert Replay(**{"scontrol_-o": None}).default_partition() is None  # scontrol failed
