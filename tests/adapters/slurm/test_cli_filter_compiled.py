@@ -360,6 +360,13 @@ def test_a_filter_this_sbatch_cannot_load_is_never_installed(cluster, compiled_c
     assert f"Incompatible Slurm plugin {COMPILED} version (22.05.1)" in done.stderr
     assert (plugins / COMPILED).read_bytes() == installed and (out / "cli_filter.lua").read_text() == lua
     assert sorted(p.name for p in plugins.iterdir()) == [COMPILED]  # no temporary file left
+    site = tmp_path / "site"  # a slurm.conf whose controller is named in a file it includes by a relative path
+    site.mkdir()
+    host = re.search(r"^SlurmctldHost=.*\n", cluster.conf.read_text(), re.M).group(0)
+    (site / "hosts.conf").write_text(host)
+    (site / "slurm.conf").write_text("Include hosts.conf\n" + cluster.conf.read_text().replace(host, ""))
+    done = run(*options, env={**env, "SLURM_CONF": str(site / "slurm.conf")})  # the copy includes it from there
+    assert done.returncode == 0, done.stderr
     monkeypatch.setenv("SLURM_CONF", str(tmp_path / "absent.conf"))  # scontrol (the fake) needs none
     monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
     with pytest.raises(JobawareError, match=rf"^{tmp_path}/absent.conf: cannot read slurm.conf \(No such file or "
