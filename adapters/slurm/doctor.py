@@ -7,19 +7,16 @@ Each check reads what is there (slurm.conf as written, the plugins beside it, th
 from __future__ import annotations
 
 import grp
-import os
 import pwd
 import re
-import shutil
 import stat
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from adapters.slurm.plugins import COMPILED, slurm_version
+from adapters.slurm.plugins import COMPILED, DEFAULT_PLUGIN_DIRS, read_slurm_conf, sbatch_refuses, slurm_version
 from adapters.slurm.verdicts import read_cache, users_folder
-from jobaware.errors import InputError, JobawareError, shown
+from jobaware.errors import JobawareError
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
@@ -27,8 +24,6 @@ BUILT = re.compile(rb"jobaware cli_filter; slurm 0x([0-9a-f]+); (?:stale (\d+); 
 # the site's choices in a rendered job_submit.lua, which a rebuild must keep
 FIELD = re.compile(r'^local FIELD = "(comment|admin_comment)"', re.M)
 STALE_AFTER = re.compile(r"^JOBAWARE_STALE_AFTER = (\d+)", re.M)
-# where Slurm's packages put their plugins when slurm.conf names no PluginDir (Debian, RHEL, a source build)
-DEFAULT_PLUGIN_DIRS = ["/usr/lib/x86_64-linux-gnu/slurm-wlm", "/usr/lib64/slurm", "/usr/local/lib/slurm"]
 
 
 @dataclass
@@ -36,29 +31,6 @@ class Check:
     name: str
     ok: bool
     detail: str  # what was found, or what to fix
-
-
-def read_slurm_conf(path: Path) -> dict[str, str]:
-    """slurm.conf's parameters by lower-case name (the last of repeated ones; node and partition lines left out).
-    A line that is neither `Name=value`, `Include FILE`, a comment nor blank is refused, naming its line: such a
-    file is no slurm.conf, and every check read from it would be wrong."""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise JobawareError(f"{path}: cannot read slurm.conf: {exc.strerror}") from None
-    conf, held = {}, None  # held: the first line's number and the text of a line continued by a backslash
-    for number, part in enumerate(text.splitlines(), 1):
-        start, line = held or (number, "")
-        if part.endswith("\\"):
-            held = (start, line + part[:-1] + " ")
-            continue
-        held, line = None, (line + part).split("#", 1)[0].strip()
-        name, sep, value = line.partition("=")
-        if line and not sep and not line.lower().startswith("include"):
-            raise InputError(f"{path}:{start}: not a slurm.conf line (Name=value or Include FILE): {shown(line)}")
-        if sep and " " not in name.strip() and name.strip().lower() not in ("nodename", "partitionname"):
-            conf[name.strip().lower()] = value.strip()
-    return conf
 
 
 def _plugins(value: str, kind: str) -> set[str]:
@@ -141,23 +113,6 @@ def check_compiled(conf_path: Path, conf: dict[str, str], cache: Path) -> Check:
         return Check(COMPILED, False, f"{found}: `sbatch --version` fails with it ({said}), and so would every "
                                       f"sbatch; {fix}")
     return Check(COMPILED, True, f"{found} reads {cache}, built for Slurm {version}")
-
-
-def sbatch_refuses(conf_path: Path) -> str | None:
-    """What `sbatch --version` says when it fails to start with slurm.conf at `conf_path` (it loads the CLI
-    filters), else None. LD_BIND_NOW: a function of Slurm's that the filter needs and this Slurm lacks fails here
-    rather than in the middle of a user's submission. None too where there is no sbatch to ask."""
-    sbatch = shutil.which("sbatch")
-    if sbatch is None:
-        return None
-    try:
-        done = subprocess.run([sbatch, "--version"], capture_output=True, text=True, timeout=30,
-                              env={**os.environ, "SLURM_CONF": str(conf_path), "LD_BIND_NOW": "1"})
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{sbatch} --version: {exc}"
-    if done.returncode == 0:
-        return None
-    return shown((done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0], 400)  # the cause
 
 
 def _release(major: int, minor: int, micro: int) -> str:

@@ -7,9 +7,24 @@
 JOBAWARE_LOG = slurm.log_debug  -- the cache's own notes stay out of the user's terminal
 --@CACHE_CODE@
 
+-- The process's "Uid:" line (real, effective, saved, filesystem), read rather than asked of a command (a fork costs
+-- milliseconds)
+local function uids()
+    local f = io.open("/proc/self/status", "rb")
+    if f == nil then return nil end
+    local real, effective = string.match(f:read("*a") or "", "\nUid:%s+(%d+)%s+(%d+)")
+    f:close()
+    return real, effective
+end
+
 -- sbatch loads this file afresh each time: the time of the last note about a broken cache (said at info level,
--- on the user's terminal, at most once a minute) is kept in a small file of the user's own, replaced by rename
+-- on the user's terminal, at most once a minute) is kept in a small file of the user's own, replaced by rename.
+-- Not by root (nor when the uid cannot be read): root may run sbatch with another user's $HOME or
+-- $XDG_RUNTIME_DIR (`su` without `-`), where a link that user put at the file's name would have root write through
+-- it, and Lua 5.1 cannot open a file without following links; root then hears the note every time.
 local function said_file()
+    local real, effective = uids()
+    if real == nil or real == "0" or effective == "0" then return nil end
     local dir = os.getenv("XDG_RUNTIME_DIR") or os.getenv("HOME")
     return dir and dir ~= "" and (dir .. "/.jobaware-cli-filter-said") or nil
 end
@@ -23,6 +38,7 @@ function JOBAWARE_SAID_WITHIN(now, seconds)
         f:close()
         if last and now >= last and now - last < seconds then return true end
     end
+    os.remove(path .. ".tmp")  -- a link left at the temporary name is removed, not written through
     f = io.open(path .. ".tmp", "wb")
     if f then
         f:write(string.format("%d\n", now))
@@ -49,10 +65,7 @@ end
 local function user_name()
     local name = os.getenv("USER") or os.getenv("LOGNAME")
     if name and name ~= "" then return name end
-    local f = io.open("/proc/self/status", "rb")
-    if f == nil then return nil end
-    local uid = string.match(f:read("*a") or "", "\nUid:%s+(%d+)")
-    f:close()
+    local uid = uids()
     return uid and "#" .. uid
 end
 

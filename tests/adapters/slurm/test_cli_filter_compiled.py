@@ -328,6 +328,53 @@ def test_the_build_says_in_one_line_what_is_missing(tmp_path, monkeypatch):
     assert not list(tmp_path.glob("*.so*"))  # nothing half-written
 
 
+def compile_for(version: int, out: Path, cache: Path) -> None:
+    """The compiled filter for Slurm `version` (0x160501: 22.05.1) as `build_cli_filter` compiles it."""
+    subprocess.run(["gcc", "-std=gnu11", "-shared", "-fPIC", f'-DJOBAWARE_CACHE_PATH="{cache}"',
+                    "-DJOBAWARE_STALE_AFTER=600", f"-DJOBAWARE_SLURM_VERSION={version:#x}", "-o", out,
+                    Path(__file__).parents[3] / "adapters/slurm/c/cli_filter_jobaware.c", "-lm"], check=True)
+
+
+def test_a_filter_this_sbatch_cannot_load_is_never_installed(cluster, compiled_conf, tmp_path, monkeypatch):
+    """`jobaware slurm plugins --plugin-dir` loads the new filter in this host's sbatch before it replaces the
+    installed one: a build for another Slurm version (here: scontrol says 22.05.1), which would fail every sbatch,
+    is refused in one line naming sbatch's error, and the installed filter and Lua plugins stay as they were."""
+    from tests.test_cli import run
+
+    out, plugins = tmp_path / "etc", tmp_path / "plugins"
+    plugins.mkdir()
+    options = ["slurm", "plugins", "--output", out, "--plugin-dir", plugins, "--cache", cluster.root / "verdicts.tsv",
+               "--overwrite"]
+    env = {**cluster.env, "JOBAWARE_HOME": str(tmp_path / "home")}
+    done = run(*options, env=env)
+    assert done.returncode == 0, done.stderr
+    installed, lua = (plugins / COMPILED).read_bytes(), (out / "cli_filter.lua").read_text()
+    fake = tmp_path / "bin"  # an scontrol that says 22.05.1 (the real sbatch is on PATH after it)
+    fake.mkdir()
+    (fake / "scontrol").write_text("#!/bin/sh\necho 'slurm-wlm 22.05.1'\n")
+    (fake / "scontrol").chmod(0o755)
+    done = run(*options[:-2], "/elsewhere.tsv", "--overwrite", env={**env, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"error: sbatch here cannot load the new {COMPILED} ({plugins / COMPILED} kept as "
+                                  "it was): 'sbatch: plugin_load_from_file: Incompatible Slurm plugin "), done.stderr
+    assert f"Incompatible Slurm plugin {COMPILED} version (22.05.1)" in done.stderr
+    assert (plugins / COMPILED).read_bytes() == installed and (out / "cli_filter.lua").read_text() == lua
+    assert sorted(p.name for p in plugins.iterdir()) == [COMPILED]  # no temporary file left
+    site = tmp_path / "site"  # a slurm.conf whose controller is named in a file it includes by a relative path
+    site.mkdir()
+    host = re.search(r"^SlurmctldHost=.*\n", cluster.conf.read_text(), re.M).group(0)
+    (site / "hosts.conf").write_text(host)
+    (site / "slurm.conf").write_text("Include hosts.conf\n" + cluster.conf.read_text().replace(host, ""))
+    done = run(*options, env={**env, "SLURM_CONF": str(site / "slurm.conf")})  # the copy includes it from there
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("SLURM_CONF", str(tmp_path / "absent.conf"))  # scontrol (the fake) needs none
+    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
+    with pytest.raises(JobawareError, match=rf"^{tmp_path}/absent.conf: cannot read slurm.conf \(No such file or "
+                                            rf"directory\), so the new {COMPILED} cannot be tried with sbatch; "):
+        build_cli_filter(plugins, cache=str(cluster.root / "verdicts.tsv"))
+    assert (plugins / COMPILED).read_bytes() == installed and sorted(p.name for p in plugins.iterdir()) == [COMPILED]
+
+
 def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled_conf, tmp_path, monkeypatch):
     """The doctor passes the filter built here and names one built for another Slurm version, which Slurm's loader
     refuses: then every sbatch fails, as the README warns."""
@@ -340,16 +387,9 @@ def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled
     assert checks["CliFilterPlugins=jobaware"].ok and "CliFilterPlugins=lua" not in checks
     assert checks[COMPILED].ok and checks[COMPILED].detail.endswith(f"reads {cache}, built for Slurm {version}")
     assert "readable by sbatch users" in checks  # checked, as for cli_filter.lua (pytest's folders are 0700)
-    # the same build with an scontrol that says it is 22.05.1 (the real one is on PATH after it)
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "scontrol").write_text("#!/bin/sh\necho 'slurm-wlm 22.05.1'\n")
-    (fake / "scontrol").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake}:{os.environ['PATH']}")
-    old = tmp_path / "old"
+    old = tmp_path / "old"  # what the build left under Slurm 22.05.1, before the upgrade to this Slurm
     old.mkdir()
-    build_cli_filter(old, cache=str(cache), stale_after=600)
-    monkeypatch.undo()
+    compile_for(0x160501, old / COMPILED, cache)
     conf = tmp_path / "slurm.conf"
     conf.write_text(compiled_conf.read_text().replace(str(cluster.root / "plugins"), str(old)))
     checks = {c.name: c for c in doctor(conf, cache, str(tmp_path / "absent"), {})}

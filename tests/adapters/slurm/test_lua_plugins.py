@@ -5,6 +5,7 @@ import pwd
 import random
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from tests.adapters.slurm.test_verdicts import verdict
 
 LUA = shutil.which("lua5.1")
 DRIVER = Path(__file__).with_name("fake_slurm.lua")
+NOBODY = 65534  # a user who is not root, for the said-file
 pytestmark = pytest.mark.skipif(LUA is None and not os.environ.get("JOBAWARE_REQUIRE_SLURM"),
                                 reason="lua5.1 is not installed here; apt-get install lua5.1")
 
@@ -141,13 +143,47 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
     said = f"info: jobaware: verdict cache {cache} {why}"
     assert [a for a in answers if a.startswith("info: ")] == [answers[0]] and answers[0].startswith(said)
     assert answers[0].endswith("; no verdicts until it is fixed (failing open)")
-    # cli_filter runs in each sbatch: once a minute across processes, by a small file of the user's own
+    # cli_filter runs in each sbatch: root (these tests) keeps no said-file, and hears the note every time
     advice, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])
     assert advice[-1] == "rc=0" and advice[0].startswith(said) and len(advice) == 2 and stderr == ""
-    assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"]) == (["rc=0"], "")
-    state = folder / ".jobaware-cli-filter-said"
-    state.write_text(f"{int(time.time()) - 61}\n")  # a minute later
-    assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])[0][0].startswith(said)
+    assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"]) == (advice, "")
+    assert not (folder / ".jobaware-cli-filter-said").exists()
+
+
+@pytest.mark.skipif(os.getuid() != 0 or shutil.which("setpriv") is None, reason="needs root and setpriv (util-linux)")
+def test_a_user_hears_the_note_once_a_minute(tmp_path):
+    """A user's cli_filter keeps the time of its last note in a small file of the user's own: said once a minute
+    across processes; a link left at the file's temporary name is removed, not written through."""
+    folder = Path(tempfile.mkdtemp(prefix="jobaware-lua-"))  # pytest's folders are 0700: the user could not read
+    try:
+        folder.chmod(0o755)
+        cache = folder / "verdicts.tsv"
+        write_plugins(folder, cache=str(cache), stale_after=600)
+        state = folder / "run"
+        state.mkdir()
+        os.chown(state, NOBODY, NOBODY)
+        victim = state / "victim"
+        victim.write_text("the user's own\n")
+        os.chown(victim, NOBODY, NOBODY)
+        (state / ".jobaware-cli-filter-said.tmp").symlink_to(victim)
+        (folder / "commands.txt").write_text("advise\ttype=sbatch\ttime=60\n")
+        command = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", LUA or "lua5.1",
+                   str(DRIVER), str(folder / "cli_filter.lua"), str(folder / "commands.txt")]
+
+        def advise() -> list[str]:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "USER": "ana", "XDG_RUNTIME_DIR": str(state)})
+            assert done.returncode == 0 and done.stderr == "", done.stderr
+            return done.stdout.splitlines()
+
+        said = f"info: jobaware: verdict cache {cache} missing; no verdicts until it is fixed (failing open)"
+        assert advise() == [said, "rc=0"]
+        assert victim.read_text() == "the user's own\n" and not (state / ".jobaware-cli-filter-said.tmp").exists()
+        assert advise() == ["rc=0"]
+        (state / ".jobaware-cli-filter-said").write_text(f"{int(time.time()) - 61}\n")  # a minute later
+        assert advise() == [said, "rc=0"]
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_the_plugins_read_only_the_users_own_file(plugins):

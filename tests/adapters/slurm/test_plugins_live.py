@@ -111,14 +111,34 @@ def test_a_broken_cache_fails_open(cluster, cache, how, why, tmp_path):
     expected = "mine | jobaware: failure risk 5%; 0/10 similar failed; model 4; cpu-bound; nearest shape" \
         if how == "wrong fields" else "mine"
     assert comment(cluster, job) == expected
-    # said on the user's terminal at info level, once a minute (a second sbatch says nothing)
+    # said on the user's terminal at info level (once a minute for users: test_lua_plugins.py; root, as here, hears
+    # it every time and no file is written)
     said = f"sbatch: lua: jobaware: verdict cache {cache} {why}"
     assert stderr == "" if why is None else stderr.startswith(said) and stderr.count("\n") == 1, stderr
-    assert submit(cluster, "--time=60", state=tmp_path)[1] == ""
+    assert submit(cluster, "--time=60", state=tmp_path)[1] == stderr and not list(tmp_path.iterdir())
     if how == "missing":  # the first broken cache of this slurmctld: said in its log at info level
         assert f"jobaware: verdict cache {cache} missing; no verdicts" in (cluster.root / "log" / "slurmctld.log").read_text()
     log = (cluster.root / "log" / "slurmctld.log").read_text().replace(str(cluster.root), "")
     assert "error" not in "\n".join(line for line in log.splitlines() if "lua" in line).lower()
+
+
+def test_root_never_writes_the_said_file_through_a_link(cluster, cache, tmp_path):
+    """Root may run sbatch with another user's $XDG_RUNTIME_DIR (`su` without `-`): links that user put at the said
+    file and at its temporary name are never followed (Lua 5.1 cannot open without following links, so root keeps
+    no said-file), and the note is said every time."""
+    cache.unlink()
+    run = tmp_path / "run"
+    run.mkdir()
+    victims = [tmp_path / "victim", tmp_path / "victim.tmp"]
+    for victim in victims:
+        victim.write_text("root's own\n")
+    (run / ".jobaware-cli-filter-said").symlink_to(victims[0])
+    (run / ".jobaware-cli-filter-said.tmp").symlink_to(victims[1])
+    note = f"sbatch: lua: jobaware: verdict cache {cache} missing; no verdicts until it is fixed (failing open)\n"
+    assert [submit(cluster, "--time=60", state=run)[1] for _ in range(2)] == [note, note]
+    assert [v.read_text() for v in victims] == ["root's own\n"] * 2
+    assert [os.readlink(run / name) for name in (".jobaware-cli-filter-said", ".jobaware-cli-filter-said.tmp")] == \
+        [str(v) for v in victims]
 
 
 def test_doctor_on_the_live_cluster(cluster, cache, tmp_path):
