@@ -368,7 +368,8 @@ def plugins(
     field: Annotated[Literal["comment", "admin_comment"], typer.Option(help="where the verdict goes")] = "comment",
     stale_after: Annotated[int, typer.Option(min=1, help="seconds after which the plugins ignore the cache")] = 3600,
     advise_above: Annotated[float | None, typer.Option(min=0, max=1, hidden=True, help="ignored: the adapter decides")] = None,
-    plugin_dir: Annotated[Path | None, typer.Option(
+    plugin_dir: Annotated[Path | None, option(
+        "--plugin-dir", role=FOLDER,
         help="also build the compiled cli_filter (cli_filter_jobaware.so, for CliFilterPlugins=jobaware) for this "
              "host's Slurm with the system C compiler, into this folder: one of slurm.conf's PluginDir folders")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing files")] = False,
