@@ -11,12 +11,19 @@ A record's fields (its row is what the collector kept of `squeue --json` and `sa
   processors_req    CPUs asked;  wallclock_req  the time limit (s);  mem_req  MB in all: accounting's memory per node
                     times its nodes, else the row's for a one-node job (a row cannot tell memory per node from memory
                     per CPU beyond that); unknown when none was stated
-  submit_time       the key's (as Slurm gave it, UTC);  start_time, end_time  the row's, back to UTC (below)
+  submit_time       when the job entered the queue: the key's submit (as Slurm gave it, UTC), or its eligible time
+                    where that came later (below);  start_time, end_time  the row's, back to UTC (below)
   status            COMPLETED, CANCELLED, or FAILED for any other end (FAILED, TIMEOUT, OUT_OF_MEMORY, NODE_FAIL,
                     ...); unknown while the job is open
   line              the record's place in the store's order (1 for the first job)
 
 What the queue held at each submit (the sweep of `jobaware.wait.features` rebuilds it from these rows):
+  - a job enters the queue at its submit, or at its eligible time (the row's `eligible_time`: what squeue said when
+    the collector last saw the job pending) where that is after its submit and not after the job left the queue (its
+    start, else its end): a begin time, a dependency or a hold kept it out until then, as a live snapshot leaves it
+    out. Its row's submit_time is that moment, so its wait (start minus eligible time) trains from its eligibility
+    and it is pending ahead of other jobs only from then. An eligible time before the submit or after the job left
+    the queue, or none (a store from before the collector kept it), leaves the submit. "Submit" below is that moment;
   - a job that started: pending from its submit to its start, then running to its end; its wait trains and enters
     the histories at its start;
   - a job that ended without starting (cancelled while pending, or held and then cancelled, as the platform's
@@ -29,13 +36,14 @@ What the queue held at each submit (the sweep of `jobaware.wait.features` rebuil
     that moment and its status unknown. A running job's wait is known and trains; a pending one's is not yet. No
     job of the store was submitted after that moment, so what an open job does later changes no job's features.
 
-Times: the row keeps the collector's local wall clock; start and end go back to UTC by the platform's `to_utc` (by this
-process's zone when it gives the offset each job's submit had, exact across a daylight saving change, and `timezone`
-is the zone's name; else the submit's offset, which `timezone` names).
+Times: the row keeps the collector's local wall clock; start, end and eligible time go back to UTC by the platform's
+`to_utc` (by this process's zone when it gives the offset each job's submit had, exact across a daylight saving
+change, and `timezone` is the zone's name; else the submit's offset, which `timezone` names).
 
-A record that cannot be read (a field of the wrong type or out of bounds, a start before its submit or an end before
-its start) is quarantined with its store, job and reason; so is a job id seen before on the same cluster (Slurm
-reuses ids after a reset or a wrap): the earlier job is kept, as the trace readers keep a job number's first line.
+A record that cannot be read (a field of the wrong type or out of bounds, the eligible time included, a start before
+its submit or an end before its start) is quarantined with its store, job and reason; so is a job id seen before on
+the same cluster (Slurm reuses ids after a reset or a wrap): the earlier job is kept, as the trace readers keep a job
+number's first line.
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from jobaware.wait.reader import HELD
 from jobaware.wait.schema import CENTURY, COLUMNS, MAX_PROCS
 
 FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "run_time", "seen_running", "start", "end", "user",
-         "group", "queue", "processors_req", "wallclock_req", "mem_req", "held", "seen")
+         "group", "queue", "processors_req", "wallclock_req", "mem_req", "held", "seen", "eligible")
 
 
 def _fields(record) -> dict:
@@ -91,6 +99,7 @@ def _fields(record) -> dict:
         "mem_req": mem or None,  # 0: none stated
         "held": row.get("reason") in HELD,
         "seen": max((t for t in seen if t is not None), default=None),
+        "eligible": row_time(row, "eligible_time"),
     }
 
 
@@ -112,7 +121,7 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
     be rows with the field and why (the module's docstring says what each row holds)."""
     if facts.empty:
         return pd.DataFrame(columns=list(COLUMNS)), {}
-    times, zones = to_utc(facts, zone)
+    times, zones = to_utc(facts, zone, ("start", "end", "eligible"))
     submit, start, end = numbers(facts, "submit"), times["start"], times["end"]
     final = facts["final"]
     start = np.where(never_started(final, start, end, numbers(facts, "run_time"), facts["seen_running"]),
@@ -138,6 +147,9 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
     held = facts["held"].to_numpy(bool) & np.isnan(start)
     end = np.where(is_open & np.isnan(end), np.maximum(as_of, np.where(np.isnan(start), submit, start)), end)
     end = np.where(held, np.nan, end)  # held and never run: never in the queue
+    left = np.where(np.isnan(start), end, start)  # when it left the queue: its start, else its end (NaN: never in it)
+    eligible = times["eligible"]
+    entry = np.where((eligible > submit) & (eligible <= left), eligible, submit)  # NaN: the submit
     utc = lambda seconds: pd.to_datetime(seconds, unit="s", utc=True)  # noqa: E731
     jobs = pd.DataFrame({
         "cluster": facts["cluster"],
@@ -151,10 +163,10 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
         "processors_req": numbers(facts, "processors_req"),
         "wallclock_req": numbers(facts, "wallclock_req"),
         "mem_req": numbers(facts, "mem_req"),
-        "submit_time": utc(submit),
+        "submit_time": utc(entry),
         "start_time": utc(start),
         "end_time": utc(end),
-        "wait_s": start - submit,
+        "wait_s": start - entry,
         "run_s": np.where(is_open, np.nan, end - start),
         "status": statuses(final),
         "line": lines,

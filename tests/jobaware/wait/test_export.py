@@ -196,6 +196,133 @@ def test_a_job_cancelled_while_pending_held_its_place_in_the_queue(kth_store):
     assert as_stored.loc[as_stored["job_id"].isin(cancelled | {held}), "wait_s"].isna().all()
 
 
+# jobs kept out of the queue for a while (the seconds after their submit when they became eligible) and how
+DELAYED = {1955: (30_000, "BeginTime"),   # --begin: squeue gives the begin time from the submit on
+           2046: (340_000, "Dependency"),  # its dependency ended after Stockholm's clocks went back
+           2113: (230_000, "JobHeldUser"),  # held by its user, released after the change
+           2396: (4_800, "Dependency")}    # eligible, still pending when the store is read
+
+
+def delayed(jobs: pd.DataFrame, seen: list[tuple[int, dict]]) -> list[tuple[int, dict]]:
+    """The observations with the DELAYED jobs kept out: pending at their submit for their reason (a begin time given
+    as squeue's eligible time; a dependency or a hold with none, squeue's 0), then, but for the begin time, pending
+    for Priority once eligible."""
+    out = []
+    for moment, job in seen:
+        if job["job_id"] in DELAYED and job["job_state"] == "PENDING":
+            after, reason = DELAYED[job["job_id"]]
+            eligible = job["submit_time"] + after
+            out.append((moment, {**job, "state_reason": reason,
+                                 "eligible_time": eligible if reason == "BeginTime" else 0}))
+            if reason != "BeginTime":
+                out.append((eligible, {**job, "eligible_time": eligible}))
+            continue
+        out.append((moment, job))
+    return out
+
+
+def eligible_from(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The trace's jobs with the DELAYED ones submitted when they became eligible, waiting from then."""
+    jobs = jobs.copy()
+    for job_id, (after, _) in DELAYED.items():
+        k = jobs.index[jobs["job_id"] == job_id][0]
+        jobs.loc[k, "submit_time"] += pd.Timedelta(seconds=after)
+        jobs.loc[k, "wait_s"] -= after
+    return jobs
+
+
+def test_a_job_kept_out_by_a_begin_time_a_dependency_or_a_hold_waits_from_its_eligible_time(kth_store, tmp_path):
+    """Its row enters the queue when it became eligible: its wait trains from then, and the jobs submitted before then
+    do not count it pending; the features are still those the whole slice gives, futures included."""
+    jobs, cancelled, held, until = (kth_store[k] for k in ("jobs", "cancelled", "held", "until"))
+    uri = f"sqlite:{tmp_path / 'delayed'}"
+    with zone("Europe/Stockholm"):
+        with open_store(uri) as store:
+            fill(store, delayed(jobs, observations(jobs, cancelled, held)), until)
+        rows, report = ingested(uri, tmp_path / "rows")
+    assert report["bad_rows"] == 0
+    moved = eligible_from(jobs)
+    ids = jobs.set_index("job_id")
+    assert not set(DELAYED) & (cancelled | {held})
+    assert ids.loc[2046, "submit_time"] < DST_END < ids.loc[2046, "submit_time"] + pd.Timedelta(seconds=340_000)
+    assert ids.loc[2396, "start_time"] > pd.Timestamp(until, unit="s", tz="UTC")  # still pending then
+    got = complete(rows)
+    pd.testing.assert_frame_equal(compared(got), compared(expected_rows(moved, cancelled, held, until)),
+                                  check_dtype=False)
+    by_id = got.set_index("job_id")
+    assert (by_id.loc[[1955, 2046, 2113], "wait_s"].to_numpy()
+            == (ids.loc[[1955, 2046, 2113], "wait_s"] - [30_000, 340_000, 230_000]).to_numpy()).all()
+    features, _ = sweep(order(got))
+    every, _ = sweep(order(complete(expected_rows(moved, cancelled, held))))
+    pd.testing.assert_frame_equal(features, every.iloc[:len(rows)], check_exact=False, rtol=1e-12)
+    # as the export read before: pending from their submit; every job submitted meanwhile counted them ahead
+    before = got.copy()
+    for job_id, (after, _) in DELAYED.items():
+        k = before.index[before["job_id"] == job_id][0]
+        before.loc[k, "submit_time"] -= pd.Timedelta(seconds=after)
+        before.loc[k, "wait_s"] += after
+    old, _ = sweep(order(before))
+    new = features.assign(job_id=order(got)["job_id"].to_numpy()).set_index("job_id")
+    old = old.assign(job_id=order(before)["job_id"].to_numpy()).set_index("job_id")
+    submit = by_id["submit_time"]
+    kept_out = sum(((submit > submit[d] - pd.Timedelta(seconds=after)) & (submit < submit[d])).astype(int)
+                   for d, (after, _) in DELAYED.items())
+    others = [job_id for job_id in submit.index if job_id not in DELAYED]
+    assert (kept_out[others] > 0).sum() > 50
+    pd.testing.assert_series_equal(new.loc[others, "pend_n"], old.loc[others, "pend_n"] - kept_out[others],
+                                   check_dtype=False, check_names=False)
+
+
+def test_a_store_without_eligible_times_gives_the_rows_it_gave_before(kth_store, tmp_path):
+    """The collector kept no eligible time (squeue's 0, or a store from before it kept them): each job waits from its
+    submit, as the store whose eligible times are the submits gives."""
+    jobs = kth_store["jobs"]
+    seen = [(moment, {**job, "eligible_time": 0}) for moment, job in
+            observations(jobs, kth_store["cancelled"], kth_store["held"])]
+    uri = f"sqlite:{tmp_path / 'none'}"
+    with zone("Europe/Stockholm"):
+        with open_store(uri) as store:
+            fill(store, seen, kth_store["until"])
+            assert not any("eligible_time" in record["row"] for record in store.records())
+        tables = [ingested(u, tmp_path / name)[0] for name, u in (("a", kth_store["uri"]), ("b", uri))]
+    pd.testing.assert_frame_equal(tables[0], tables[1])
+    pd.testing.assert_frame_equal(compared(complete(tables[1])), compared(expected_rows(
+        jobs, kth_store["cancelled"], kth_store["held"], kth_store["until"])), check_dtype=False)
+
+
+def test_an_eligible_time_before_the_submit_after_the_start_or_unreadable(tmp_path):
+    """Only an eligible time between the submit and the moment the job left the queue moves its entry; one that
+    cannot be read quarantines the record."""
+    uri = f"sqlite:{tmp_path / 'store'}"
+    base = {"user": "ann", "account": "physics", "partition": "long", "processors_req": 4, "nodes_req": 1,
+            "wallclock_req": 3600.0, "state": "COMPLETED", "reason": "Priority"}
+    t = 1_700_000_000
+    with zone("UTC"), open_store(uri) as store:
+        for job_id, row, final in [
+                (1, {"eligible_time": t + 30, "start_time": t + 60, "end_time": t + 600}, "COMPLETED"),
+                (2, {"eligible_time": t - 60, "start_time": t + 60, "end_time": t + 600}, "COMPLETED"),
+                (3, {"eligible_time": t + 90, "start_time": t + 60, "end_time": t + 600}, "COMPLETED"),
+                (4, {"eligible_time": t + 60, "start_time": t + 60, "end_time": t + 600}, "COMPLETED"),
+                (5, {"start_time": t + 60, "end_time": t + 600}, "COMPLETED"),
+                (6, {"eligible_time": t + 20, "start_time": t + 50, "end_time": t + 50, "state": "CANCELLED"},
+                 "CANCELLED"),                                                  # cancelled while pending
+                (7, {"eligible_time": t + 20, "reason": "BeginTime", "start_time": t + 50, "end_time": t + 50,
+                     "state": "CANCELLED"}, "CANCELLED"),                       # held, then cancelled: never in it
+                (8, {"eligible_time": "soon", "start_time": t + 60, "end_time": t + 600}, "COMPLETED")]:
+            key = JobKey("site", job_id, t)
+            store.put_job(key, {**base, "submit_time": t, **row})
+            store.put_final(key, final, "sacct")
+        rows, report = ingested(uri, tmp_path)
+    rows = rows.set_index("job_id")
+    entered = (rows["submit_time"] - pd.Timestamp(t, unit="s", tz="UTC")).dt.total_seconds()
+    assert entered.to_dict() == {1: 30, 2: 0, 3: 0, 4: 60, 5: 0, 6: 20, 7: 0}
+    assert rows["wait_s"].to_dict() == pytest.approx({1: 30, 2: 60, 3: 60, 4: 0, 5: 60, 6: np.nan, 7: np.nan},
+                                                     nan_ok=True)
+    assert rows.loc[6, "end_time"] == pd.Timestamp(t + 50, unit="s", tz="UTC") and pd.isna(rows.loc[7, "end_time"])
+    assert report["bad_rows"] == 1 and report["problems"] == [
+        f"{uri} job site:8:{t}: field 'eligible_time': expected epoch seconds between 1970 and 2100 (got '\"soon\"')"]
+
+
 def test_redis_gives_the_same_rows_as_sqlite(kth_store, fresh_redis, tmp_path):
     jobs = kth_store["jobs"]
     with zone("Europe/Stockholm"):
