@@ -140,6 +140,11 @@ def squeue_body(payload: dict, job_ids: list[int] | None = None, now: float | No
 
     jobs = squeue_jobs(payload)
     now = float(now if now is not None else _number((payload.get("meta") or {}).get("time")) or time.time())
+    for job in jobs:  # a job kept out by a begin time, a dependency or a hold entered the queue when it became
+        # eligible, as the store export (`export.py`) trains it: its wait counts from then
+        entered, left = job["eligible_time"], job["start_time"] if job["start_time"] is not None else now
+        if entered is not None and job["submit_time"] is not None and job["submit_time"] < entered <= left:
+            job["submit_time"] = entered
     fields = ("job_id", "user", "group", "queue", "processors_req", "wallclock_req", "submit_time")
     running = [{**{k: job[k] for k in fields}, "start_time": job["start_time"]} for job in jobs
                if job["state"] in SQUEUE_RUNNING and job["start_time"] is not None and job["start_time"] <= now]

@@ -82,6 +82,18 @@ def test_a_live_squeue_snapshot_becomes_a_wait_request():
         squeue_body(payload, [99], now=1795371700)
 
 
+def test_a_job_kept_out_until_later_enters_the_queue_when_it_became_eligible():
+    """As the store export trains it: a job held, waiting for a begin time or a dependency counts from its
+    eligible time, for its own wait and as a job ahead; an eligible time still to come changes nothing."""
+    payload = json.loads(SQUEUE.read_text())
+    submitted = payload["jobs"][2]["submit_time"]
+    payload["jobs"][2]["eligible_time"] = submitted + 600  # its begin time passed ten minutes after submission
+    body = squeue_body(payload, now=submitted + 900)
+    assert body["jobs"][0]["submit_time"] == body["pending"][0]["submit_time"] == submitted + 600
+    later = squeue_body(payload, now=submitted + 300)  # not yet eligible: as squeue gives it
+    assert later["jobs"][0]["submit_time"] == submitted
+
+
 def test_a_later_slurm_s_wrapped_numbers_read_alike():
     payload = json.loads(SQUEUE.read_text())
     for record in payload["jobs"]:
