@@ -11,6 +11,7 @@
  * Numbers are doubles, as in Lua 5.1, so that every comparison and bucket comes out the same.
  */
 #define _GNU_SOURCE  /* memmem */
+#include <errno.h>  /* program_invocation_short_name */
 #include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
@@ -639,12 +640,23 @@ static const char *const OPTIONS[] = {"time", "nodes", "ntasks", "ntasks-per-nod
 #define N_OPTIONS (sizeof(OPTIONS) / sizeof(OPTIONS[0]))
 
 /* The command, as the Lua host names it: slurm_opt_t starts with pointers to the options of salloc, sbatch,
- * scrontab and srun (src/common/slurm_opt.h), of which the running command sets its own */
+ * scrontab and srun (src/common/slurm_opt.h), of which the running command sets its own. A guard against a Slurm
+ * whose struct starts otherwise: where the program runs under one of those names, the two must agree (else no
+ * advice) */
 static const char *command_of(const slurm_opt_t *opt)
 {
+	static const char *const names[] = {"salloc", "sbatch", "scrontab", "srun"};
+	const char *program = program_invocation_short_name, *command = "other";
 	void *heads[4];
+	int i;
 	memcpy(heads, opt, sizeof(heads));
-	return heads[0] ? "salloc" : heads[1] ? "sbatch" : heads[2] ? "scrontab" : heads[3] ? "srun" : "other";
+	for (i = 3; i >= 0; i--)
+		if (heads[i])
+			command = names[i];  /* the first one set, as the Lua host tests them */
+	for (i = 0; i < 4; i++)
+		if (strcmp(program, names[i]) == 0 && strcmp(program, command) != 0)
+			return "other";
+	return command;
 }
 
 /* Whose verdicts: $USER or $LOGNAME, else "#UID" (the adapter links PATH.users/#UID.tsv to the user's file) */

@@ -217,6 +217,23 @@ def test_srun_and_salloc_get_the_same_advice(cluster, compiled_conf, command):
     assert said[0] == said[1] == ["jobaware: ask for more --time than the 60 minutes asked (model 3)."]
 
 
+def test_a_command_whose_name_and_options_disagree_gets_no_advice(cluster, compiled_conf, tmp_path):
+    """The guard on slurm_opt_t's layout: sbatch run under srun's name sets sbatch's options, which a compiled filter
+    for a Slurm whose struct starts otherwise would see; it advises nothing then, and the job is submitted."""
+    write_cache(cluster.root / "verdicts.tsv", CACHED, default_partition="debug")
+    disguised = tmp_path / "srun"
+    disguised.symlink_to(shutil.which("sbatch"))
+    said = {}
+    for name, program in (("sbatch", "sbatch"), ("disguised", str(disguised))):
+        env = {**cluster.env, "SLURM_CONF": str(compiled_conf), "USER": ME}
+        done = subprocess.run([program, "--parsable", "--hold", f"--chdir={cluster.root / 'jobs'}", "--wrap=true",
+                               "--time=60", "-n1", "--mem=500"], env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0 and done.stdout.strip().isdigit(), done.stderr
+        said[name] = [line for line in done.stderr.splitlines() if "jobaware" in line]
+    assert len(said["sbatch"]) == 1 and said["sbatch"][0].endswith(
+        "jobaware: ask for more --time than the 60 minutes asked (model 3).") and said["disguised"] == [], said
+
+
 def test_the_note_is_said_once_a_minute(cluster, compiled_conf, tmp_path):
     cache = cluster.root / "verdicts.tsv"
     write_cache(cache, CACHED, default_partition="debug")
