@@ -31,9 +31,10 @@ LOG = CONDOR / "mldag_standalone" / "metl_12636334.log"  # a job held five times
 def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_acts(conformance_home,
                                                                                    tmp_path_factory, tmp_path):
     from adapters.htcondor.policy import Actor
+    from harness.ports import stop
     from jobaware import tracking
     from jobaware.cli import app
-    from tests.test_conformance import _serve, _stop, smoke_version
+    from tests.test_conformance import _serve, smoke_version
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JOBAWARE_HOME", str(conformance_home))
@@ -78,4 +79,4 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         print(f"\nreal holds: {total['ended']} ended; model version {version} decided {total['decision right']} "
               f"right, the site rule {total['rule right']}, release-all {total['release-all right']}")
     finally:
-        _stop(process)
+        stop(process)
