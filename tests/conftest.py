@@ -82,14 +82,9 @@ def failure_service(champion, tmp_path_factory):
         wait_for(f"{url}/readyz", 120, process)
         yield url
     finally:
-        import os
-        import signal
+        from harness.ports import stop
 
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+        stop(process, 20)
 
 
 @pytest.fixture(scope="session")

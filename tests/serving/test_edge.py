@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from harness.ports import stop
 from tests.conftest import free_port, wait_for
 from tests.serving.test_failure_service import JOB
 
@@ -130,8 +130,7 @@ def test_two_services_from_one_home_each_count_their_own_requests(failure_servic
             assert httpx.post(f"{failure_service}/predict", json={"jobs": [JOB]}, timeout=30).status_code == 200
         failure, held = _requests_counted(failure_service), _requests_counted(hold)
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(30)
+        stop(process)
     assert failure.get("/predict") == before + 2, failure
     assert held.get("/hold-decision") == 3 and "/predict" not in held, held
     assert "/hold-decision" not in failure, failure

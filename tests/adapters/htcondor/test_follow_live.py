@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from harness.ports import stop
 from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, ROOT, real_events
 from tests.adapters.htcondor.test_adapter import renumber
@@ -35,12 +36,6 @@ def _wait(condition, seconds: float) -> float:
         assert time.monotonic() - start < seconds, "timed out"
         time.sleep(0.02)
     return time.monotonic() - start
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-    process.wait(30)
 
 
 def test_holds_appended_while_it_runs_are_audited_within_a_second(tmp_path):
@@ -74,7 +69,7 @@ def test_holds_appended_while_it_runs_are_audited_within_a_second(tmp_path):
         time.sleep(1.0)
     finally:
         writer.close()
-        _stop(process)
+        stop(process)
     keys = _hold_keys(audit)
     assert len(keys) == 12 and len(set(keys)) == 12 and not any(job.startswith("999.") for job, _ in keys)
     assert max(latencies) < 1.0, latencies
@@ -102,7 +97,7 @@ def test_a_sigkill_and_a_restart_neither_lose_nor_repeat_a_hold(tmp_path):
         _wait(lambda: len(_hold_keys(audit)) >= written, 120)
         time.sleep(0.5)  # nothing more comes
     finally:
-        _stop(process)
+        stop(process)
     keys = _hold_keys(audit)
     assert len(keys) == written == 18 and len(set(keys)) == 18
     outcomes = [r["id"] for r in read_records(audit) if r["kind"] == "outcome"]

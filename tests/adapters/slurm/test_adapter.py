@@ -5,8 +5,6 @@ verdicts catching up when they return; the job card (CLI and gateway) and live a
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,6 +14,7 @@ import pytest
 
 from adapters.slurm.adapter import Policy, comment_with, read_policy
 from adapters.slurm.verdicts import read_cache
+from harness.ports import stop
 from harness.slurm_cluster import SlurmCluster, require_slurm
 from jobaware.card import declared, short
 from jobaware.errors import JobawareError
@@ -108,13 +107,8 @@ class Service:
         return self
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+        if self.process:
+            stop(self.process)
 
 
 @pytest.fixture(scope="module")
