@@ -1,8 +1,11 @@
-"""The README's sizing results: each trace trained and judged as `jobaware pipeline run sizing --data TRACE` does
+"""The README's sizing results: each trace trained and judged as `jobaware pipeline run sizing --input TRACE` does
 (the same `train_in_memory`), one Markdown row per trace and resource, with the baselines at their rates
 (under-estimation / median recommended/asked / released share, and the factor fitted on the training part).
 
-    python bench/sizing.py [TRACE ...]      # default: every SWF trace under data/real/
+    python bench/sizing.py [SOURCE ...]     # default: every SWF trace under data/real/, then the HTCondor event
+                                            # logs: all bundled ones together, and the IceCube log alone
+
+A SOURCE is a trace, an event log or a folder of either (read together, as the pipeline reads it).
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from jobaware.errors import JobawareError
-from jobaware.sizing.reader import read_trace
+from jobaware.sizing.reader import read_source, source_paths
 from jobaware.sizing.train import train_in_memory
 from jobaware.swf import cluster_name
 
@@ -20,21 +25,26 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ("request", "tsafrir", "user_p95")
 
 
-def rows(path: Path) -> list[str]:
+CONDOR = (ROOT / "data" / "real" / "condor", ROOT / "data" / "real" / "condor-more")
+HTCONDOR_SOURCES = {"HTCondor logs (all bundled)": CONDOR,
+                    "HTCondor IceCube log": (ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log",)}
+
+
+def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
     started = time.process_time()
-    jobs, _, _ = read_trace(path)
+    jobs = pd.concat([read_source(p)[0] for p in source_paths([str(p) for p in paths])], ignore_index=True)
     try:
         _, evaluation = train_in_memory(jobs)
     except JobawareError as error:
-        return [f"| {cluster_name(path)} | time | {len(jobs):,} jobs: {error} |"]
+        return [f"| {name} | time | {len(jobs):,} jobs: {error} |"]
     seconds = time.process_time() - started
     out = []
-    for prefix, name in (("", "time"), ("mem_", "memory")):
+    for prefix, resource in (("", "time"), ("mem_", "memory")):
         model = evaluation.metrics["model"]
         if prefix + "under_rate" not in model:
             continue
         m = {key[len(prefix):]: value for key, value in model.items() if key.startswith(prefix)} if prefix else model
-        cells = [cluster_name(path), name, f"{m['jobs']:,.0f}", f"{m['no_history_share']:.3f}",
+        cells = [name, resource, f"{m['jobs']:,.0f}", f"{m['no_history_share']:.3f}",
                  f"**{m['under_rate']:.3f}** ({m['under_rate_raw']:.3f})", f"**{m['median_ratio']:.2f}**",
                  f"{m['below_share']:.2f} / {m['median_ratio_below']:.2f}", f"{m['released_share']:+.3f}",
                  f"{m['lost_share']:.3f}" if not prefix else "",
@@ -51,13 +61,15 @@ def rows(path: Path) -> list[str]:
 
 
 def main(paths: list[str]) -> None:
-    traces = [Path(p) for p in paths] or sorted((ROOT / "data" / "real").glob("swf*/*.swf*"))
+    sources = ({cluster_name(p): (Path(p),) for p in paths} if paths else
+               {**{cluster_name(p): (p,) for p in sorted((ROOT / "data" / "real").glob("swf*/*.swf*"))},
+                **HTCONDOR_SOURCES})
     print("| trace | resource | test jobs | no history | under-estimation (raw) | median rec/asked | recommended less: "
           "share / median | released (net share) | lost | fit stated / met, jobs recommended less | accuracy | released "
           "proc-hours | request x f | Tsafrir x f | user P95 x f | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for path in traces:
-        for row in rows(path):
+    for name, source in sources.items():
+        for row in rows(name, source):
             print(row, flush=True)
 
 

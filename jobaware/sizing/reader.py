@@ -1,6 +1,12 @@
 """Read job traces into the canonical `sizing_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
-through the platform's `jobaware.swf`), one trace a cluster, and a job store's export (`jobaware.store.export`,
-mapped by `jobaware.sizing.export`: a site's own finished jobs with their use, each cluster of the store once).
+through the platform's `jobaware.swf`), one trace a cluster; HTCondor job event logs (through the platform's
+`jobaware.condor_log`), one log a cluster; and a job store's export (`jobaware.store.export`, mapped by
+`jobaware.sizing.export`: a site's own finished jobs with their use, each cluster of the store once).
+
+An event log gives each job that terminated in it: its memory asked and its peak (the terminate event's resource
+table, MB, per CPU asked), its run time (terminate minus the last execute), its CPUs, its end; no time limit
+(HTCondor jobs state none), no user (the log is one submitter's: the log's name is the user, and the job's DAG node
+name without its trailing number, `train3` -> `train`, its name). Its `job_id` is cluster x 1,000,000 + proc.
 
 A value the format calls unknown (-1) stays unknown (null). A request of zero (no time or no memory asked for)
 says nothing of what the job needed and is read as unknown too; a memory figure beyond MAX_MEM_MB per processor is
@@ -9,18 +15,25 @@ quarantined with its file, line and field, as the platform reader quarantines wh
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from jobaware.condor_log import EndedJob, is_event_log, read_ended_jobs
+from jobaware.errors import InputError
 from jobaware.reading import Problem, ReadReport, ingest_sources
 from jobaware.sizing.schema import CONTRACT, MAX_MEM_MB, SIZING_JOBS
-from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_and_export_files
+from jobaware.sources import files as source_files
+from jobaware.store.export import EXPORT_SUFFIX, is_export
+from jobaware.swf import SUFFIXES, SwfTrace, cluster_name, is_swf, read_swf
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
 KB_PER_MB = 1024.0
+PROCS_PER_CLUSTER = 1_000_000  # an HTCondor job's job_id: cluster x PROCS_PER_CLUSTER + proc
+_TRAILING_NUMBER = re.compile(r"[-_.]?\d+$")
 
 
 def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
@@ -80,25 +93,83 @@ def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
     return jobs, trace.problems + problems, trace.quarantined + quarantined
 
 
-def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
-    """A trace or a store's export as `sizing_jobs` rows, its problems and quarantined records."""
-    from jobaware.sizing.export import read_export
-    from jobaware.store.export import is_export
+def event_log_jobs(jobs: list[EndedJob], cluster: str) -> pd.DataFrame:
+    """The jobs that terminated in an event log as `sizing_jobs` rows (the module docstring says how)."""
+    def per_cpu(job: EndedJob, table: dict) -> float | None:
+        memory, cpus = table.get("memory_mb"), job.request.get("cpus") or job.allocated.get("cpus")
+        return memory / cpus if memory is not None and memory >= 0 and cpus else None
 
-    return read_export(path) if is_export(path) else read_trace(path)
+    def utc(seconds: list[float]) -> pd.Series:
+        return pd.to_datetime(pd.Series(seconds, dtype=float), unit="s", utc=True)
+
+    return pd.DataFrame({
+        "cluster": cluster,
+        "job_id": pd.Series([j.cluster * PROCS_PER_CLUSTER + j.proc for j in jobs], dtype="int64"),
+        "user": cluster,
+        "group": None,
+        "name": pd.Series([_TRAILING_NUMBER.sub("", j.dag_node) or j.dag_node if j.dag_node else None for j in jobs],
+                          dtype=object),
+        "queue": None,
+        "procs": pd.Series([j.request.get("cpus") or j.allocated.get("cpus") for j in jobs], dtype=float),
+        "time_req_s": np.nan,
+        "mem_req_mb": pd.Series([per_cpu(j, j.request) for j in jobs], dtype=float),
+        "submit_time": utc([j.submit for j in jobs]),
+        "end_time": utc([j.end for j in jobs]),
+        "run_s": pd.Series([j.end - j.start if j.start is not None else None for j in jobs], dtype=float),
+        "mem_used_mb": pd.Series([per_cpu(j, j.usage) for j in jobs], dtype=float),
+        "status": pd.Series(["COMPLETED" if j.return_value == 0 and j.signal is None else "FAILED" for j in jobs],
+                            dtype=object),
+        "line": pd.Series([j.line for j in jobs], dtype="int64"),
+    })
+
+
+def read_event_log(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """One HTCondor event log as `sizing_jobs` rows, its problems and quarantined records (a proc number beyond
+    the job_id's room, or memory beyond MAX_MEM_MB per CPU, besides what the log reader skips)."""
+    ended, problems = read_ended_jobs(path)
+    wide = [j for j in ended if j.proc >= PROCS_PER_CLUSTER]
+    problems += [Problem(str(path), j.line, "job", j.job, f"proc number beyond {PROCS_PER_CLUSTER - 1:,}")
+                 for j in wide]
+    jobs = event_log_jobs([j for j in ended if j.proc < PROCS_PER_CLUSTER], Path(path).stem)
+    absurd = (jobs["mem_req_mb"] > MAX_MEM_MB) | (jobs["mem_used_mb"] > MAX_MEM_MB)
+    problems += [Problem(str(path), int(line), "memory", "", f"more than {MAX_MEM_MB:,} MB per CPU")
+                 for line in jobs.loc[absurd, "line"]]
+    quarantined = [{"file": str(path), "line": p.line, "reason": p.reason} for p in problems]
+    return jobs.loc[~absurd].reset_index(drop=True), problems, quarantined
+
+
+def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """A trace, an event log or a store's export as `sizing_jobs` rows, its problems and quarantined records."""
+    from jobaware.sizing.export import read_export
+
+    if is_export(path):
+        return read_export(path)
+    return read_event_log(path) if is_event_log(path) else read_trace(path)
+
+
+def source_paths(sources: list[str] | str) -> list[str]:
+    """The traces, event logs and store exports named by paths, globs and folders (a folder: its files of any of
+    these kinds, below it too)."""
+    known = lambda path: is_swf(path) or is_export(path) or is_event_log(path)  # noqa: E731
+    found = source_files(sources, recursive=True, keep=known)
+    for path in found:
+        if not known(path):
+            raise InputError(f"{path}: not a Standard Workload Format trace ({' or '.join(SUFFIXES)}), an HTCondor "
+                             f"event log, nor a job store's export ({EXPORT_SUFFIX})")
+    return found
 
 
 def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = False,
            progress: Callable[[int], None] | None = None) -> ReadReport:
-    """Traces and store exports (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records into
-    quarantine.jsonl."""
-    return ingest_sources(trace_and_export_files(sources), read_source, out_dir, CONTRACT, SIZING_JOBS, strict=strict,
+    """Traces, event logs and store exports (paths, globs, folders) into `out_dir/sizing_jobs.parquet`, bad records
+    into quarantine.jsonl."""
+    return ingest_sources(source_paths(sources), read_source, out_dir, CONTRACT, SIZING_JOBS, strict=strict,
                           progress=progress)
 
 
 def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
-    """The `sizing_jobs` rows of a dataset folder's table, or of one trace read directly."""
+    """The `sizing_jobs` rows of a dataset folder's table, or of one trace or event log read directly."""
     path = Path(dataset_or_trace)
     if path.is_dir():
         return pd.read_parquet(path / f"{CONTRACT}.parquet")
-    return read_trace(path)[0]
+    return (read_event_log(path) if is_event_log(path) else read_trace(path))[0]

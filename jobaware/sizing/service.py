@@ -32,9 +32,8 @@ from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
-from jobaware.sizing.reader import read_trace
+from jobaware.sizing.reader import read_source, source_paths
 from jobaware.sizing.schema import CONTRACT
-from jobaware.swf import trace_files
 
 YEAR = 366 * 86_400  # the longest time limit a job may ask for
 MAX_MEM_PER_CPU_MB = 10**7  # 10 TB per processor
@@ -144,13 +143,14 @@ def size(body, model: Served, limits: Limits = LIMITS) -> dict:
 
 
 def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
-    """Recommend for every readable job of the traces (paths, globs, folders), each from its own trace's earlier
-    jobs, written as JSON Lines (`-`: standard output); bad records go to `<output>.quarantine.jsonl`. The traces
-    are read before `model()` loads the model; traces with no job in them are an InputError."""
-    paths = trace_files(inputs)
+    """Recommend for every readable job of the traces or event logs (paths, globs, folders), each from its own
+    source's earlier jobs, written as JSON Lines (`-`: standard output); bad records go to
+    `<output>.quarantine.jsonl`. The sources are read before `model()` loads the model; sources with no job in them
+    are an InputError."""
+    paths = source_paths(inputs)
     frames, quarantined, problems = [], [], []
     for path in paths:
-        jobs, found, bad = read_trace(path)
+        jobs, found, bad = read_source(path)
         frames.append(jobs)
         quarantined += bad
         problems += [str(p) for p in found]

@@ -19,10 +19,11 @@ from jobaware.model import Evaluation
 from jobaware.sizing.bundle import SizingBundle
 from jobaware.sizing.evaluate import baselines, rolling_bounds, scores
 from jobaware.sizing.features import build_features, seconds
-from jobaware.sizing.model import MIN_CALIBRATION, RESOURCES, TIME, SizingModel
+from jobaware.sizing.model import MEMORY, MIN_CALIBRATION, RESOURCES, TIME, Resource, SizingModel
 from jobaware.sizing.params import check_params
 from jobaware.sizing.schema import table_path
 
+WHAT = {TIME.name: "a run time, a time asked", MEMORY.name: "a memory use, a memory asked"}
 EVAL_COLUMNS = ("run_s", "time_req_s", "mem_used_mb", "mem_req_mb", "procs")
 
 
@@ -62,16 +63,17 @@ def train_in_memory(jobs: pd.DataFrame, params: dict | None = None) -> tuple[Siz
     procs = jobs["procs"].to_numpy(float, na_value=np.nan)
     procs = np.where(np.isfinite(procs) & (procs > 0), procs, 1.0)
     models, metrics, test_rows = {}, {"model": {}}, split.test
+    primary = primary_resource(jobs)
     for resource in RESOURCES:
         used = jobs[resource.used].to_numpy(float, na_value=np.nan)
         asked = jobs[resource.asked].to_numpy(float, na_value=np.nan)
         learnable = np.isfinite(used) & (used >= 0) & np.isfinite(asked) & (asked > 0)
         train = np.flatnonzero(split.train & learnable)
         if len(train) < 2 * MIN_CALIBRATION:
-            if resource is TIME:
-                raise JobawareError(f"{len(train)} training jobs with a known run time and requested time; sizing "
-                                    f"needs at least {2 * MIN_CALIBRATION} (a trace without requested times cannot "
-                                    "be sized)")
+            if resource is primary:
+                raise JobawareError(f"{len(train)} training jobs with a known {resource.used} and {resource.asked}; sizing "
+                                    f"needs at least {2 * MIN_CALIBRATION} (jobs that state neither a time limit nor "
+                                    "memory cannot be sized)")
             continue
         fitted, pool = _fit_part(train, p)
         model = SizingModel(resource, p["coverage"], p).fit(features.iloc[fitted], used[fitted], asked[fitted],
@@ -90,18 +92,35 @@ def train_in_memory(jobs: pd.DataFrame, params: dict | None = None) -> tuple[Siz
         figures = scores(used[tested], bounds[tested], asked[tested], procs[tested], p["coverage"], resource,
                          fits[tested])
         figures["no_history_share"] = 1 - len(with_history) / max(len(tested), 1)
-        metrics["model"].update({prefix + k: v for k, v in figures.items()})
+        metrics["model"].update(_named(figures, prefix, resource is primary))
         for name, (scale, recommended) in baselines(jobs, features, resource, train, submit, end,
                                                     p["coverage"]).items():
             judged = np.where(np.isfinite(bounds), recommended, np.nan)  # the jobs the model recommended for
             figures = scores(used[tested], judged[tested], asked[tested], procs[tested], p["coverage"], resource)
-            metrics.setdefault(name, {}).update({prefix + k: v for k, v in {**figures, "factor": scale}.items()})
+            metrics.setdefault(name, {}).update(_named({**figures, "factor": scale}, prefix, resource is primary))
     bundle = SizingBundle(models=models, states=states, coverage=p["coverage"],
                           trained_on={"jobs": len(jobs), "clusters": sorted(jobs["cluster"].dropna().unique().tolist())})
     test_jobs = jobs.loc[test_rows, list(EVAL_COLUMNS)].reset_index(drop=True)
     evaluation = SizingEvaluation(metrics=metrics, test_features=features.loc[test_rows].reset_index(drop=True),
                                   test_jobs=test_jobs, run_params={"rows": len(jobs), "split_time": split.cut})
     return bundle, evaluation
+
+
+def primary_resource(jobs: pd.DataFrame) -> Resource:
+    """The resource the gate judges: run time, or memory where no job states a time limit and some state memory
+    (HTCondor jobs)."""
+    def stated(resource: Resource) -> bool:
+        asked = jobs[resource.asked].to_numpy(float, na_value=np.nan)
+        return bool((np.isfinite(asked) & (asked > 0)).any())
+
+    return MEMORY if not stated(TIME) and stated(MEMORY) else TIME
+
+
+def _named(figures: dict, prefix: str, primary: bool) -> dict:
+    """A resource's figures under its prefix; the primary resource's quantile loss also as `quantile_loss` (the
+    gate's metric)."""
+    return {**{prefix + k: v for k, v in figures.items()},
+            **({"quantile_loss": figures["quantile_loss"]} if primary else {})}
 
 
 def _fit_part(train: np.ndarray, p: dict) -> tuple[np.ndarray, np.ndarray]:
@@ -124,28 +143,31 @@ def train(dataset_dir: str | Path, params: dict | None, workdir: str | Path) -> 
 
 def gate_size(dataset_dir: str | Path, min_rows: int, data: str) -> str | None:
     """Before training: why the dataset's test split (`time_split` at the default parameters) would hold fewer than
-    `min_rows` jobs the gate can score (a known run time, a time asked, and an earlier ended job of their user: the
-    jobs `score` counts, or more), and about how many more jobs it needs at the dataset's share of such jobs; None
-    when it holds enough. Every public trace with requested times does; a site's young job store may not."""
+    `min_rows` jobs the gate can score (a known use and request of the primary resource, and an earlier ended job
+    of their user: the jobs `score` counts, or more), and about how many more jobs it needs at the dataset's share
+    of such jobs; None when it holds enough. Every public trace with requested times does; a site's young job store
+    or the public HTCondor logs do not."""
     p = check_params({})
     jobs = prepare(pd.read_parquet(table_path(dataset_dir)))
     if not len(jobs):
         return None
+    resource = primary_resource(jobs)
     submit, end = seconds(jobs["submit_time"]), seconds(jobs["end_time"])
     ended = np.isfinite(end) & jobs["run_s"].notna().to_numpy()  # what enters history (`build_features`)
     first_end = (pd.Series(np.where(ended, np.maximum(end, submit), np.inf)).groupby(jobs["user"].to_numpy())
                  .transform("min").to_numpy())
-    asked = jobs[TIME.asked].to_numpy(float, na_value=np.nan)
-    scorable = (jobs[TIME.used].notna().to_numpy() & np.isfinite(asked) & (asked > 0) & jobs["user"].notna().to_numpy()
-                & (first_end < submit))
+    asked = jobs[resource.asked].to_numpy(float, na_value=np.nan)
+    scorable = (jobs[resource.used].notna().to_numpy() & np.isfinite(asked) & (asked > 0)
+                & jobs["user"].notna().to_numpy() & (first_end < submit))
     tested = int((time_split(submit, end, p["test_fraction"]).test & scorable).sum())
     if tested >= min_rows:
         return None
-    what = (f"the gate needs {min_rows:,} test jobs with a known run time, a time asked and an earlier job of their "
-            f"user: {data} has {len(jobs):,} jobs, whose test split would hold {tested:,}")
+    what = (f"the gate needs {min_rows:,} test jobs with a known {WHAT[resource.name].removeprefix('a ')} and an "
+            f"earlier job of their user: {data} has "
+            f"{len(jobs):,} jobs, whose test split would hold {tested:,}")
     share = scorable.mean() * p["test_fraction"]
     if not share:
-        return f"{what}; none of its jobs has a run time, a time asked and an earlier job of its user: nothing to size"
+        return f"{what}; none of its jobs has {WHAT[resource.name]} and an earlier job of its user: nothing to size"
     return (f"{what}; about {max(int(np.ceil(min_rows / share)) - len(jobs), 1):,} more jobs are needed (the test "
             f"split is the last {p['test_fraction']:.0%}, by submit time)")
 
@@ -159,17 +181,19 @@ def write_eval(evaluation: SizingEvaluation, eval_dir: Path) -> None:
 
 
 def score(bundle: SizingBundle, eval_dir: Path) -> tuple[float, int]:
-    """The quantile loss of the run-time recommendations of a bundle on a stored evaluation folder (lower is
-    better), and the number of jobs it recommended for."""
+    """The quantile loss of a bundle's recommendations of its primary resource (run time, or memory where it sizes
+    no run time) on a stored evaluation folder (lower is better), and the number of jobs it recommended for."""
     features = pd.read_parquet(Path(eval_dir) / "features.parquet")
     jobs = pd.read_parquet(Path(eval_dir) / "jobs.parquet")
-    model = bundle.models[TIME.name]
-    used, asked = jobs[TIME.used].to_numpy(float, na_value=np.nan), jobs[TIME.asked].to_numpy(float, na_value=np.nan)
+    resource = TIME if TIME.name in bundle.models else MEMORY
+    model = bundle.models[resource.name]
+    used = jobs[resource.used].to_numpy(float, na_value=np.nan)
+    asked = jobs[resource.asked].to_numpy(float, na_value=np.nan)
     procs = jobs["procs"].to_numpy(float, na_value=np.nan)
     known = np.isfinite(used) & np.isfinite(asked) & (asked > 0) & model.has_history(features)
     if not known.any():
         return float("nan"), 0
     recommended, _ = model.recommend(model.jobs(features.loc[known], asked[known], procs[known]),
                                      np.ones(int(known.sum()), bool))
-    figures = scores(used[known], recommended, asked[known], np.ones(int(known.sum())), bundle.coverage, TIME)
+    figures = scores(used[known], recommended, asked[known], np.ones(int(known.sum())), bundle.coverage, resource)
     return figures["quantile_loss"], int(known.sum())

@@ -201,10 +201,15 @@ def test_the_gate_minimum_is_said_before_training_with_how_many_jobs_are_missing
     tested, more = (int(said.group(k).replace(",", "")) for k in (1, 2))
     assert 0 < tested < 0.3 * len(rows) and more > 1000 - tested
     assert capabilities.get("sizing").min_eval_rows == 1000
-    # a trace or store with no time asked (OSC-Clust) has nothing to size against: said so, not "more jobs"
+    # a store whose jobs state memory and no time limit (as HTCondor's) is judged on memory
     from jobaware.sizing.train import gate_size
 
     rows.assign(time_req_s=np.nan).to_parquet(tmp_path / "dataset" / "sizing_jobs.parquet")
+    assert gate_size(tmp_path / "dataset", 1000, "this data").startswith(
+        f"the gate needs 1,000 test jobs with a known memory use, a memory asked and an earlier job of their user: "
+        f"this data has {len(rows)} jobs, whose test split would hold ")
+    # a trace or store with neither asked (OSC-Clust) has nothing to size against: said so, not "more jobs"
+    rows.assign(time_req_s=np.nan, mem_req_mb=np.nan).to_parquet(tmp_path / "dataset" / "sizing_jobs.parquet")
     assert gate_size(tmp_path / "dataset", 1000, "this data") == (
         f"the gate needs 1,000 test jobs with a known run time, a time asked and an earlier job of their user: this "
         f"data has {len(rows)} jobs, whose test split would hold 0; none of its jobs has a run time, a time asked and "

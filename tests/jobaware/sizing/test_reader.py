@@ -58,3 +58,34 @@ def test_the_real_traces_read_whole():
     jobs, problems, _ = read_trace(ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf")
     assert len(jobs) == 28_476 and not problems
     assert jobs["time_req_s"].notna().all() and jobs["mem_used_mb"].isna().all()
+
+
+COSMIC = ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log"
+
+
+def test_an_htcondor_event_log_maps_its_terminated_jobs_onto_the_table_memory_per_cpu():
+    from jobaware.sizing.reader import read_event_log
+
+    jobs, problems, quarantined = read_event_log(COSMIC)
+    assert len(jobs) == 378 and not problems and not quarantined
+    assert set(jobs["cluster"]) == set(jobs["user"]) == {"CosmicRay__job"}
+    job = jobs.set_index("job_id").loc[59211698 * 1_000_000 + 2]  # 209 MB peak of 3000 asked, 4 CPUs
+    assert (job["procs"], job["mem_req_mb"], job["mem_used_mb"], job["status"]) == (4, 750.0, 52.25, "COMPLETED")
+    assert job["time_req_s"] != job["time_req_s"] and 0 < job["run_s"] <= 54 * 60 + 40
+    assert job["end_time"] == __import__("pandas").Timestamp("2020-07-14 14:46:45", tz="UTC")
+    # a DAGMan log: the node's name without its trailing number is the job's name
+    nodes = read_event_log(ROOT / "data" / "real" / "condor" / "mldag_ospool_pretraining.dag.nodes.log")[0]
+    assert "run0-train_epoch" in set(nodes["name"]) and not nodes["name"].str.contains(r"\d$").any()
+
+
+def test_ingest_takes_a_folder_of_event_logs_and_traces_and_refuses_what_is_neither(tmp_path):
+    folder = tmp_path / "logs"
+    (folder / "deeper").mkdir(parents=True)
+    (folder / "deeper" / "cosmic.log").write_bytes(COSMIC.read_bytes())
+    (folder / "site.swf").write_text(HEADER + _line())
+    (folder / "notes.txt").write_text("not a log\n")
+    report = ingest([str(folder)], tmp_path / "out")
+    table = pq.read_table(tmp_path / "out" / f"{CONTRACT}.parquet").to_pandas()
+    assert report.rows == 379 and sorted(table["cluster"].unique()) == ["cosmic", "site"]
+    with pytest.raises(InputError, match=r"notes.txt: not a Standard Workload Format trace .*, an HTCondor event log"):
+        ingest([str(folder / "notes.txt")], tmp_path / "out")

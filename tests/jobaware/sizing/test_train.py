@@ -59,6 +59,24 @@ def test_the_gate_score_is_the_quantile_loss_of_the_stored_evaluation(trained, t
     assert rows > 1000 and 0 < loss < evaluation.metrics["request"]["quantile_loss"]
 
 
-def test_a_trace_without_requested_times_is_refused_in_one_line(generated_jobs):
+def test_a_trace_without_requested_times_is_sized_on_memory_and_one_with_neither_refused_in_one_line(generated_jobs):
+    bundle, _ = train_in_memory(generated_jobs.assign(time_req_s=np.nan), {"max_iter": 5})
+    assert set(bundle.models) == {"mem"}
     with pytest.raises(JobawareError, match="sizing needs at least 100"):
-        train_in_memory(generated_jobs.assign(time_req_s=np.nan), {"max_iter": 5})
+        train_in_memory(generated_jobs.assign(time_req_s=np.nan, mem_req_mb=np.nan), {"max_iter": 5})
+
+
+def test_jobs_that_state_memory_and_no_time_limit_are_sized_and_judged_on_memory():
+    """HTCondor jobs (the real IceCube log) state no time limit: a memory model alone, its quantile loss the gate's."""
+    from jobaware.sizing.reader import read_event_log
+    from tests.jobaware.sizing.test_reader import COSMIC
+
+    jobs = read_event_log(COSMIC)[0]
+    bundle, evaluation = train_in_memory(jobs, {"max_iter": 20})
+    model = evaluation.metrics["model"]
+    assert set(bundle.models) == {"mem"} and model["quantile_loss"] == model["mem_quantile_loss"]
+    assert model["mem_jobs"] > 100 and 0 < model["mem_median_ratio"] < 0.5 and model["mem_under_rate"] <= 0.1
+    answer = bundle.recommend(jobs.tail(3).drop(columns=["end_time"]))
+    assert answer["time_s"].isna().all() and (answer["mem_per_cpu_mb"] < answer["mem_asked_per_cpu_mb"]).all()
+    with pytest.raises(JobawareError, match="training jobs with a known run_s and time_req_s"):
+        train_in_memory(jobs.assign(mem_req_mb=float("nan")))

@@ -1,0 +1,212 @@
+"""HTCondor job event logs (the user log, classic text format): the jobs that terminated, with what they asked for
+and what they used. The platform's reader for every slice that learns from the end of HTCondor jobs.
+
+A log is a run of events, each a header line `NNN (cluster.proc.subproc) DATE TIME text`, body lines, and a line
+`...`. Per job (`cluster.proc`) it keeps the submit event's time and DAG node (`DAG Node: name`), the last execute
+event's time, and the terminate event (005): its time, how it ended (`Normal termination (return value N)` or
+`Abnormal termination (signal N)`) and its resource table (`Partitionable Resources : Usage Request Allocated`; a
+row with two numbers has no usage). A job that never terminated in the log (still queued, removed, held) is no row,
+nor is an event of no job (`-1.-1.-1`).
+
+Times: the log names no zone; they are read as UTC (what a reader needs of them is their order and differences).
+ISO dates (`2024-04-30 18:39:44`) carry their year; year-less dates (`04/30 18:39:44`, the default before 9.0) get
+the year that puts the file's last year-less date at or before the file's modification time, one year earlier at
+each turn of the year (a date more than half a year before the one before it).
+
+Why not htcondor2's `JobEventLog`: it stops at the first event it cannot parse (`ULOG_RD_ERROR`, naming no line),
+so one damaged event would lose the rest of a log; this reader skips a damaged event with its file and line.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobaware.reading import Problem
+
+_HEADER_START = re.compile(r"^\d{3} \(")
+_HEADER = re.compile(r"^(\d{3}) \((-?\d+)\.(-?\d+)\.(-?\d+)\) (\S+) (\S+)")
+_ISO = re.compile(r"^(\d{4})-(\d\d)-(\d\d)$")
+_YEARLESS = re.compile(r"^(\d\d)/(\d\d)$")
+_CLOCK = re.compile(r"^(\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:Z|([+-])(\d\d):?(\d\d))?$")
+_NORMAL = re.compile(r"Normal termination \(return value (-?\d+)\)")
+_ABNORMAL = re.compile(r"Abnormal termination \(signal (-?\d+)\)")
+_DAG_NODE = re.compile(r"^\s*DAG Node: (\S+)", re.MULTILINE)
+_RESOURCE = re.compile(r"^\s*(Cpus|Memory \(MB\)|Disk \(KB\))\s*:((?:\s+\d+(?:\.\d+)?){2,3})\s*(?:\"[^\"]*\")?\s*$",
+                       re.MULTILINE)
+RESOURCES = {"Cpus": "cpus", "Memory (MB)": "memory_mb", "Disk (KB)": "disk_kb"}
+SUBMIT, EXECUTE, TERMINATED = 0, 1, 5
+HALF_YEAR_DAYS = 6 * 32  # in units of `_ordinal`
+HEAD = 64 * 1024  # bytes `is_event_log` reads
+
+
+@dataclass
+class EndedJob:
+    """One job that terminated: its times (seconds since the epoch), how it ended, its resources (`usage`,
+    `request`, `allocated`: resource -> value, a resource absent where the log does not say) and where its
+    terminate event is."""
+
+    cluster: int
+    proc: int
+    submit: float
+    start: float | None
+    end: float
+    return_value: int | None
+    signal: int | None
+    dag_node: str | None
+    line: int
+    usage: dict[str, float] = field(default_factory=dict)
+    request: dict[str, float] = field(default_factory=dict)
+    allocated: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def job(self) -> str:
+        return f"{self.cluster}.{self.proc}"
+
+
+def is_event_log(path: str | Path) -> bool:
+    """Whether a file is an HTCondor event log in the classic text format (its first line an event header)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(HEAD).decode("utf-8", "replace").lstrip("\ufeff")
+    except OSError:
+        return False
+    return bool(_HEADER_START.match(head))
+
+
+@dataclass
+class _Event:
+    code: int
+    cluster: int
+    proc: int
+    when: float
+    line: int
+    text: str
+
+
+def read_ended_jobs(path: str | Path) -> tuple[list[EndedJob], list[Problem]]:
+    """The jobs that terminated in one event log, in the order they terminated, and the problems in line order: an
+    event whose header cannot be read, a job terminated with no submit event in the log, terminated twice, or
+    ending before its submit (each skipped, named with its file, line and field)."""
+    path = str(path)
+    events, problems = _events(path)
+    submitted: dict[tuple[int, int], _Event] = {}
+    started: dict[tuple[int, int], float] = {}
+    ended: dict[tuple[int, int], EndedJob] = {}
+    for event in events:
+        key = (event.cluster, event.proc)
+        if event.cluster < 0 or event.proc < 0:  # an event of no job (-1.-1.-1: the schedd's, DAGMan's)
+            continue
+        if event.code == SUBMIT:
+            submitted.setdefault(key, event)
+        elif event.code == EXECUTE:
+            started[key] = event.when
+        elif event.code == TERMINATED:
+            job = f"{event.cluster}.{event.proc}"
+            if key in ended:
+                problems.append(Problem(path, event.line, "job", job, "job terminated twice in this log"))
+            elif key not in submitted:
+                problems.append(Problem(path, event.line, "job", job, "no submit event for this job in this log"))
+            elif event.when < submitted[key].when:
+                problems.append(Problem(path, event.line, "time", job, "the job terminated before its submit"))
+            else:
+                ended[key] = _ended(event, submitted[key], started.get(key))
+    return list(ended.values()), sorted(problems, key=lambda problem: problem.line)
+
+
+def _ended(event: _Event, submit: _Event, start: float | None) -> EndedJob:
+    normal, abnormal = _NORMAL.search(event.text), _ABNORMAL.search(event.text)
+    node = _DAG_NODE.search(submit.text)
+    job = EndedJob(event.cluster, event.proc, submit.when, start if start is not None and start <= event.when else None,
+                   event.when, int(normal.group(1)) if normal else None, int(abnormal.group(1)) if abnormal else None,
+                   node.group(1) if node else None, event.line)
+    for name, numbers in _RESOURCE.findall(event.text):
+        values = [float(v) for v in numbers.split()]
+        resource = RESOURCES[name]
+        if len(values) == 3:
+            job.usage[resource] = values[0]
+        job.request[resource], job.allocated[resource] = values[-2], values[-1]
+    return job
+
+
+def _events(path: str) -> tuple[list[_Event], list[Problem]]:
+    """Every event of a log with its header's time (years resolved), and a problem for each unreadable header."""
+    raw: list[tuple[int, int, int, int, str, str, int, list[str]]] = []
+    problems: list[Problem] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        current: list | None = None
+        for number, line in enumerate(handle, 1):
+            header = _HEADER.match(line)
+            if header is None and _HEADER_START.match(line):
+                problems.append(Problem(path, number, "event", line.rstrip("\n"), "not an event header with a job id"))
+                current = None
+            elif header:
+                code, cluster, proc, _sub, day, clock = header.groups()
+                current = [int(code), int(cluster), int(proc), number, day, clock, number, []]
+                raw.append(current)
+            elif line.startswith("..."):
+                current = None
+            elif current is not None:
+                current[7].append(line)
+    dates = [_date(day) for *_, day, _clock, _n, _body in raw]
+    years = _years(dates, os.stat(path).st_mtime)
+    events = []
+    for (code, cluster, proc, number, day, clock, _n, body), date, year in zip(raw, dates, years):
+        moment = _clock(clock)
+        if date is None or moment is None or not _valid(year, date[1], date[2]):
+            problems.append(Problem(path, number, "time", f"{day} {clock}", "not an event date and time"))
+            continue
+        seconds, offset = moment
+        when = calendar.timegm((year, date[1], date[2], 0, 0, 0)) + seconds - offset
+        events.append(_Event(code, cluster, proc, float(when), number, "".join(body)))
+    return events, problems
+
+
+def _date(day: str) -> tuple[int | None, int, int] | None:
+    """(year or None, month, day) of a header's date, None when it is neither form."""
+    iso, yearless = _ISO.match(day), _YEARLESS.match(day)
+    if iso:
+        return int(iso.group(1)), int(iso.group(2)), int(iso.group(3))
+    if yearless:
+        return None, int(yearless.group(1)), int(yearless.group(2))
+    return None
+
+
+def _clock(clock: str) -> tuple[int, int] | None:
+    """(seconds into the day, the zone's offset in seconds) of a header's time, None when it is not one."""
+    match = _CLOCK.match(clock)
+    if not match:
+        return None
+    h, m, s, sign, oh, om = match.groups()
+    if int(h) > 23 or int(m) > 59 or int(s) > 60:
+        return None
+    offset = (int(oh) * 3600 + int(om) * 60) * (-1 if sign == "-" else 1) if sign else 0
+    return int(h) * 3600 + int(m) * 60 + int(s), offset
+
+
+def _valid(year: int, month: int, day: int) -> bool:
+    return 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1] if 1970 <= year <= 2100 else False
+
+
+def _years(dates: list, written: float) -> list[int]:
+    """Each date's year: an ISO date's own; a year-less date's by the module's rule, walking back from the latest
+    known date (the next ISO date, else the file's modification time, which no date may pass)."""
+    mtime = time.gmtime(written)
+    year, later, tolerance = mtime.tm_year, _ordinal(mtime.tm_mon, mtime.tm_mday), 0
+    years = []
+    for date in reversed(dates):
+        if date is not None and date[0] is not None:
+            year, later, tolerance = date[0], _ordinal(*date[1:]), HALF_YEAR_DAYS
+        elif date is not None:
+            year -= _ordinal(*date[1:]) > later + tolerance
+            later, tolerance = _ordinal(*date[1:]), HALF_YEAR_DAYS
+        years.append(year)
+    return years[::-1]
+
+
+def _ordinal(month: int, day: int) -> int:
+    return month * 32 + day
