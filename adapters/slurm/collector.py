@@ -1,5 +1,6 @@
 """Keep a live Slurm cluster's jobs in the job store: each job once, its state changes, batch script and final state,
-and, while it is pending, its place in the queue (`queue_place`: Slurm's reason, its priority, its eligible time).
+and, while it is pending, its place in the queue (`queue_place`: Slurm's reason, its priority, its eligible time),
+with the eligible time accounting keeps once the job has left the queue (`accounted_eligible`).
 
 Each interval: one `squeue --json --states=all` (pending, running and recently finished jobs), two `sacct` calls
 (`--json`, and the parsable exit codes with each job's use and its steps' memory) over a bounded window that starts at the checkpoint kept in the store, and at most
@@ -113,12 +114,32 @@ def queue_place(record: dict) -> dict:
     queue at any moment can be rebuilt from the store. A field squeue leaves unset (or garbled) is None."""
     if state_of(record) != "PENDING":
         return {}
-    reason, priority, eligible = (record.get(name) for name in ("state_reason", "priority", "eligible_time"))
-    priority, eligible = (_plain_int(value) for value in (priority, eligible))
+    reason, priority = record.get("state_reason"), _plain_int(record.get("priority"))
     return {"reason": reason if isinstance(reason, str) and 0 < len(reason) <= 64 and reason != "None" else None,
             "priority": priority if priority is not None and 0 <= priority < 1 << 32 else None,
-            "eligible_time": eligible + time.localtime(eligible).tm_gmtoff
-            if eligible is not None and 0 < eligible <= EPOCH_MAX else None}
+            "eligible_time": wall_clock(record.get("eligible_time"))}
+
+
+def accounted_eligible(job: dict) -> dict:
+    """When accounting says an `sacct --json` job became eligible to start (`time.eligible`: its submit, or the moment
+    its begin time passed, its dependency was met or its hold was released), as `queue_place` keeps squeue's:
+    {"eligible_time": the local wall clock}. {} where accounting does not know (0, sacct's `Unknown`: a job cancelled
+    while a dependency or a hold kept it out) or the time is garbled.
+
+    Accounting's time wins over squeue's once the job has left the queue: both are Slurm's one eligible time, but
+    squeue shows it only while the collector sees the job pending (0 while a dependency or a hold keeps it out), so a
+    job that became eligible and started between two polls, or that only accounting saw, has it from accounting
+    alone. While the job pends, squeue's live value stands (accounting may lag behind a changed begin time)."""
+    times = job.get("time")
+    eligible = wall_clock(times.get("eligible")) if isinstance(times, dict) else None
+    return {} if eligible is None else {"eligible_time": eligible}
+
+
+def wall_clock(value) -> int | None:
+    """A Slurm time (epoch seconds, plain or wrapped) as the row keeps times: the local wall clock; None for Slurm's
+    unset 0 or a garbled time."""
+    seconds = _plain_int(value)
+    return seconds + time.localtime(seconds).tm_gmtoff if seconds is not None and 0 < seconds <= EPOCH_MAX else None
 
 
 def _plain_int(value) -> int | None:
@@ -208,20 +229,16 @@ class Collector:
 
     # ------------------------------------------------------------------ what each call brings
     def _observe(self, record: dict, source: str, now: float, result: PollResult,
-                 end: SacctEnd | None = None) -> JobKey | None:
-        """Store one squeue (or sacct-as-squeue) record: row, state change, final state (with the exit code and
-        signal: `end` from accounting, else the record's own), script."""
+                 end: SacctEnd | None = None, accounted: dict | None = None) -> JobKey | None:
+        """Store one squeue (or sacct-as-squeue) record: row (with what `accounted` adds from accounting), state
+        change, final state (with the exit code and signal: `end` from accounting, else the record's own), script."""
         try:
-            row = from_squeue(record) | queue_place(record)
-            job_id, submit = record.get("job_id"), record.get("submit_time")
-            submit = submit.get("number") if isinstance(submit, dict) else submit
-            if not isinstance(job_id, int) or not isinstance(submit, int) or submit <= 0:
-                raise FieldError("job_id/submit_time", "a job id and its submit time", [job_id, submit])
+            row = from_squeue(record) | queue_place(record) | (accounted or {})
+            key = self._key(record)
         except (FieldError, AttributeError, TypeError) as exc:
             log.warning("job %s left out: %s", str(record.get("job_id"))[:40], exc)
             result.failed.append(f"job {str(record.get('job_id'))[:40]}")
             return None
-        key = JobKey(self.cluster, job_id, submit)
         end = end or SacctEnd()
         if source == "observed" and type(record.get("exit_code")) is int:
             status = record["exit_code"]  # squeue (22.05) gives the wait status: the code, or the signal that killed
@@ -247,6 +264,25 @@ class Collector:
             self._script(key, result)
         return key
 
+    def _key(self, record: dict) -> JobKey:
+        """The store's key of an squeue (or sacct-as-squeue) record."""
+        job_id, submit = record.get("job_id"), record.get("submit_time")
+        submit = submit.get("number") if isinstance(submit, dict) else submit
+        if not isinstance(job_id, int) or not isinstance(submit, int) or submit <= 0:
+            raise FieldError("job_id/submit_time", "a job id and its submit time", [job_id, submit])
+        return JobKey(self.cluster, job_id, submit)
+
+    def _keep_eligible(self, record: dict, accounted: dict) -> None:
+        """An open job that has left the queue: accounting's eligible time into its stored row (one that is not
+        stored yet waits for squeue, or for its final accounting record, to bring it in)."""
+        try:
+            key = self._key(record)
+        except FieldError:
+            return
+        stored = self.store.get(key)
+        if stored is not None and stored["row"].get("eligible_time") != accounted["eligible_time"]:
+            self.store.put_job(key, {**stored["row"], **accounted})
+
     def _script(self, key: JobKey, result: PollResult) -> None:
         self.budget -= 1
         script = self.slurm.run("scontrol", "write", "batch_script", str(key.job_id), "-")
@@ -257,7 +293,8 @@ class Collector:
         result.scripts += 1
 
     def _accounting(self, now: float, result: PollResult) -> None:
-        """Final states from accounting over [checkpoint - OVERLAP, checkpoint + MAX_WINDOW]; then the checkpoint."""
+        """Final states and eligible times (`accounted_eligible`: of every job that has left the queue) from accounting
+        over [checkpoint - OVERLAP, checkpoint + MAX_WINDOW]; then the checkpoint."""
         if self.accounting is False:
             return
         checkpoint = self.store.checkpoint(self.cluster)
@@ -290,11 +327,14 @@ class Collector:
         ends, usage = sacct_ends(parsable), sacct_usage(parsable)
         for job in jobs if isinstance(jobs, list) else []:
             if isinstance(job, dict) and (job.get("cluster") in (None, self.cluster)):
-                record = sacct_as_squeue(job)
-                if is_final(normalize_state(str(record["job_state"] or ""))):
-                    key = self._observe(record, "sacct", now, result, ends.get(job.get("job_id")))
+                record, eligible = sacct_as_squeue(job), accounted_eligible(job)
+                state = normalize_state(str(record["job_state"] or ""))
+                if is_final(state):
+                    key = self._observe(record, "sacct", now, result, ends.get(job.get("job_id")), eligible)
                     if key and job.get("job_id") in usage:
                         self.store.put_usage(key, usage[job["job_id"]])
+                elif eligible and state != "PENDING":
+                    self._keep_eligible(record, eligible)
         self.store.put_checkpoint(self.cluster, {**checkpoint, "sacct_until": until})
 
     def _accounting_configured(self) -> bool | None:

@@ -18,12 +18,13 @@ A record's fields (its row is what the collector kept of `squeue --json` and `sa
   line              the record's place in the store's order (1 for the first job)
 
 What the queue held at each submit (the sweep of `jobaware.wait.features` rebuilds it from these rows):
-  - a job enters the queue at its submit, or at its eligible time (the row's `eligible_time`: what squeue said when
-    the collector last saw the job pending) where that is after its submit and not after the job left the queue (its
-    start, else its end): a begin time, a dependency or a hold kept it out until then, as a live snapshot leaves it
-    out. Its row's submit_time is that moment, so its wait (start minus eligible time) trains from its eligibility
-    and it is pending ahead of other jobs only from then. An eligible time before the submit or after the job left
-    the queue, or none (a store from before the collector kept it), leaves the submit. "Submit" below is that moment;
+  - a job enters the queue at its submit, or at its eligible time (the row's `eligible_time`: what accounting keeps
+    once the job has left the queue, else what squeue said when the collector last saw the job pending) where that is
+    after its submit and not after the job left the queue (its start, else its end): a begin time, a dependency or a
+    hold kept it out until then, as a live snapshot leaves it out. Its row's submit_time is that moment, so its wait
+    (start minus eligible time) trains from its eligibility and it is pending ahead of other jobs only from then. An
+    eligible time before the submit or after the job left the queue, or none (a store from before the collector kept
+    it), leaves the submit. "Submit" below is that moment;
   - a job that started: pending from its submit to its start, then running to its end; its wait trains and enters
     the histories at its start;
   - a job that ended without starting (cancelled while pending, or held and then cancelled, as the platform's

@@ -2,10 +2,11 @@
 
 import copy
 import json
+import time
 
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm
+from adapters.slurm.collector import Collector, Slurm, accounted_eligible
 from adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
 from jobaware.failure.export import export
@@ -19,6 +20,9 @@ SACCT = ROOT / "tests" / "data" / "sacct_22.05.json"  # `sacct --json -X` of the
 # cancelled with SIGKILL; `sacct --json -X`, `sacct -P -n -o JobIDRaw,ExitCode,MaxRSS,AllocTRES,NNodes`, squeue
 OOM_SACCT, OOM_ENDS, OOM_SQUEUE = (ROOT / "tests" / "data" / name for name in (
     "sacct_oom_22.05.json", "sacct_oom_22.05.txt", "squeue_oom_22.05.json"))
+# the test cluster's `sacct --json --allusers -X` once four jobs submitted together had run: 1 plain, 2 with
+# `--dependency=afterok:1` (eligible when 1 ended), 3 with `--begin=now+5`, 4 submitted held (`-H`) and released
+ELIGIBLE_SACCT = ROOT / "tests" / "data" / "sacct_eligible_22.05.json"
 
 
 class Replay(Slurm):
@@ -147,6 +151,64 @@ def test_a_job_killed_for_memory_is_out_of_memory_with_its_exit_code_and_signal(
                       4: {"state": "CANCELLED", "source": "sacct", "exit_code": 0, "signal": None},
                       5: {"state": "CANCELLED", "source": "sacct", "exit_code": 0, "signal": None}}
     assert store.get(store.keys()[0])["row"]["state"] == "OUT_OF_MEMORY"
+
+
+def wall(seconds: int) -> int:
+    """A Slurm time as the row keeps times (the local wall clock)."""
+    return seconds + time.localtime(seconds).tm_gmtoff
+
+
+def test_accounting_s_eligible_time_reads_as_the_row_keeps_times_and_unknown_gives_nothing():
+    jobs = json.loads(ELIGIBLE_SACCT.read_text())["jobs"]
+    assert [accounted_eligible(job) for job in jobs] == [{"eligible_time": wall(job["time"]["eligible"])} for job in jobs]
+    assert [job["time"]["eligible"] - job["time"]["submission"] for job in jobs] == [0, 8, 5, 2]
+    held = json.loads(OOM_SACCT.read_text())["jobs"][3]  # held, then cancelled: never eligible (sacct -P: Unknown)
+    assert held["time"]["eligible"] == 0 and accounted_eligible(held) == {}
+    wrapped = {"set": True, "infinite": False, "number": jobs[1]["time"]["eligible"]}  # a later release's numbers
+    assert accounted_eligible({"time": {"eligible": wrapped}}) == accounted_eligible(jobs[1])
+    for unknown in ({"set": False, "infinite": False, "number": 0}, None, 0, "Unknown", -5, 2**40, True):
+        assert accounted_eligible({"time": {"eligible": unknown}}) == {}, unknown
+    assert accounted_eligible({}) == accounted_eligible({"time": "x"}) == {}
+
+
+def test_accounting_s_eligible_time_wins_once_the_job_has_left_the_queue(tmp_path):
+    """The four jobs of the capture, polled three times: first all pending (squeue's eligible times: the submit, 0 on
+    the dependency, the begin time, 0 on the hold); then 1 and 2 have run between polls, 3 and 4 still pend while
+    accounting says otherwise (stale); then all have ended. A pending job keeps squeue's live time, one that has left
+    the queue (running or ended) takes accounting's, and accounting's 0 leaves what squeue said."""
+    capture = json.loads(ELIGIBLE_SACCT.read_text())
+    submit = capture["jobs"][0]["time"]["submission"]
+    template = json.loads(SQUEUE.read_text())["jobs"][2]
+
+    def pending(job_id, reason, eligible):
+        return dict(template, job_id=job_id, submit_time=submit, state_reason=reason, eligible_time=eligible)
+
+    def accounting(**changes):
+        jobs = copy.deepcopy(capture)
+        for job in jobs["jobs"]:
+            job["state"]["current"], job["time"]["eligible"] = changes.get(f"job{job['job_id']}", (
+                job["state"]["current"], job["time"]["eligible"]))
+        return lambda c: json.dumps(jobs) if "--json" in c else ""
+
+    slurm = Replay(squeue=json.dumps({"jobs": [pending(1, "Priority", submit), pending(2, "Dependency", 0),
+                                               pending(3, "BeginTime", submit + 5), pending(4, "JobHeldUser", 0)]}),
+                   sacct=lambda c: '{"jobs": []}' if "--json" in c else "", scontrol_write=lambda c: "#!/bin/bash\n")
+    store = open_store(str(tmp_path / "store"))
+    collector = Collector(store, "jobaware-test", slurm)
+
+    def eligible():
+        collector.poll()
+        return {r["job_id"]: r["row"].get("eligible_time") for r in store.records()}
+
+    assert eligible() == {1: wall(submit), 2: None, 3: wall(submit + 5), 4: None}
+    slurm.answers["squeue"] = json.dumps({"jobs": [pending(3, "BeginTime", submit + 6), pending(4, "JobHeldUser", 0)]})
+    slurm.answers["sacct"] = accounting(job1=("RUNNING", 0), job2=("RUNNING", submit + 8),
+                                        job3=("PENDING", submit + 5), job4=("PENDING", submit + 2))
+    assert eligible() == {1: wall(submit), 2: wall(submit + 8), 3: wall(submit + 6), 4: None}
+    slurm.answers["squeue"] = '{"jobs": []}'
+    slurm.answers["sacct"] = accounting(job1=("COMPLETED", 0))
+    assert eligible() == {1: wall(submit), 2: wall(submit + 8), 3: wall(submit + 5), 4: wall(submit + 2)}
+    assert {r["final"]["source"] for r in store.records()} == {"sacct"}
 
 
 def test_without_accounting_the_signal_is_kept_and_slurm_s_words_name_a_memory_kill(tmp_path):

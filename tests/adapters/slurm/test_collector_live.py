@@ -4,6 +4,7 @@ import json
 import threading
 import time
 
+import pandas as pd
 import pytest
 
 from adapters.slurm.collector import Collector, Slurm
@@ -11,6 +12,8 @@ from jobaware.contracts import validate_frames
 from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
 from jobaware.store import open_store
+from jobaware.store.export import from_store
+from jobaware.wait.export import read_export
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +71,41 @@ def test_every_job_once_with_states_script_and_final_state_from_accounting(accou
     table, report = read_jobs(out)
     assert report.bad_rows == 0 and sorted(table["state"]) == sorted(s for _, s, _ in SCRIPTS.values())
     assert validate_frames([table], "nrel_jobs")["success"]
+
+
+def test_a_job_that_became_eligible_and_ran_between_two_polls_waits_from_accounting_s_eligible_time(accounted,
+                                                                                                   tmp_path):
+    """A job held back by a dependency is seen pending on it (squeue's eligible time: 0), then becomes eligible, runs
+    and ends before the next poll: only accounting says when it became eligible. The store keeps that time (so does
+    a store that never saw the job pending), and the wait export enters the job into the queue then: it waits from
+    its eligibility, not from its submit."""
+    first = accounted.sbatch("#!/bin/bash\nsleep 3\n", "--time=1", "--job-name=first")
+    after = accounted.sbatch("#!/bin/bash\necho after\n", "--time=1", "--job-name=after",
+                             f"--dependency=afterok:{first}")
+    uri = f"sqlite:{tmp_path / 'store'}"
+    store = open_store(uri)
+    collector = Collector(store, "jobaware-test", Slurm(accounted.env))
+    collector.poll()
+    pending = next(r for r in store.records() if r["job_id"] == after)
+    assert pending["row"]["reason"] == "Dependency" and pending["row"].get("eligible_time") is None
+    deadline = time.monotonic() + 60
+    while accounted.run("sacct", "-n", "-X", "-P", "-o", "State", f"--jobs={after}").strip() != "COMPLETED":
+        assert time.monotonic() < deadline, "the dependent job did not end in time"
+        time.sleep(0.5)
+    said = json.loads(accounted.run("sacct", "--json", "-X", f"--jobs={after}"))["jobs"][0]["time"]
+    assert said["eligible"] >= said["submission"] + 3  # eligible once `first` had slept
+    collector.poll()
+    fresh = open_store(f"sqlite:{tmp_path / 'fresh'}")
+    Collector(fresh, "jobaware-test", Slurm(accounted.env)).poll()  # started after the job ended
+    for kept in (store, fresh):
+        record = next(r for r in kept.records() if r["job_id"] == after)
+        assert record["final"]["source"] == "sacct" and "RUNNING" not in [s["state"] for s in record["states"]]
+        assert record["row"]["eligible_time"] == said["eligible"] + time.localtime(said["eligible"]).tm_gmtoff
+    rows, problems, _ = read_export(from_store(uri, tmp_path / "export"))
+    assert not problems
+    row = rows.set_index("job_id").loc[after]
+    assert row["submit_time"] == pd.Timestamp(said["eligible"], unit="s", tz="UTC")
+    assert row["wait_s"] == said["start"] - said["eligible"] < said["start"] - said["submission"]
 
 
 def test_a_redis_stream_notice_brings_a_job_in(accounted, fresh_redis):
