@@ -69,7 +69,7 @@ from jobaware.store.export import (
     text,
     to_utc,
 )
-from jobaware.wait.reader import HELD
+from jobaware.wait.reader import HELD, queue_entry
 from jobaware.wait.schema import CENTURY, COLUMNS, MAX_PROCS
 
 FACTS = ("cluster", "job_id", "submit", "row_submit", "final", "run_time", "seen_running", "start", "end", "user",
@@ -149,8 +149,7 @@ def queue_jobs(facts: pd.DataFrame, lines: list[int], zone) -> tuple[pd.DataFram
     end = np.where(is_open & np.isnan(end), np.maximum(as_of, np.where(np.isnan(start), submit, start)), end)
     end = np.where(held, np.nan, end)  # held and never run: never in the queue
     left = np.where(np.isnan(start), end, start)  # when it left the queue: its start, else its end (NaN: never in it)
-    eligible = times["eligible"]
-    entry = np.where((eligible > submit) & (eligible <= left), eligible, submit)  # NaN: the submit
+    entry = queue_entry(submit, times["eligible"], left)
     utc = lambda seconds: pd.to_datetime(seconds, unit="s", utc=True)  # noqa: E731
     jobs = pd.DataFrame({
         "cluster": facts["cluster"],

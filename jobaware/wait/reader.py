@@ -123,6 +123,16 @@ def _squeue_job(record: dict, where: str) -> dict:
     return job
 
 
+def queue_entry(submit, eligible, left):
+    """When a job entered the queue (numbers or arrays of epoch seconds, NaN unknown): its eligible time where that
+    is after its submit and not after it left the queue (its start, else its end, or now while it pends), as a begin
+    time, a dependency or a hold kept it out until then; else its submit. The one rule of the store export (what the
+    model trains on) and of a live snapshot (what it answers)."""
+    import numpy as np
+
+    return np.where((eligible > submit) & (eligible <= left), eligible, submit)
+
+
 def squeue_jobs(payload: dict) -> list[dict]:
     """The job records of `squeue --json` as plain dicts (request, times in epoch seconds, state, reason, priority,
     eligible time); a record that cannot be read is a one-line error naming it."""
@@ -140,11 +150,10 @@ def squeue_body(payload: dict, job_ids: list[int] | None = None, now: float | No
 
     jobs = squeue_jobs(payload)
     now = float(now if now is not None else _number((payload.get("meta") or {}).get("time")) or time.time())
-    for job in jobs:  # a job kept out by a begin time, a dependency or a hold entered the queue when it became
-        # eligible, as the store export (`export.py`) trains it: its wait counts from then
-        entered, left = job["eligible_time"], job["start_time"] if job["start_time"] is not None else now
-        if entered is not None and job["submit_time"] is not None and job["submit_time"] < entered <= left:
-            job["submit_time"] = entered
+    for job in jobs:  # its wait counts from when it entered the queue (`queue_entry`)
+        if job["submit_time"] is not None and job["eligible_time"] is not None:
+            left = job["start_time"] if job["start_time"] is not None else now
+            job["submit_time"] = float(queue_entry(job["submit_time"], job["eligible_time"], left))
     fields = ("job_id", "user", "group", "queue", "processors_req", "wallclock_req", "submit_time")
     running = [{**{k: job[k] for k in fields}, "start_time": job["start_time"]} for job in jobs
                if job["state"] in SQUEUE_RUNNING and job["start_time"] is not None and job["start_time"] <= now]
