@@ -242,21 +242,26 @@ def summary(result: Soak) -> dict:
 
 def run(keys: list[str], home: Path, count: int, rate: float, worst_every: int, invalid_every: int,
         logs: Path) -> list[dict]:
-    """Serve each key in turn, soak it, stop it; one summary per key."""
+    """Serve every key at once (their start-ups overlap), then soak each in turn while the others idle, and stop
+    them; one summary per key."""
     from harness.ports import free_port, stop, wait_for
 
-    out = []
-    for key in keys:
-        kinds = requests_for(key, home)
-        port = free_port()
-        process = serve(key, home, port, logs / f"soak-{key}.log")
-        try:
-            url = f"http://127.0.0.1:{port}"
+    served: dict[str, tuple[str, subprocess.Popen]] = {}
+    try:
+        for key in keys:
+            port = free_port()
+            while any(url.endswith(f":{port}") for url, _ in served.values()):  # each its own port
+                port = free_port()
+            served[key] = (f"http://127.0.0.1:{port}", serve(key, home, port, logs / f"soak-{key}.log"))
+        out = []
+        for key, (url, process) in served.items():
             wait_for(f"{url}/readyz", 300, process)
-            out.append(summary(soak(key, url, process, kinds, count, rate, worst_every, invalid_every)))
-        finally:
+            out.append(summary(soak(key, url, process, requests_for(key, home), count, rate, worst_every,
+                                    invalid_every)))
+        return out
+    finally:
+        for _, process in served.values():
             stop(process)
-    return out
 
 
 def line(s: dict) -> str:
