@@ -10,6 +10,7 @@ A SOURCE is a trace, an event log or a folder of either (read together, as the p
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from pathlib import Path
@@ -26,8 +27,13 @@ BASELINES = ("request", "tsafrir", "user_p95")
 
 
 CONDOR = (ROOT / "data" / "real" / "condor", ROOT / "data" / "real" / "condor-more")
-HTCONDOR_SOURCES = {"HTCondor logs (all bundled)": CONDOR,
-                    "HTCondor IceCube log": (ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log",)}
+HTCONDOR_SOURCES = {"HTCondor logs, all bundled (601 jobs)": CONDOR,
+                    "HTCondor, the IceCube log (378 jobs)": (ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log",)}
+
+
+def factor(value: float) -> str:
+    """A baseline's factor; "none" where no factor meets the coverage on the training jobs."""
+    return f"x{value:.2f}" if math.isfinite(value) else "none"
 
 
 def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
@@ -36,7 +42,7 @@ def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
     try:
         _, evaluation = train_in_memory(jobs)
     except JobawareError as error:
-        return [f"| {name} | time | {len(jobs):,} jobs: {error} |"]
+        return [f"| {name} | - | {len(jobs):,} jobs: {error} |"]
     seconds = time.process_time() - started
     out = []
     for prefix, resource in (("", "time"), ("mem_", "memory")):
@@ -54,7 +60,7 @@ def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
         for baseline in BASELINES:
             figures = evaluation.metrics[baseline]
             cells.append(f"{figures[prefix + 'under_rate']:.3f} / {figures[prefix + 'median_ratio']:.2f} / "
-                         f"{figures[prefix + 'released_share']:+.3f} (x{figures[prefix + 'factor']:.2f})")
+                         f"{figures[prefix + 'released_share']:+.3f} ({factor(figures[prefix + 'factor'])})")
         cells.append(f"{seconds:.0f}")
         out.append("| " + " | ".join(cells) + " |")
     return out

@@ -17,6 +17,7 @@ from jobaware.sizing.model import MEMORY, TIME, SizingModel
 
 NO_HISTORY = "no history: no recommendation"
 NO_TIME_ASKED = "no time asked: no recommendation"
+NO_TIME_ASKED_MEMORY = "no time asked: memory only"  # a job stating no time limit (HTCondor's) sized on memory
 # what a job record holds when it asks (the sizing_jobs columns known at submit)
 REQUEST_COLUMNS = ("job_id", "user", "group", "name", "queue", "procs", "time_req_s", "mem_req_mb", "submit_time")
 ANSWER = ("job_id", "time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "mem_fit",
@@ -57,8 +58,11 @@ class SizingBundle(Bundle):
                                                    model.has_history(features))
         time_s, time_fit = sized[TIME.name]
         no_time = ~np.isfinite(asked[TIME.name]) | (asked[TIME.name] <= 0)
-        note = pd.Series([None if known else NO_TIME_ASKED if unasked else NO_HISTORY
-                          for known, unasked in zip(np.isfinite(time_s), no_time, strict=True)], dtype=object)
+        memory = np.isfinite(sized[MEMORY.name][0])
+        note = pd.Series([None if known else (NO_TIME_ASKED_MEMORY if sized_memory else NO_TIME_ASKED) if unasked
+                          else NO_HISTORY
+                          for known, unasked, sized_memory in zip(np.isfinite(time_s), no_time, memory, strict=True)],
+                         dtype=object)
         return pd.DataFrame({"job_id": jobs["job_id"].to_numpy(), "time_s": time_s, "time_asked_s": asked[TIME.name],
                              "time_fit": time_fit, "mem_per_cpu_mb": sized[MEMORY.name][0],
                              "mem_asked_per_cpu_mb": asked[MEMORY.name], "mem_fit": sized[MEMORY.name][1],

@@ -5,8 +5,9 @@ through the platform's `jobaware.swf`), one trace a cluster; HTCondor job event 
 
 An event log gives each job that terminated in it: its memory asked and its peak (the terminate event's resource
 table, MB, per CPU asked), its run time (terminate minus the last execute), its CPUs, its end; no time limit
-(HTCondor jobs state none), no user (the log is one submitter's: the log's name is the user, and the job's DAG node
-name without its trailing number, `train3` -> `train`, its name). Its `job_id` is cluster x 1,000,000 + proc.
+(HTCondor jobs state none), no user (the log is one submitter's: the log's file name is the user and the cluster,
+and the job's DAG node name without its trailing number, `train3` -> `train`, its name). Its `job_id` is
+cluster x 1,000,000 + proc. CPUs asked as 0 are unknown, as a request of 0 is in a trace.
 
 A value the format calls unknown (-1) stays unknown (null). A request of zero (no time or no memory asked for)
 says nothing of what the job needed and is read as unknown too; a memory figure beyond MAX_MEM_MB per processor is
@@ -110,7 +111,7 @@ def event_log_jobs(jobs: list[EndedJob], cluster: str) -> pd.DataFrame:
         "name": pd.Series([_TRAILING_NUMBER.sub("", j.dag_node) or j.dag_node if j.dag_node else None for j in jobs],
                           dtype=object),
         "queue": None,
-        "procs": pd.Series([j.request.get("cpus") or j.allocated.get("cpus") for j in jobs], dtype=float),
+        "procs": pd.Series([j.request.get("cpus") or j.allocated.get("cpus") or None for j in jobs], dtype=float),
         "time_req_s": np.nan,
         "mem_req_mb": pd.Series([per_cpu(j, j.request) for j in jobs], dtype=float),
         "submit_time": utc([j.submit for j in jobs]),
@@ -130,10 +131,11 @@ def read_event_log(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[
     wide = [j for j in ended if j.proc >= PROCS_PER_CLUSTER]
     problems += [Problem(str(path), j.line, "job", j.job, f"proc number beyond {PROCS_PER_CLUSTER - 1:,}")
                  for j in wide]
-    jobs = event_log_jobs([j for j in ended if j.proc < PROCS_PER_CLUSTER], Path(path).stem)
+    jobs = event_log_jobs([j for j in ended if j.proc < PROCS_PER_CLUSTER], Path(path).name)
     absurd = (jobs["mem_req_mb"] > MAX_MEM_MB) | (jobs["mem_used_mb"] > MAX_MEM_MB)
-    problems += [Problem(str(path), int(line), "memory", "", f"more than {MAX_MEM_MB:,} MB per CPU")
-                 for line in jobs.loc[absurd, "line"]]
+    problems += [Problem(str(path), int(line), "memory", f"{job // PROCS_PER_CLUSTER}.{job % PROCS_PER_CLUSTER}",
+                         f"more than {MAX_MEM_MB:,} MB per CPU")
+                 for line, job in zip(jobs.loc[absurd, "line"], jobs.loc[absurd, "job_id"], strict=True)]
     quarantined = [{"file": str(path), "line": p.line, "reason": p.reason} for p in problems]
     return jobs.loc[~absurd].reset_index(drop=True), problems, quarantined
 
@@ -155,7 +157,8 @@ def source_paths(sources: list[str] | str) -> list[str]:
     for path in found:
         if not known(path):
             raise InputError(f"{path}: not a Standard Workload Format trace ({' or '.join(SUFFIXES)}), an HTCondor "
-                             f"event log, nor a job store's export ({EXPORT_SUFFIX})")
+                             f"event log (the classic text format; not XML or JSON), nor a job store's export "
+                             f"({EXPORT_SUFFIX})")
     return found
 
 

@@ -1,5 +1,6 @@
 """`sizing`'s answers: the body of `POST /size` (`SizeRequest`, under `Limits`: JOBAWARE_SIZING_MAX_JOBS), its answer
-(`size`), and `predict_file` over SWF traces, whose history features come from each trace's own earlier jobs.
+(`size`), and `predict_file` over SWF traces and HTCondor event logs, whose history features come from each
+source's own earlier jobs.
 
 Each answer row: `job_id`, `time_s` (the recommended time limit, seconds, never above the request; null with a
 `note` where there is none), `time_asked_s`, `time_fit` (the estimated probability that this job ends within
@@ -168,7 +169,7 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None) ->
         for row in rows:
             handle.write(json.dumps(jsonable(row), allow_nan=False) + "\n")
     jobs = pd.concat(frames, ignore_index=True)
-    recommended = sum(row["time_s"] is not None for row in rows)
+    recommended = sum(row["time_s"] is not None or row.get("mem_per_cpu_mb") is not None for row in rows)
     return PredictionSummary(predictions=len(rows), model_version=version, output=str(output),
                              bad_records=len(quarantined), quarantine=write_quarantine(output, quarantined),
                              problems=problems[:20], counts={"recommended": recommended,

@@ -181,12 +181,15 @@ def write_eval(evaluation: SizingEvaluation, eval_dir: Path) -> None:
 
 
 def score(bundle: SizingBundle, eval_dir: Path) -> tuple[float, int]:
-    """The quantile loss of a bundle's recommendations of its primary resource (run time, or memory where it sizes
-    no run time) on a stored evaluation folder (lower is better), and the number of jobs it recommended for."""
+    """The quantile loss of a bundle's recommendations on a stored evaluation folder (lower is better), of the
+    folder's primary resource (run time, or memory where its jobs state no time limit), and the number of jobs it
+    recommended for: NaN and 0 for a bundle that sizes no such resource."""
     features = pd.read_parquet(Path(eval_dir) / "features.parquet")
     jobs = pd.read_parquet(Path(eval_dir) / "jobs.parquet")
-    resource = TIME if TIME.name in bundle.models else MEMORY
-    model = bundle.models[resource.name]
+    model = bundle.models.get(primary_resource(jobs).name)
+    if model is None:
+        return float("nan"), 0
+    resource = model.resource
     used = jobs[resource.used].to_numpy(float, na_value=np.nan)
     asked = jobs[resource.asked].to_numpy(float, na_value=np.nan)
     procs = jobs["procs"].to_numpy(float, na_value=np.nan)

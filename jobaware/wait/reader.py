@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
@@ -128,8 +129,6 @@ def queue_entry(submit, eligible, left):
     is after its submit and not after it left the queue (its start, else its end, or now while it pends), as a begin
     time, a dependency or a hold kept it out until then; else its submit. The one rule of the store export (what the
     model trains on) and of a live snapshot (what it answers)."""
-    import numpy as np
-
     return np.where((eligible > submit) & (eligible <= left), eligible, submit)
 
 

@@ -95,3 +95,26 @@ def test_a_damaged_event_is_named_with_its_line_and_the_rest_is_read(tmp_path):
                     (11, "event", "not an event header with a job id"),
                     (16, "time", "the job terminated before its submit"), (30, "job", "job terminated twice in this log")]
     assert all(p.file == str(log) for p in problems)
+
+
+def test_an_event_nothing_closes_and_text_outside_events_are_named_and_a_rotated_log_is_read(tmp_path):
+    submit = event(0, "5.000.000", "2024-05-01 10:00:00", "Job submitted from host: <10.0.0.1:9618>")  # 2 lines
+    cut = "005 (6.000.000) 2024-05-01 10:30:00 Job terminated.\n\t(1) Normal termination (return value 0)\n"
+    log = tmp_path / "cut.log"
+    log.write_text(
+        "\ufeff" + submit                                                                        # 1-2
+        + event(0, "6.000.000", "2024-05-01 10:01:00", "Job submitted from host: <10.0.0.1:9618>")  # 3-4
+        + cut                                                                                    # 5-6: the next header
+        + event(5, "5.000.000", "2024-05-01 11:00:00", "Job terminated.", TERMINATED.format(rv=0, use=7))  # 7-12
+        + "stray text\nmore of it\n"                                                             # 13-14
+        + event(0, "99999999999.000.000", "2024-05-01 11:00:00", "Job submitted from host: <x>")  # 15-16
+        + cut)                                                                                   # 17-18: end of file
+    jobs, problems = read_ended_jobs(log)
+    assert [(j.job, j.usage["memory_mb"]) for j in jobs] == [("5.0", 7)]  # the byte-order mark hid nothing
+    assert [(p.line, p.reason) for p in problems] == [
+        (5, "event not closed by '...' before the next one"), (13, "text outside any event"),
+        (15, "a job id beyond HTCondor's"), (17, "event cut off at the end of the log (not closed by '...')")]
+    # a rotated log starts inside an event: still an event log, its first lines text outside any event
+    rotated = tmp_path / "EventLog.old"
+    rotated.write_text("\t   Memory (MB)          :      1     2048      2048\n...\n" + submit)
+    assert is_event_log(rotated) and read_ended_jobs(rotated)[1][0].line == 1

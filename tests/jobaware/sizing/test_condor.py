@@ -48,3 +48,5 @@ def test_event_logs_train_a_memory_model_or_are_refused_before_training_when_too
     sized = [r for r in rows if r.get("mem_per_cpu_mb") is not None]
     assert len(sized) > 300 and all(0 < r["mem_per_cpu_mb"] <= r["mem_asked_per_cpu_mb"] for r in sized)
     assert {r["job_id"] // 1_000_000 for r in rows} >= {59211698}
+    assert all(r["note"] == "no time asked: memory only" for r in sized)
+    assert f"recommended {len(sized)}; no_recommendation {378 - len(sized)}" in said, said

@@ -68,7 +68,7 @@ def test_an_htcondor_event_log_maps_its_terminated_jobs_onto_the_table_memory_pe
 
     jobs, problems, quarantined = read_event_log(COSMIC)
     assert len(jobs) == 378 and not problems and not quarantined
-    assert set(jobs["cluster"]) == set(jobs["user"]) == {"CosmicRay__job"}
+    assert set(jobs["cluster"]) == set(jobs["user"]) == {"CosmicRay__job.log"}
     job = jobs.set_index("job_id").loc[59211698 * 1_000_000 + 2]  # 209 MB peak of 3000 asked, 4 CPUs
     assert (job["procs"], job["mem_req_mb"], job["mem_used_mb"], job["status"]) == (4, 750.0, 52.25, "COMPLETED")
     assert job["time_req_s"] != job["time_req_s"] and 0 < job["run_s"] <= 54 * 60 + 40
@@ -86,6 +86,6 @@ def test_ingest_takes_a_folder_of_event_logs_and_traces_and_refuses_what_is_neit
     (folder / "notes.txt").write_text("not a log\n")
     report = ingest([str(folder)], tmp_path / "out")
     table = pq.read_table(tmp_path / "out" / f"{CONTRACT}.parquet").to_pandas()
-    assert report.rows == 379 and sorted(table["cluster"].unique()) == ["cosmic", "site"]
+    assert report.rows == 379 and sorted(table["cluster"].unique()) == ["cosmic.log", "site"]
     with pytest.raises(InputError, match=r"notes.txt: not a Standard Workload Format trace .*, an HTCondor event log"):
         ingest([str(folder / "notes.txt")], tmp_path / "out")

@@ -80,3 +80,19 @@ def test_jobs_that_state_memory_and_no_time_limit_are_sized_and_judged_on_memory
     assert answer["time_s"].isna().all() and (answer["mem_per_cpu_mb"] < answer["mem_asked_per_cpu_mb"]).all()
     with pytest.raises(JobawareError, match="training jobs with a known run_s and time_req_s"):
         train_in_memory(jobs.assign(mem_req_mb=float("nan")))
+
+
+def test_the_gate_scores_the_resource_of_the_evaluation_data_not_of_the_bundle(trained, tmp_path):
+    """A memory-only bundle (HTCondor's) on evaluation data judged on run time scores nothing (NaN, 0 rows): the gate
+    never sets one resource's loss against the other's."""
+    from jobaware.sizing.reader import read_event_log
+    from tests.jobaware.sizing.test_reader import COSMIC
+
+    _, evaluation = trained
+    write_eval(evaluation, tmp_path / "time")
+    memory_only, memory_evaluation = train_in_memory(read_event_log(COSMIC)[0], {"max_iter": 20})
+    loss, rows = score(memory_only, tmp_path / "time")
+    assert np.isnan(loss) and rows == 0
+    write_eval(memory_evaluation, tmp_path / "memory")
+    loss, rows = score(memory_only, tmp_path / "memory")
+    assert rows > 100 and loss == pytest.approx(memory_evaluation.metrics["model"]["quantile_loss"], rel=0.2)
