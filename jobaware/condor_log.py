@@ -50,7 +50,7 @@ HALF_YEAR_DAYS = 6 * 32  # in units of `_ordinal`
 HEAD = 64 * 1024  # bytes `is_event_log` reads
 
 
-@dataclass
+@dataclass(slots=True)
 class EndedJob:
     """One job that terminated: its times (seconds since the epoch), how it ended, its resources (`usage`,
     `request`, `allocated`: resource -> value, a resource absent where the log does not say) and where its
