@@ -87,6 +87,8 @@ def is_event_log(path: str | Path) -> bool:
 
 MAX_JOB_NUMBER = 2**31 - 1  # HTCondor's cluster and proc numbers are C ints
 MAX_BODY_LINES = 256        # lines of one event's body kept (a submit's or a terminate's; the rest is skipped)
+MAX_LINE = 4096             # characters of a body line kept (no line the reader reads is longer)
+SHOWN = 200                 # characters of a damaged line a problem keeps
 KEPT = (SUBMIT, TERMINATED)  # the events whose bodies are read
 
 
@@ -160,8 +162,7 @@ def _header_dates(path: str) -> array:
         header = _HEADER.match(line)
         if header:
             date = _date(header.group(5))
-            dates.append(-1 if date is None or date[2] > 99 or date[1] > 99
-                         else (date[0] or 0) * 10_000 + date[1] * 100 + date[2])
+            dates.append(-1 if date is None else (date[0] or 0) * 10_000 + date[1] * 100 + date[2])
     return dates
 
 
@@ -181,7 +182,8 @@ def _events(path: str, years: array, problems: list[Problem]):
                                         "event not closed by '...' before the next one"))
             current, outside = _SKIP, False
             if header is None:
-                problems.append(Problem(path, number, "event", line.rstrip("\n"), "not an event header with a job id"))
+                problems.append(Problem(path, number, "event", line[:SHOWN].rstrip("\n"),
+                                        "not an event header with a job id"))
                 continue
             k += 1
             code, cluster, proc, _sub, day, clock = header.groups()
@@ -199,9 +201,9 @@ def _events(path: str, years: array, problems: list[Problem]):
             current = None
         elif isinstance(current, list):
             if current[0] in KEPT and len(current[5]) < MAX_BODY_LINES:
-                current[5].append(line)
+                current[5].append(line[:MAX_LINE])
         elif current is None and line.strip() and not outside:
-            problems.append(Problem(path, number, "event", line.rstrip("\n"), "text outside any event"))
+            problems.append(Problem(path, number, "event", line[:SHOWN].rstrip("\n"), "text outside any event"))
             outside = True
     if isinstance(current, list):
         problems.append(Problem(path, current[4], "event", f"{current[1]}.{current[2]}",
