@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,8 @@ from jobaware.store.base import JobKey, JobStore, empty_record, now
 DB = "jobs.db"
 FORMAT = 2  # the schema's version, in `PRAGMA user_version` (2: jobs.usage)
 PAGE = 500  # records read per transaction by a listing
-BUSY_SECONDS = 60.0  # how long a write waits for another process's write to end
+BUSY_SECONDS = 60.0  # how long a write waits for another process's write to end (and an open for another's)
+OPEN_RETRY_SECONDS = 0.05
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -72,19 +74,29 @@ class SqliteStore(JobStore):
             self.db = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as exc:
             raise JobawareError(f"store {self.path}: cannot open ({exc})") from None
-        try:
-            mode = self.db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode != "wal":
-                raise sqlite3.DatabaseError(f"journal mode {mode}, not WAL (a network file system?)")
-            self.db.execute("PRAGMA synchronous=FULL")
-            if self.db.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
-                self._create()
-        except sqlite3.OperationalError as exc:  # locked, read-only, a disk that is full or gone
-            self.db.close()
-            raise JobawareError(f"store {self.path}: cannot open ({exc})") from None
-        except sqlite3.Error as exc:
-            self.db.close()
-            raise JobawareError(f"store {self.path}: not a jobaware SQLite store ({exc})") from None
+        deadline = time.monotonic() + busy_seconds
+        while True:
+            try:
+                self._prepare()
+                return
+            except sqlite3.OperationalError as exc:  # locked, read-only, a disk that is full or gone
+                if "locked" in str(exc) and time.monotonic() < deadline:
+                    time.sleep(OPEN_RETRY_SECONDS)  # a journal-mode change or schema creation of another process
+                    continue  # can refuse at once, without the busy timeout: wait for it within the same bound
+                self.db.close()
+                raise JobawareError(f"store {self.path}: cannot open ({exc})") from None
+            except sqlite3.Error as exc:
+                self.db.close()
+                raise JobawareError(f"store {self.path}: not a jobaware SQLite store ({exc})") from None
+
+    def _prepare(self) -> None:
+        """WAL mode, synced commits, and the schema where the database has none (or an older format)."""
+        mode = self.db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if mode != "wal":
+            raise sqlite3.DatabaseError(f"journal mode {mode}, not WAL (a network file system?)")
+        self.db.execute("PRAGMA synchronous=FULL")
+        if self.db.execute("PRAGMA user_version").fetchone()[0] != FORMAT:
+            self._create()
 
     def _create(self) -> None:
         """The schema, in a new database, or an older format brought up to this one (one process does it when
