@@ -6,8 +6,8 @@ A log is a run of events, each a header line `NNN (cluster.proc.subproc) DATE TI
 event's time, and the terminate event (005): its time, how it ended (`Normal termination (return value N)` or
 `Abnormal termination (signal N)`) and its resource table (`Partitionable Resources : Usage Request Allocated`; a
 row with two numbers has no usage; a Cpus, Memory or Disk row of anything but two or three numbers of at least 0 is a
-problem naming its line, and the job no row). A job that never terminated in the log (still queued, removed, held) is no row,
-nor is an event of no job (`-1.-1.-1`). An event counts only once its `...` closes it: one cut off by the next
+problem naming its line, and the job no row). A job that never terminated in the log (still queued, removed, held) is
+no row, nor is an event of no job (`-1.-1.-1`). An event counts only once its `...` closes it: one cut off by the next
 header or by the end of the file (a log still being written) is a problem, as is text outside any event (named at
 the first line of each run of it). The file is streamed twice (the dates of the headers first, for their years,
 then the events), and what it keeps is per job, never per event or per line.
