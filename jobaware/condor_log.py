@@ -5,8 +5,9 @@ A log is a run of events, each a header line `NNN (cluster.proc.subproc) DATE TI
 `...`. Per job (`cluster.proc`) it keeps the submit event's time and DAG node (`DAG Node: name`), the last execute
 event's time, and the terminate event (005): its time, how it ended (`Normal termination (return value N)` or
 `Abnormal termination (signal N)`) and its resource table (`Partitionable Resources : Usage Request Allocated`; a
-row with two numbers has no usage). A job that never terminated in the log (still queued, removed, held) is no row,
-nor is an event of no job (`-1.-1.-1`). An event counts only once its `...` closes it: one cut off by the next
+row with two numbers has no usage; a Cpus, Memory or Disk row of anything but two or three numbers of at least 0 is a
+problem naming its line, and the job no row). A job that never terminated in the log (still queued, removed, held) is
+no row, nor is an event of no job (`-1.-1.-1`). An event counts only once its `...` closes it: one cut off by the next
 header or by the end of the file (a log still being written) is a problem, as is text outside any event (named at
 the first line of each run of it). The file is streamed twice (the dates of the headers first, for their years,
 then the events), and what it keeps is per job, never per event or per line.
@@ -44,6 +45,8 @@ _ABNORMAL = re.compile(r"Abnormal termination \(signal (-?\d+)\)")
 _DAG_NODE = re.compile(r"^\s*DAG Node: (\S+)", re.MULTILINE)
 _RESOURCE = re.compile(r"^\s*(Cpus|Memory \(MB\)|Disk \(KB\))\s*:((?:\s+\d+(?:\.\d+)?){2,3})\s*(?:\"[^\"]*\")?\s*$",
                        re.MULTILINE)
+# any row of those resources, to name one whose numbers the pattern above does not take (negative, 1e30, ...)
+_RESOURCE_ROW = re.compile(r"^\s*(Cpus|Memory \(MB\)|Disk \(KB\))\s*:(.*)$", re.MULTILINE)
 RESOURCES = {"Cpus": "cpus", "Memory (MB)": "memory_mb", "Disk (KB)": "disk_kb"}
 SUBMIT, EXECUTE, TERMINATED = 0, 1, 5
 HALF_YEAR_DAYS = 6 * 32  # in units of `_ordinal`
@@ -129,6 +132,10 @@ def read_ended_jobs(path: str | Path) -> tuple[list[EndedJob], list[Problem]]:
                 problems.append(Problem(path, event.line, "job", job, "no submit event for this job in this log"))
             elif event.when < submitted[key][0]:
                 problems.append(Problem(path, event.line, "time", job, "the job terminated before its submit"))
+            elif damaged := _damaged_row(event):
+                line, resource, numbers = damaged
+                problems.append(Problem(path, line, resource, numbers, f"job {job}: expected 2 or 3 numbers of at "
+                                                                        "least 0 (usage, request, allocated)"))
             else:
                 ended[key] = _ended(event, *submitted[key], started.get(key))
     return list(ended.values()), sorted(problems, key=lambda problem: problem.line)
@@ -146,6 +153,15 @@ def _ended(event: _Event, submit: float, node: str | None, start: float | None) 
             job.usage[resource] = values[0]
         job.request[resource], job.allocated[resource] = values[-2], values[-1]
     return job
+
+
+def _damaged_row(event: _Event) -> tuple[int, str, str] | None:
+    """The first row of the resource table that is not two or three numbers: its line, resource and text."""
+    for row in _RESOURCE_ROW.finditer(event.text):
+        if not _RESOURCE.fullmatch(row.group(0)):
+            line = event.line + 1 + event.text.count("\n", 0, row.start())
+            return line, row.group(1), " ".join(row.group(2).split())[:SHOWN]
+    return None
 
 
 def _lines(path: str):

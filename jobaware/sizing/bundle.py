@@ -14,10 +14,12 @@ from jobaware.model import Bundle
 from jobaware.sizing.capability import FEATURE_VERSION
 from jobaware.sizing.features import EntityStates, build_features, live_features
 from jobaware.sizing.model import MEMORY, TIME, SizingModel
+from jobaware.sizing.schema import MAX_MEM_PER_CPU_MB, YEAR
 
 NO_HISTORY = "no history: no recommendation"
 NO_TIME_ASKED = "no time asked: no recommendation"
 NO_TIME_ASKED_MEMORY = "no time asked: memory only"  # a job stating no time limit (HTCondor's) sized on memory
+TIME_BEYOND = "time asked beyond a year: no recommendation"  # a share of such a request is no estimate
 # what a job record holds when it asks (the sizing_jobs columns known at submit)
 REQUEST_COLUMNS = ("job_id", "user", "group", "name", "queue", "procs", "time_req_s", "mem_req_mb", "submit_time")
 ANSWER = ("job_id", "time_s", "time_asked_s", "time_fit", "mem_per_cpu_mb", "mem_asked_per_cpu_mb", "mem_fit",
@@ -56,13 +58,15 @@ class SizingBundle(Bundle):
                 continue
             sized[resource.name] = model.recommend(model.jobs(features, asked[resource.name], procs),
                                                    model.has_history(features))
+        beyond = {TIME.name: asked[TIME.name] > YEAR, MEMORY.name: asked[MEMORY.name] > MAX_MEM_PER_CPU_MB}
+        sized = {name: tuple(np.where(beyond[name], np.nan, values) for values in pair) for name, pair in sized.items()}
         time_s, time_fit = sized[TIME.name]
         no_time = ~np.isfinite(asked[TIME.name]) | (asked[TIME.name] <= 0)
         memory = np.isfinite(sized[MEMORY.name][0])
-        note = pd.Series([None if known else (NO_TIME_ASKED_MEMORY if sized_memory else NO_TIME_ASKED) if unasked
-                          else NO_HISTORY
-                          for known, unasked, sized_memory in zip(np.isfinite(time_s), no_time, memory, strict=True)],
-                         dtype=object)
+        note = pd.Series([None if known else TIME_BEYOND if too_long else
+                          (NO_TIME_ASKED_MEMORY if sized_memory else NO_TIME_ASKED) if unasked else NO_HISTORY
+                          for known, too_long, unasked, sized_memory
+                          in zip(np.isfinite(time_s), beyond[TIME.name], no_time, memory, strict=True)], dtype=object)
         return pd.DataFrame({"job_id": jobs["job_id"].to_numpy(), "time_s": time_s, "time_asked_s": asked[TIME.name],
                              "time_fit": time_fit, "mem_per_cpu_mb": sized[MEMORY.name][0],
                              "mem_asked_per_cpu_mb": asked[MEMORY.name], "mem_fit": sized[MEMORY.name][1],

@@ -38,6 +38,9 @@ STATUSES = ("COMPLETED", "FAILED", "CANCELLED")
 CENTURY = 100 * 365 * 86_400       # seconds
 MAX_PROCS = 10**9
 MAX_MEM_MB = 10**9                 # MB per processor: a petabyte
+# the largest request a recommendation is made for (and `POST /size` accepts): a year, 10 TB per processor
+YEAR = 366 * 86_400
+MAX_MEM_PER_CPU_MB = 10**7
 
 
 def table_path(dataset: str | Path) -> Path:

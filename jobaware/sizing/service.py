@@ -34,10 +34,8 @@ from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.sizing.reader import read_source, source_paths
-from jobaware.sizing.schema import CONTRACT
+from jobaware.sizing.schema import CONTRACT, MAX_MEM_PER_CPU_MB, YEAR
 
-YEAR = 366 * 86_400  # the longest time limit a job may ask for
-MAX_MEM_PER_CPU_MB = 10**7  # 10 TB per processor
 MAX_PROCS = 10**7
 MAX_TEXT = 256
 SAFE_INTEGER = 2**53 - 1

@@ -12,17 +12,29 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.reading import Problem, ReadReport, ingest_sources
-from jobaware.swf import SwfTrace, cluster_name, read_swf, trace_and_export_files
-from jobaware.wait.schema import CONTRACT, QUEUE_JOBS
+from jobaware.swf import SwfHeader, SwfTrace, cluster_name, read_swf, trace_and_export_files
+from jobaware.wait.schema import CONTRACT, MAX_PROCS, QUEUE_JOBS
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
 
 
-def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
-    """A read trace's jobs as `queue_jobs` rows (times in UTC; -1 as unknown)."""
+def cluster_procs(path: str | Path, header: SwfHeader) -> int | None:
+    """The header's `MaxProcs` (its first word: `338 (batch partition; 512 total)`), None when not stated; a value
+    that is not a whole number of processors, 1 to MAX_PROCS, is an InputError naming its line."""
+    stated = header.fields.get("MaxProcs", "").split(" ")[0]
+    if not stated:
+        return None
+    if not stated.isdigit() or not 1 <= int(stated) <= MAX_PROCS:
+        raise InputError(f"{path}:{header.lines['MaxProcs']}: header MaxProcs: expected a number of processors, 1 to "
+                         f"{MAX_PROCS:,}, got {stated[:80]!r}")
+    return int(stated)
+
+
+def trace_jobs(trace: SwfTrace, cluster: str, procs_stated: int | None = None) -> pd.DataFrame:
+    """A read trace's jobs as `queue_jobs` rows (times in UTC; -1 as unknown), on a cluster of `procs_stated`
+    processors (None: unknown)."""
     jobs, header, known = trace.jobs, trace.header, trace.known
     procs = known("procs_req").fillna(known("procs_alloc"))
-    max_procs = header.fields.get("MaxProcs", "").split(" ")[0]
     epoch = header.start_epoch
 
     def utc(offsets: pd.Series) -> pd.Series:
@@ -35,7 +47,7 @@ def trace_jobs(trace: SwfTrace, cluster: str) -> pd.DataFrame:
         lambda v: table.get(int(v), f"{prefix}{int(v)}"), na_action="ignore")
     return pd.DataFrame({
         "cluster": cluster,
-        "cluster_procs": int(max_procs) if max_procs.isdigit() else None,
+        "cluster_procs": procs_stated,
         "timezone": str(header.tz),
         "job_id": jobs["job"].astype("int64"),
         "user": known("user").map(lambda v: f"user{int(v)}", na_action="ignore"),
@@ -67,7 +79,8 @@ def _duplicates(jobs: pd.DataFrame, path: str) -> tuple[pd.DataFrame, list[Probl
 def read_trace(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
     """One trace as `queue_jobs` rows, its problems and quarantined records."""
     trace = read_swf(path)
-    jobs, problems, quarantined = _duplicates(trace_jobs(trace, cluster_name(path)), str(path))
+    jobs = trace_jobs(trace, cluster_name(path), cluster_procs(path, trace.header))
+    jobs, problems, quarantined = _duplicates(jobs, str(path))
     return jobs, trace.problems + problems, trace.quarantined + quarantined
 
 

@@ -83,7 +83,8 @@ def _queue_job(required: tuple[str, ...]):
 @cache
 def request_model(limits: Limits) -> type[Body]:
     """The body of `POST /wait` under `limits`. Beyond it: running and pending jobs together at most
-    `max_queue`, a running job started at or before `time` and not before its submission."""
+    `max_queue`, a running job started at or before `time` and not before its submission, each job of the queue
+    listed once, and no running job asked about."""
 
     class WaitRequest(Body):
         time: Time | None = Field(None, description="the moment of the snapshot (default: now)")
@@ -114,7 +115,9 @@ WaitRequest = request_model(LIMITS)
 # Why a body valid by the OpenAPI document may still be refused (the reason with numbers and quoted values blanked as
 # #): what no JSON Schema can state. Times are compared with each other and with the snapshot's.
 UNSTATABLE = (r"^running\[#\]\.start_time: (after the snapshot's time|before its submit_time)$",
-              r"^(pending|jobs)\[#\]\.submit_time: after the snapshot's time$")
+              r"^(pending|jobs)\[#\]\.submit_time: after the snapshot's time$",
+              r"^(running|pending)\[#\]\.job_id: job # is also (running|pending)\[#\]$",
+              r"^jobs\[#\]\.job_id: job # is running\[#\]: it has started, no wait is left$")
 
 
 def epoch(value: int | str | None, default: float) -> float:
@@ -136,6 +139,21 @@ def _frame(jobs: list[Job], now: float) -> pd.DataFrame:
     return frame
 
 
+def _queued_once(body) -> None:
+    """Each job of the snapshot in one place: a job both running and pending, or listed twice, would count twice
+    (pending behind itself); a running job has no wait left to estimate."""
+    where: dict[int, str] = {}
+    for name in ("running", "pending"):
+        for k, job in enumerate(getattr(body, name)):
+            if job.job_id in where:
+                raise InputError(f"{name}[{k}].job_id: job {job.job_id} is also {where[job.job_id]}")
+            where[job.job_id] = f"{name}[{k}]"
+    for k, job in enumerate(body.jobs):
+        if where.get(job.job_id, "").startswith("running"):
+            raise InputError(f"jobs[{k}].job_id: job {job.job_id} is {where[job.job_id]}: it has started, no wait "
+                             f"is left")
+
+
 def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, Snapshot]:
     """A checked `POST /wait` body as the jobs to estimate and the snapshot they are estimated in."""
     if len(body.running) + len(body.pending) > limits.max_queue:
@@ -155,6 +173,7 @@ def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, 
         late = np.flatnonzero((frame["submit_time"] > pd.Timestamp(now, unit="s", tz="UTC")).to_numpy())
         if len(late):
             raise InputError(f"{name}[{late[0]}].submit_time: after the snapshot's time")
+    _queued_once(body)
     capacity = body.capacity or known.get("capacity") or max(
         float(running["processors_req"].sum()) if len(running) else 1.0, float(max(j.processors_req for j in body.jobs)))
     snapshot = Snapshot(time=now, capacity=float(capacity), timezone=known.get("timezone", "UTC"), cluster=cluster,

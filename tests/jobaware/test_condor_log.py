@@ -118,3 +118,22 @@ def test_an_event_nothing_closes_and_text_outside_events_are_named_and_a_rotated
     rotated = tmp_path / "EventLog.old"
     rotated.write_text("\t   Memory (MB)          :      1     2048      2048\n...\n" + submit)
     assert is_event_log(rotated) and read_ended_jobs(rotated)[1][0].line == 1
+
+
+def test_a_resource_row_that_is_not_two_or_three_numbers_is_named_and_its_job_skipped(tmp_path):
+    """Found by a hostile review: `Memory (MB) : -5000 3000 3072` (or `1e30 ...`) matched no row, so every job was
+    read with its memory unknown and nothing said (`predict sizing` wrote 378 rows, 0 bad records)."""
+    log = tmp_path / "damaged.log"
+    log.write_text("".join([
+        event(0, "1.000.000", "2024-05-01 10:00:00", "Job submitted from host: <10.0.0.1:9618>"),          # line 1
+        event(5, "1.000.000", "2024-05-01 11:00:00", "Job terminated.", TERMINATED.format(rv=0, use=-5000)),  # 3
+        event(0, "2.000.000", "2024-05-01 10:00:00", "Job submitted from host: <10.0.0.1:9618>"),          # 9
+        event(5, "2.000.000", "2024-05-01 11:00:00", "Job terminated.", TERMINATED.format(rv=0, use="1e30")),  # 11
+        event(0, "3.000.000", "2024-05-01 10:00:00", "Job submitted from host: <10.0.0.1:9618>"),          # 17
+        event(5, "3.000.000", "2024-05-01 11:00:00", "Job terminated.", TERMINATED.format(rv=0, use=7)),     # 19
+    ]))
+    jobs, problems = read_ended_jobs(log)
+    assert [(j.job, j.usage["memory_mb"]) for j in jobs] == [("3.0", 7)]
+    assert [(p.line, p.field, p.value) for p in problems] == [(7, "Memory (MB)", "-5000 4096 4096"),
+                                                              (15, "Memory (MB)", "1e30 4096 4096")]
+    assert problems[0].reason == "job 1.0: expected 2 or 3 numbers of at least 0 (usage, request, allocated)"

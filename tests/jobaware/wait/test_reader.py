@@ -103,3 +103,21 @@ def test_a_later_slurm_s_wrapped_numbers_read_alike():
     payload["jobs"][2]["job_id"] = "three"
     with pytest.raises(InputError, match=r"jobs\[2\].job_id: expected a job number"):
         squeue_jobs(payload)
+
+
+@pytest.mark.parametrize("stated", ["0", "-5", "99999999999999999999", "many"])
+def test_a_header_stating_no_usable_cluster_size_is_one_line_naming_it(tmp_path, stated):
+    """A cluster of 0 processors (or more than any machine has) would size every queue by it: found by a hostile
+    review, where `MaxProcs: 0` answered "0 of 0 processors free" and other waits, and a 20-digit one passed."""
+    path = tmp_path / "t.swf"
+    path.write_text(HEADER.replace("MaxProcs: 64", f"MaxProcs: {stated}") + line(1, 0, 10) + "\n")
+    with pytest.raises(InputError, match=rf"t.swf:3: header MaxProcs: expected .*, got '{stated}'"):
+        read_trace(path)
+
+
+def test_a_header_with_no_cluster_size_leaves_it_unknown(tmp_path):
+    path = tmp_path / "t.swf"
+    path.write_text(HEADER.replace("; MaxProcs: 64\n", "") + line(1, 0, 10) + "\n")
+    assert read_trace(path)[0]["cluster_procs"].isna().all()
+    path.write_text(HEADER.replace("MaxProcs: 64", "MaxProcs: 338 (batch partition; 512 total)") + line(1, 0, 10) + "\n")
+    assert read_trace(path)[0]["cluster_procs"].tolist() == [338]

@@ -99,3 +99,19 @@ def test_the_registered_model_answers_its_input_example(trained):
     answer = bundle.predict(input_example(bundle))
     assert list(answer.columns) == ["job_id", *ANSWER] and answer["job_id"].tolist() == [1, 2, 3]
     assert (answer["wait_s"] >= 0).all()
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"time": 100, "jobs": [{"job_id": 1}], "pending": [{"job_id": 1, "submit_time": 50}, {"job_id": 1, "submit_time": 60}]},
+     "pending[1].job_id: job 1 is also pending[0]"),
+    ({"time": 100, "jobs": [{"job_id": 9}], "running": [{"job_id": 2, "start_time": 50}],
+      "pending": [{"job_id": 2, "submit_time": 60}]}, "pending[0].job_id: job 2 is also running[0]"),
+    ({"time": 100, "jobs": [{"job_id": 2}], "running": [{"job_id": 2, "start_time": 50}]},
+     "jobs[0].job_id: job 2 is running[0]: it has started, no wait is left"),
+])
+def test_a_job_twice_in_the_queue_or_asked_about_while_running_is_refused(trained, body, message):
+    """Found by a hostile review: a pending job listed twice was answered as waiting behind itself ("1 job ahead"),
+    and a running job asked about was answered as a new submission (a wait of 59 s): silent wrong numbers."""
+    with pytest.raises(InputError) as error:
+        wait_request(body, trained[0], "1")
+    assert str(error.value) == message
