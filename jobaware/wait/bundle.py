@@ -20,7 +20,8 @@ ANSWER = ("wait_s", "wait_low_s", "wait_high_s", "wait_bound_s")
 class WaitBundle(Bundle):
     model: WaitModel
     history: History
-    clusters: dict[str, dict] = field(default_factory=dict)  # name -> {"capacity": procs, "timezone": zone}
+    # name -> {"capacity": processors, "timezone": zone, "capacity_stated": whether the source stated the size}
+    clusters: dict[str, dict] = field(default_factory=dict)
     feature_version: str = FEATURE_VERSION
 
     def trace_features(self, jobs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

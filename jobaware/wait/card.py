@@ -36,6 +36,8 @@ def answer(context: dict, ask) -> dict:
     body = squeue_body({"jobs": records}, [job["job_id"]], now=now)
     result = ask.post("/wait", body)
     [prediction] = result["predictions"]
+    if prediction["wait_s"] is None:
+        raise NotApplicable(prediction["reason"])
     return {"wait_s": prediction["wait_s"], "low_s": prediction["wait_low_s"], "high_s": prediction["wait_high_s"],
             "bound_s": prediction["wait_bound_s"], "why": prediction["reason"], "model_version": result["model_version"]}
 

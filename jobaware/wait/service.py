@@ -35,6 +35,7 @@ from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import write_quarantine
 from jobaware.swf import trace_files
+from jobaware.wait.bundle import ANSWER
 from jobaware.wait.features import Snapshot, capacities
 from jobaware.wait.reader import read_trace
 from jobaware.wait.schema import CENTURY, CONTRACT, MAX_PROCS
@@ -206,17 +207,25 @@ def answer_rows(answer: dict[str, np.ndarray], features: pd.DataFrame, jobs: pd.
 
 def wait(body, model: Served, limits: Limits = LIMITS) -> dict:
     """Per job: `wait_s` (the point), `wait_low_s`..`wait_high_s` (the 80 % range), `wait_bound_s` (the 95 %
-    bound), the model version and why; `fit` says where the model knows nothing of this queue."""
+    bound), the model version and why; `fit` says where the model knows nothing of this queue. A job asking more
+    processors than the cluster's stated size (the body's `capacity`, or the trace's the model was trained on) gets
+    no waits (null) and says so: it can never start as asked."""
     bundle, version = model.bundle, model.version
     jobs, snapshot = parse_request(body, bundle, limits)
     answer, features = bundle.snapshot(jobs, snapshot)
     capacity = np.full(len(jobs), snapshot.capacity)
+    rows = answer_rows(answer, features, jobs, capacity, version)
+    stated = body.capacity is not None or bundle.clusters.get(snapshot.cluster, {}).get("capacity_stated", False)
+    if stated:
+        for row, job in zip(rows, body.jobs, strict=True):
+            if job.processors_req > snapshot.capacity:
+                row.update(dict.fromkeys(ANSWER, None), reason=f"asks {job.processors_req:,} processors, more than "
+                           f"the cluster's {snapshot.capacity:,.0f}: it cannot start as asked")
     notes = model.fit()
     if snapshot.cluster not in bundle.clusters:
         notes.append(f"model version {version} was trained on {', '.join(sorted(bundle.clusters))}; this queue is "
                      f"{snapshot.cluster}: no wait history of its users is known")
-    return jsonable({"model_version": version, "predictions": answer_rows(answer, features, jobs, capacity, version),
-                     "fit": notes})
+    return jsonable({"model_version": version, "predictions": rows, "fit": notes})
 
 
 def example_snapshot(bundle) -> tuple[pd.DataFrame, Snapshot]:

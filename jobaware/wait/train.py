@@ -62,8 +62,10 @@ def fit_and_evaluate(jobs: pd.DataFrame, params: dict | None = None,
     started, keys = seconds(jobs["start_time"]), job_keys(jobs)
     model = WaitModel(params=p).fit(features[trees], waits[trees], keys[trees], features[calibration],
                                     waits[calibration], started[calibration], keys[calibration])
+    # a cluster's processors: its stated size (a trace's MaxProcs), else the most any job asked (a floor only)
     clusters = {str(name): {"capacity": float(rows["cluster_procs"].max()) if rows["cluster_procs"].notna().any()
-                            else float(rows["processors_req"].max()), "timezone": str(rows["timezone"].iloc[0])}
+                            else float(rows["processors_req"].max()), "timezone": str(rows["timezone"].iloc[0]),
+                            "capacity_stated": bool(rows["cluster_procs"].notna().any())}
                 for name, rows in jobs.groupby("cluster", sort=False)}
     bundle = WaitBundle(model=model, history=history, clusters=clusters)
     bundle.trained_on = {"clusters": sorted(clusters), "jobs": len(jobs)}

@@ -51,6 +51,18 @@ def test_a_pending_job_is_told_when_it_is_likely_to_start_from_the_queue_around_
     assert shown(ok).endswith(part["why"]) and "(95%)" in shown(ok)
 
 
+def test_a_job_that_can_never_start_as_asked_has_no_wait_part_and_says_why(trained):
+    records = _snapshot()
+    records[2]["cpus"] = 16
+
+    class Sized(Ask):  # a snapshot that states the cluster's size, 8 processors
+        def post(self, route: str, body: dict) -> dict:
+            return super().post(route, {**body, "capacity": 8})
+
+    with pytest.raises(NotApplicable, match="^asks 16 processors, more than the cluster's 8: it cannot start as asked$"):
+        answer({"job_id": 3, "job": records[2], "queue": records}, Sized(trained[0]))
+
+
 def test_the_part_is_on_the_card_by_its_registration(trained):
     records = _snapshot()
     assert "wait" in cards.declared()

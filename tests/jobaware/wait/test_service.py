@@ -115,3 +115,27 @@ def test_a_job_twice_in_the_queue_or_asked_about_while_running_is_refused(traine
     with pytest.raises(InputError) as error:
         wait_request(body, trained[0], "1")
     assert str(error.value) == message
+
+
+def test_a_job_asking_more_processors_than_a_stated_cluster_has_gets_no_wait(trained):
+    bundle, _ = trained
+    [(name, cluster)] = bundle.clusters.items()
+    assert cluster["capacity_stated"]  # the generated trace states MaxProcs
+    too_many = int(cluster["capacity"]) + 1
+    body = {"time": 1_700_000_000, "jobs": [{"job_id": 1, "processors_req": 4},
+                                            {"job_id": 2, "processors_req": too_many}]}
+    small, huge = wait_request(body, bundle, "1")["predictions"]
+    assert small["wait_s"] is not None
+    assert {huge[field] for field in ("wait_s", "wait_low_s", "wait_high_s", "wait_bound_s")} == {None}
+    assert huge["reason"] == (f"asks {too_many:,} processors, more than the cluster's {cluster['capacity']:,.0f}: "
+                              "it cannot start as asked")
+    # the body's own size counts the same
+    [row] = wait_request({**body, "capacity": 4, "jobs": body["jobs"][:1] + [{"job_id": 3, "processors_req": 5}]},
+                         bundle, "1")["predictions"][1:]
+    assert row["wait_s"] is None and "more than the cluster's 4:" in row["reason"]
+    # a size only inferred from the jobs trained on (a job store's: Slurm states none) is a floor: still estimated
+    bundle.clusters[name] = {**cluster, "capacity_stated": False}
+    try:
+        assert all(row["wait_s"] is not None for row in wait_request(body, bundle, "1")["predictions"])
+    finally:
+        bundle.clusters[name] = cluster
