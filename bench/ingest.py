@@ -41,7 +41,7 @@ def _arrow_typed_parse(path: str) -> dict:
     start = time.perf_counter()
     import pyarrow.csv as pacsv
 
-    from jobaware.failure.reader.nrel import FAST_BLOCK_BYTES, FAST_TYPES
+    from jobaware.jobtable.nrel import FAST_BLOCK_BYTES, FAST_TYPES
 
     table = pacsv.read_csv(path, read_options=pacsv.ReadOptions(block_size=FAST_BLOCK_BYTES),
                            convert_options=pacsv.ConvertOptions(column_types=FAST_TYPES))
@@ -53,7 +53,7 @@ def _polars_csv_to_parquet(path: str, folder: str) -> dict:
     start = time.perf_counter()
     import polars as pl
 
-    from jobaware.failure.reader.nrel import FAST_TYPES
+    from jobaware.jobtable.nrel import FAST_TYPES
 
     types = {"int64": pl.Int64, "double": pl.Float64, "string": pl.String}
     schema = {name: types[str(kind)] for name, kind in FAST_TYPES.items()}

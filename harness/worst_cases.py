@@ -18,8 +18,8 @@ BODY_ROOM = 4096  # what a body holds beyond its largest field: keys, ids, JSON 
 # ---------------------------------------------------------------- failure: POST /predict
 def failure_cases() -> dict[str, tuple[str, dict]]:
     """MAX_JOBS canonical jobs, every text field at its longest that keeps the body within the body limit."""
-    from jobaware.failure.schema import max_text
     from jobaware.failure.service import LIMITS
+    from jobaware.jobtable.schema import max_text
 
     MAX_JOBS = LIMITS.max_jobs
 

@@ -32,7 +32,7 @@ from jobaware.failure.reader.slurm import (
     sacct_as_squeue,
     sacct_ends,
 )
-from jobaware.failure.schema import normalize_state
+from jobaware.jobtable.schema import normalize_state
 from jobaware.store import JobKey, JobStore
 
 log = logging.getLogger(__name__)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from jobaware.failure.reader.common import JobColumns
 from jobaware.failure.writers import NrelWriter
+from jobaware.jobtable.common import JobColumns
 from jobaware.store import JobStore, open_store
 
 

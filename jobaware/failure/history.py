@@ -19,7 +19,7 @@ import numba
 import numpy as np
 import pandas as pd
 
-from jobaware.failure.schema import FAILURES, UNFINISHED
+from jobaware.jobtable.schema import FAILURES, UNFINISHED
 from jobaware.store.export import never_started
 
 RECENT = 5

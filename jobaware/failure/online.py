@@ -31,7 +31,7 @@ from jobaware.failure.features import (
     history_timelines,
     job_class_keys,
 )
-from jobaware.failure.reader.common import JobColumns
+from jobaware.jobtable.common import JobColumns
 
 KEEP_SECONDS = 8 * 86400
 MAX_SUBMISSIONS = 1_000_000

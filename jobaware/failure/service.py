@@ -25,10 +25,10 @@ from jobaware.bodies import Body
 from jobaware.bodies import Limits as BaseLimits
 from jobaware.errors import InputError
 from jobaware.failure.reader import iter_batches
-from jobaware.failure.reader.common import to_canonical_dtypes
 from jobaware.failure.reader.dispatch import contract_for, job_files
 from jobaware.failure.reader.slurm import SQUEUE_NUMBERS, SQUEUE_TEXTS, parse_request, read_squeue_json
-from jobaware.failure.schema import (
+from jobaware.jobtable.common import to_canonical_dtypes
+from jobaware.jobtable.schema import (
     COLUMNS,
     EPOCH_RANGE,
     INTEGER,
@@ -38,7 +38,7 @@ from jobaware.failure.schema import (
     TIME_TEXT_PATTERN,
     max_text,
 )
-from jobaware.failure.schema import LIMITS as BOUNDS
+from jobaware.jobtable.schema import LIMITS as BOUNDS
 from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text

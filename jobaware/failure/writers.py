@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from jobaware.failure.schema import CANONICAL, COLUMNS
+from jobaware.jobtable.schema import CANONICAL, COLUMNS
 
 
 def _float_text(values: pd.Series) -> pd.Series:

@@ -4,7 +4,7 @@ Every reader yields canonical batches plus the problems it met; bad records are 
 with file and line, never fatal unless the caller asks for strict mode.
 """
 
-from jobaware.failure.reader.common import Batch
 from jobaware.failure.reader.dispatch import contract_for, ingest, iter_batches, read_jobs
+from jobaware.jobtable.common import Batch
 
 __all__ = ["Batch", "contract_for", "ingest", "iter_batches", "read_jobs"]

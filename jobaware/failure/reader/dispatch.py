@@ -11,25 +11,17 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.failure.reader.common import Batch, to_canonical_dtypes
-from jobaware.failure.reader.nrel import iter_csv, iter_json, iter_parquet
 from jobaware.failure.reader.swf import iter_swf
-from jobaware.failure.schema import CANONICAL, TIME_COLUMNS
 from jobaware.fit import is_public
+from jobaware.jobtable.common import Batch, to_canonical_dtypes
+from jobaware.jobtable.nrel import READERS as EAGLE_READERS
+from jobaware.jobtable.schema import CANONICAL, TIME_COLUMNS
 from jobaware.reading import QUARANTINE, ReadReport
 from jobaware.sources import files as source_files
 from jobaware.swf import SUFFIXES as SWF_SUFFIXES
 from jobaware.swf import is_swf
 
-READERS: dict[str, Callable[..., Iterator[Batch]]] = {
-    ".csv": iter_csv,
-    ".json": iter_json,
-    ".jsonl": iter_json,
-    ".ndjson": iter_json,
-    ".parquet": iter_parquet,
-    ".pq": iter_parquet,
-    ".swf": iter_swf,
-}
+READERS: dict[str, Callable[..., Iterator[Batch]]] = {**EAGLE_READERS, ".swf": iter_swf}
 
 
 def iter_batches(path: str | Path, *, require_state: bool = False) -> Iterator[Batch]:

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
-from jobaware.failure.reader.common import NAT, JobColumns
-from jobaware.failure.schema import (
+from jobaware.jobtable.common import NAT, JobColumns
+from jobaware.jobtable.schema import (
     COLUMNS,
     EPOCH_RANGE,
     INTEGER,

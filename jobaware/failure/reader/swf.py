@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from jobaware.failure.reader.common import Batch, to_canonical_dtypes
+from jobaware.jobtable.common import Batch, to_canonical_dtypes
 from jobaware.reading import Problem
 from jobaware.swf import read_swf
 

@@ -56,7 +56,7 @@ def test_only_jobs_that_ended_strictly_before_submit_count():
         {**base, "job_id": 2, "submit_time": t + pd.Timedelta(minutes=5), "state": "PENDING"},
         {**base, "job_id": 3, "submit_time": t + pd.Timedelta(minutes=5, seconds=1), "state": "PENDING"},
     ])
-    from jobaware.failure.reader.common import to_canonical_dtypes
+    from jobaware.jobtable.common import to_canonical_dtypes
 
     features = build_features(to_canonical_dtypes(frame))
     assert list(features["user_n"]) == [0.0, 0.0, 1.0]  # job 1 ended at job 2's submit second: not before it
@@ -75,7 +75,7 @@ def test_jobs_cancelled_before_they_started_feed_no_history():
     ran = {**base, "job_id": 3, "submit_time": t, "start_time": t, "end_time": t + minute, "run_time": 60.0,
            "state": "CANCELLED"}
     later = {**base, "job_id": 4, "submit_time": t + 2 * minute, "state": "PENDING"}
-    from jobaware.failure.reader.common import to_canonical_dtypes
+    from jobaware.jobtable.common import to_canonical_dtypes
 
     only_held = build_features(to_canonical_dtypes(pd.DataFrame([*held, later])))
     assert only_held.iloc[-1]["user_n"] == 0.0 and only_held.iloc[-1]["cluster_n"] == 0.0
@@ -155,7 +155,7 @@ def test_submissions_count_once_per_job_across_requests(jobs):
 
 def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice(monkeypatch):
     from jobaware.failure import online
-    from jobaware.failure.reader.common import JobColumns
+    from jobaware.jobtable.common import JobColumns
 
     monkeypatch.setattr(online, "MAX_SUBMISSIONS", 3)
 

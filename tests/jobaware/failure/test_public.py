@@ -16,8 +16,8 @@ from jobaware.failure.evaluate import auc_difference
 from jobaware.failure.features import CATEGORICAL, PORTABLE, SITE_SCALE
 from jobaware.failure.model import MIN_KIND_ROWS, rare_kinds_as_failed
 from jobaware.failure.reader import read_jobs
-from jobaware.failure.reader.common import JobColumns, to_canonical_dtypes
 from jobaware.failure.train import train, validation_period
+from jobaware.jobtable.common import JobColumns, to_canonical_dtypes
 from jobaware.store import JobKey, open_store
 from tests.conftest import KTH, NREL_CSV, REAL
 

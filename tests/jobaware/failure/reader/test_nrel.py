@@ -91,7 +91,7 @@ _EDGES = {
 
 
 def _kind(field: str) -> str:
-    from jobaware.failure.schema import INTEGER, NUMERIC, TIME_COLUMNS
+    from jobaware.jobtable.schema import INTEGER, NUMERIC, TIME_COLUMNS
 
     return "number" if field in NUMERIC or field in INTEGER else "time" if field in TIME_COLUMNS else "text"
 
@@ -101,7 +101,7 @@ def test_the_arrow_path_reads_what_the_record_path_reads(field, tmp_path, monkey
     """Every field at every edge value, beside plain records: the column-at-a-time Arrow path gives exactly the
     table, the report and the quarantine that the record-accountable path gives (which it hands over to when a
     block holds anything it does not accept)."""
-    from jobaware.failure.reader import nrel
+    from jobaware.jobtable import nrel
 
     rows = []
     for value in _ANY + _EDGES[_kind(field)]:

@@ -3,7 +3,7 @@ import pytest
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.slurm import from_squeue, parse_request, read_squeue_json
-from jobaware.failure.schema import COLUMNS, LIMITS
+from jobaware.jobtable.schema import COLUMNS, LIMITS
 from tests.conftest import SQUEUE
 
 
@@ -47,8 +47,8 @@ def test_request_records_are_refused_naming_the_bad_field(jobs, message):
 
 
 def test_request_records_become_the_same_frame_as_the_canonical_cast():
-    from jobaware.failure.reader.common import to_canonical_dtypes
-    from jobaware.failure.schema import COLUMNS
+    from jobaware.jobtable.common import to_canonical_dtypes
+    from jobaware.jobtable.schema import COLUMNS
 
     records = [
         {"job_id": 1, "user": "u1", "partition": "p", "wallclock_req": 3600, "nodes_req": 2, "processors_req": 72,
@@ -159,7 +159,7 @@ def test_the_time_pattern_and_the_request_check_agree_on_every_day():
     import re
 
     from jobaware.failure.reader.slurm import parse_request
-    from jobaware.failure.schema import TIME_TEXT_PATTERN
+    from jobaware.jobtable.schema import TIME_TEXT_PATTERN
 
     canonical, _ = _record_schemas()
     assert canonical["properties"]["submit_time"]["oneOf"][0]["pattern"] == TIME_TEXT_PATTERN  # what the document shows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.failure.reader.common import CSV_TIME_FORMAT, Batch, canonicalize, valid_table
+from jobaware.jobtable.common import CSV_TIME_FORMAT, Batch, canonicalize, valid_table
 from jobaware.reading import Block, Problem, line_blocks
 
 BLOCK_BYTES = 32 << 20
@@ -85,8 +85,8 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
     _columns_once(f"{path}:1: header", header)
     for part in _csv_blocks(path):
         table = _valid_block(part, header, require_state)
-        if table is not None:
-            yield Batch(table, [], [])
+        if table is not None:  # a row per line
+            yield Batch(table, [], [], np.arange(part.first_line, part.first_line + table.num_rows))
             continue
         block, first_line = bytes(part.data), part.first_line  # the record-accountable path, on a copy of its own
         quoted = b'"' in block
@@ -258,3 +258,30 @@ def iter_parquet(path: Path, require_state: bool = False) -> Iterator[Batch]:
         lines = np.arange(first, first + len(raw))
         first += len(raw)
         yield canonicalize(raw, file=f"{path} row", lines=lines, epoch_unit="ms", require_state=require_state)
+
+
+# Eagle's published encodings (and JSON Lines), by file suffix
+READERS: dict[str, Callable[..., Iterator[Batch]]] = {
+    ".csv": iter_csv, ".json": iter_json, ".jsonl": iter_json, ".ndjson": iter_json,
+    ".parquet": iter_parquet, ".pq": iter_parquet,
+}
+
+
+def is_job_table(path: str | Path) -> bool:
+    """Whether a file is one of Eagle's job tables by its suffix and its first bytes: a CSV header, the first
+    64 KB of JSON, or a Parquet schema naming `job_id` and `submit_time` (the columns every table has)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in READERS or not path.is_file():
+        return False
+    try:
+        if suffix in (".parquet", ".pq"):
+            names = set(pq.read_schema(path).names)
+            return {"job_id", "submit_time"} <= names
+        with open(path, "rb") as handle:
+            head = handle.read(64 * 1024).decode("utf-8", "replace")
+    except (OSError, pa.ArrowException):
+        return False
+    if suffix == ".csv":
+        return {"job_id", "submit_time"} <= {name.strip() for name in head.lstrip("\ufeff").split("\n")[0].split(",")}
+    return '"job_id"' in head and '"submit_time"' in head

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobaware.errors import InputError
-from jobaware.failure.schema import (
+from jobaware.jobtable.schema import (
     CANONICAL,
     COLUMNS,
     EPOCH_RANGE,
@@ -27,13 +27,16 @@ CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
 class Batch:
-    """Canonical rows, the problems met, and the quarantined raw records. The rows come as an Arrow table (the
-    CSV reader's fast path) or a pandas frame (the other readers); each form is made from the other when asked."""
+    """Canonical rows, the problems met, the quarantined raw records, and each row's line (or record) number in its
+    file (None where the reader could not tell records from lines). The rows come as an Arrow table (the CSV
+    reader's fast path) or a pandas frame (the other readers); each form is made from the other when asked."""
 
-    def __init__(self, rows: pa.Table | pd.DataFrame, problems: list[Problem], quarantined: list[dict]):
+    def __init__(self, rows: pa.Table | pd.DataFrame, problems: list[Problem], quarantined: list[dict],
+                 lines: np.ndarray | None = None):
         self._table = rows if isinstance(rows, pa.Table) else None
         self._frame = rows if isinstance(rows, pd.DataFrame) else None
         self.problems, self.quarantined = problems, quarantined
+        self.lines = lines
 
     def __len__(self) -> int:
         return len(self._frame) if self._frame is not None else self._table.num_rows
@@ -171,7 +174,7 @@ def canonicalize(
         for i in np.flatnonzero(bad)
     ]
     frame = frame.loc[~bad].reset_index(drop=True)
-    return Batch(to_canonical_dtypes(frame), problems, quarantined)
+    return Batch(to_canonical_dtypes(frame), problems, quarantined, np.asarray(lines, dtype=object)[~bad])
 
 
 def _dtype(column: str) -> str:

@@ -1,4 +1,5 @@
-"""The canonical job table that every `failure` source is mapped onto (the NREL Eagle columns)."""
+"""The canonical Slurm job table (the NREL Eagle columns): what every reader of Slurm job records maps onto (Eagle's
+published files, SWF traces, live `squeue`/`sacct` records), and the bounds every value is checked against."""
 
 from __future__ import annotations
 
