@@ -2,10 +2,11 @@
 (the same `train_in_memory`), one Markdown row per trace and resource, with the baselines at their rates
 (under-estimation / median recommended/asked / released share, and the factor fitted on the training part).
 
-    python bench/sizing.py [SOURCE ...]     # default: every SWF trace under data/real/, then the HTCondor event
-                                            # logs: all bundled ones together, and the IceCube log alone
+    python bench/sizing.py [SOURCE ...]     # default: every SWF trace under data/real/, the NREL Eagle sample,
+                                            # then the HTCondor event logs: all bundled ones together, and the
+                                            # IceCube log alone
 
-A SOURCE is a trace, an event log or a folder of either (read together, as the pipeline reads it).
+A SOURCE is a trace, an Eagle job table, an event log or a folder of them (read together, as the pipeline reads it).
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
 def main(paths: list[str]) -> None:
     sources = ({cluster_name(p): (Path(p),) for p in paths} if paths else
                {**{cluster_name(p): (p,) for p in sorted((ROOT / "data" / "real").glob("swf*/*.swf*"))},
+                "NREL Eagle sample (700 jobs)": (ROOT / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",),
                 **HTCONDOR_SOURCES})
     print("| trace | resource | test jobs | no history | under-estimation (raw) | median rec/asked | recommended less: "
           "share / median | released (net share) | lost | fit stated / met, jobs recommended less | accuracy | released "

@@ -1,7 +1,15 @@
 """Read job traces into the canonical `sizing_jobs` table: Standard Workload Format traces (`.swf`, `.swf.gz`,
-through the platform's `jobaware.swf`), one trace a cluster; HTCondor job event logs (through the platform's
+through the platform's `jobaware.swf`), one trace a cluster; NREL Eagle's job tables (CSV, JSON, Parquet, through
+the platform's `jobaware.jobtable`), one file a cluster; HTCondor job event logs (through the platform's
 `jobaware.condor_log`), one log a cluster; and a job store's export (`jobaware.store.export`, mapped by
 `jobaware.sizing.export`: a site's own finished jobs with their use, each cluster of the store once).
+
+An Eagle table gives each job its request (processors, time limit), its user, account (as group), partition (as
+queue) and name, its run time and end, and its final state (COMPLETED, CANCELLED, or FAILED for any other end; a
+job still pending or running has no use yet: no end, no run time, no status). Its times are the site's wall clock
+with no zone, read as UTC (only their order counts here). Its memory is unknown: the table has no memory used, and
+its `mem_req` (MB) does not say whether per node or per CPU. A job id may repeat: the tasks of an array share the
+array's id in Eagle's table, each a job (a row) of its own.
 
 An event log gives each job that terminated in it: its memory asked and its peak (the terminate event's resource
 table, MB, per CPU asked), its run time (terminate minus the last execute), its CPUs, its end; no time limit
@@ -25,6 +33,9 @@ import pandas as pd
 
 from jobaware.condor_log import EndedJob, is_event_log, read_ended_jobs
 from jobaware.errors import InputError
+from jobaware.jobtable.nrel import READERS as EAGLE_READERS
+from jobaware.jobtable.nrel import is_job_table
+from jobaware.jobtable.schema import UNFINISHED
 from jobaware.reading import Problem, ReadReport, ingest_sources
 from jobaware.sizing.schema import CONTRACT, MAX_MEM_MB, SIZING_JOBS
 from jobaware.sources import files as source_files
@@ -140,25 +151,64 @@ def read_event_log(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[
     return jobs.loc[~absurd].reset_index(drop=True), problems, quarantined
 
 
+def eagle_jobs(frame: pd.DataFrame, lines: np.ndarray, cluster: str) -> pd.DataFrame:
+    """Canonical Slurm job rows (`jobaware.jobtable`) as `sizing_jobs` rows (the module docstring says how)."""
+    state = frame["state"].astype("string")
+    ended = (state.notna() & ~state.isin(UNFINISHED)).to_numpy()
+    positive = lambda column: frame[column].astype("float64").where(frame[column] > 0)  # noqa: E731 - 0: not said
+    run = frame["run_time"].astype("float64").fillna((frame["end_time"] - frame["start_time"]).dt.total_seconds())
+
+    def utc(times: pd.Series) -> pd.Series:
+        return times.dt.tz_localize("UTC").where(ended)
+
+    return pd.DataFrame({
+        "cluster": cluster,
+        "job_id": frame["job_id"].astype("int64"),
+        "user": frame["user"], "group": frame["account"], "name": frame["name"], "queue": frame["partition"],
+        "procs": positive("processors_req"),
+        "time_req_s": positive("wallclock_req"),
+        "mem_req_mb": np.nan,
+        "submit_time": frame["submit_time"].dt.tz_localize("UTC"),
+        "end_time": utc(frame["end_time"]),
+        "run_s": run.where(ended),
+        "mem_used_mb": np.nan,
+        "status": state.where(state.isin(("COMPLETED", "CANCELLED")), "FAILED").where(ended),
+        "line": pd.Series(lines, dtype="float64").fillna(0).astype("int64"),
+    })
+
+
+def read_eagle(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
+    """One Eagle job table as `sizing_jobs` rows, its problems and quarantined records (the platform reader's)."""
+    frames, problems, quarantined = [], [], []
+    for batch in EAGLE_READERS[Path(path).suffix.lower()](Path(path)):
+        frames.append(eagle_jobs(batch.frame, batch.lines, Path(path).stem))
+        problems += batch.problems
+        quarantined += batch.quarantined
+    return pd.concat(frames, ignore_index=True), problems, quarantined
+
+
 def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:
-    """A trace, an event log or a store's export as `sizing_jobs` rows, its problems and quarantined records."""
+    """A trace, an Eagle table, an event log or a store's export as `sizing_jobs` rows, its problems and quarantined
+    records."""
     from jobaware.sizing.export import read_export
 
     if is_export(path):
         return read_export(path)
+    if is_job_table(path):
+        return read_eagle(path)
     return read_event_log(path) if is_event_log(path) else read_trace(path)
 
 
 def source_paths(sources: list[str] | str) -> list[str]:
-    """The traces, event logs and store exports named by paths, globs and folders (a folder: its files of any of
-    these kinds, below it too)."""
-    known = lambda path: is_swf(path) or is_export(path) or is_event_log(path)  # noqa: E731
+    """The traces, Eagle tables, event logs and store exports named by paths, globs and folders (a folder: its files
+    of any of these kinds, below it too)."""
+    known = lambda path: is_swf(path) or is_export(path) or is_job_table(path) or is_event_log(path)  # noqa: E731
     found = source_files(sources, recursive=True, keep=known)
     for path in found:
         if not known(path):
-            raise InputError(f"{path}: not a Standard Workload Format trace ({' or '.join(SUFFIXES)}), an HTCondor "
-                             f"event log (the classic text format; not XML or JSON), nor a job store's export "
-                             f"({EXPORT_SUFFIX})")
+            raise InputError(f"{path}: not a Standard Workload Format trace ({' or '.join(SUFFIXES)}), an NREL Eagle "
+                             f"job table ({', '.join(sorted(EAGLE_READERS))}), an HTCondor event log (the classic "
+                             f"text format; not XML or JSON), nor a job store's export ({EXPORT_SUFFIX})")
     return found
 
 
@@ -171,8 +221,8 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
 
 
 def read_jobs(dataset_or_trace: str | Path) -> pd.DataFrame:
-    """The `sizing_jobs` rows of a dataset folder's table, or of one trace or event log read directly."""
+    """The `sizing_jobs` rows of a dataset folder's table, or of one source read directly."""
     path = Path(dataset_or_trace)
     if path.is_dir():
         return pd.read_parquet(path / f"{CONTRACT}.parquet")
-    return (read_event_log(path) if is_event_log(path) else read_trace(path))[0]
+    return read_source(str(path))[0]

@@ -142,8 +142,8 @@ def size(body, model: Served, limits: Limits = LIMITS) -> dict:
 
 
 def predict_file(inputs: list[str], output: str | Path, model, progress=None) -> PredictionSummary:
-    """Recommend for every readable job of the traces or event logs (paths, globs, folders), each from its own
-    source's earlier jobs, written as JSON Lines (`-`: standard output); bad records go to
+    """Recommend for every readable job of the traces, Eagle job tables or event logs (paths, globs, folders), each
+    from its own source's earlier jobs, written as JSON Lines (`-`: standard output); bad records go to
     `<output>.quarantine.jsonl`. The sources are read before `model()` loads the model; sources with no job in them
     are an InputError."""
     paths = source_paths(inputs)

@@ -89,3 +89,53 @@ def test_ingest_takes_a_folder_of_event_logs_and_traces_and_refuses_what_is_neit
     assert report.rows == 379 and sorted(table["cluster"].unique()) == ["cosmic.log", "site"]
     with pytest.raises(InputError, match=r"notes.txt: not a Standard Workload Format trace .*, an HTCondor event log"):
         ingest([str(folder / "notes.txt")], tmp_path / "out")
+
+
+def test_an_nrel_eagle_table_maps_onto_the_table_in_either_encoding():
+    import pandas as pd
+
+    from jobaware.sizing.reader import read_source
+    from tests.conftest import NREL_CSV, NREL_JSON
+
+    jobs, problems, quarantined = read_source(str(NREL_CSV))
+    assert len(jobs) == 700 and not problems and not quarantined
+    first = jobs.iloc[0]  # 532209,user0014,account0003,partition001,normal,172800.0,10,10,0,0.0,2019-01-01 08:55:55,...
+    assert (first["cluster"], first["job_id"], first["user"], first["group"], first["queue"], first["name"]) == (
+        "eagle_sample_jobs", 532209, "user0014", "account0003", "partition001", "name00005115")
+    assert (first["procs"], first["time_req_s"], first["run_s"], first["status"], first["line"]) == (
+        10, 172800, 99825, "COMPLETED", 2)
+    assert first["submit_time"] == pd.Timestamp("2019-01-01 08:55:55", tz="UTC")
+    assert first["end_time"] == pd.Timestamp("2019-01-02 12:39:41", tz="UTC")
+    assert jobs["status"].value_counts().to_dict() == {"COMPLETED": 689, "FAILED": 11}  # TIMEOUT is a failed end
+    assert jobs["mem_req_mb"].isna().all() and jobs["mem_used_mb"].isna().all()
+    assert jobs["job_id"].duplicated().sum() == 345  # an array's tasks share its id: each is a job of its own
+    same = read_source(str(NREL_JSON))[0]
+    pd.testing.assert_frame_equal(jobs.drop(columns=["line"]), same.drop(columns=["line"]))
+    assert same["line"].tolist() == list(range(1, 701))  # the JSON records' numbers
+
+
+def test_an_eagle_table_s_bad_records_are_quarantined_and_unfinished_jobs_have_no_use(tmp_path):
+    from jobaware.sizing.reader import read_source
+    from tests.conftest import NREL_CSV
+
+    lines = NREL_CSV.read_text().splitlines()
+    running = lines[2].replace(",COMPLETED,", ",RUNNING,")
+    negative = lines[3].replace(",172800.0,", ",-5,")
+    table = tmp_path / "site.csv"
+    table.write_text("\n".join([lines[0], lines[1], running, negative, lines[4]]) + "\n")
+    jobs, problems, quarantined = read_source(str(table))
+    assert jobs["line"].tolist() == [2, 3, 5] and [(p.line, p.field) for p in problems] == [(4, "wallclock_req")]
+    assert [q["line"] for q in quarantined] == [4]
+    assert jobs[["status", "run_s", "end_time"]].iloc[1].isna().all()  # still running: nothing used yet
+    assert jobs[["status", "run_s", "end_time"]].drop(index=1).notna().all().all()
+
+
+def test_a_folder_s_csv_that_is_no_job_table_is_left_out_and_refused_when_named(tmp_path):
+    from jobaware.sizing.reader import source_paths
+    from tests.conftest import NREL_CSV
+
+    (tmp_path / "eagle.csv").write_bytes(NREL_CSV.read_bytes())
+    (tmp_path / "workflows.csv").write_text("file,workflow\nx.log,y\n")
+    assert source_paths(str(tmp_path)) == [str(tmp_path / "eagle.csv")]
+    with pytest.raises(InputError, match=r"workflows.csv: not a Standard Workload Format trace .*, an NREL Eagle job table"):
+        source_paths(str(tmp_path / "workflows.csv"))

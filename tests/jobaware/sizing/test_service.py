@@ -104,3 +104,16 @@ def test_a_request_beyond_what_the_service_accepts_gets_no_recommendation_from_a
         assert row["time_s"] is None and row["note"] == "time asked beyond a year: no recommendation", row
         assert "mem_per_cpu_mb" not in row and row["time_asked_s"] == 3e9
     assert sum(r["time_s"] is not None for r in rows[-100:-10]) > 60  # the others are sized as before
+
+
+def test_predict_file_sizes_the_jobs_of_an_nrel_eagle_table_from_its_own_history(trained, tmp_path):
+    from tests.conftest import NREL_CSV
+
+    out = tmp_path / "eagle.jsonl"
+    summary = predict_file([str(NREL_CSV)], out, lambda: (trained[0], "4"))
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == summary.predictions == 700 and summary.bad_records == 0
+    sized = [r for r in rows if r["time_s"] is not None]
+    assert sized and all(r["time_s"] <= r["time_asked_s"] for r in sized)
+    assert not any("mem_per_cpu_mb" in r for r in rows)  # the table says nothing of memory used
+    assert rows[0]["job_id"] == 532209 and rows[0]["note"] == "no history: no recommendation"
