@@ -31,9 +31,9 @@ def condor_memory(events_text: str) -> dict[str, int]:
 
 def condor_request_memory(request_mb: int | None, peak_mb: int | None, margin: float, cap_mb: int) -> int | None:
     """The RequestMemory (MB) to give a job held for memory: its observed peak with `margin` (0.2: 20 % more), up
-    to `cap_mb`; None when there is no peak or that is no more than the job already has (raising it would not
-    help: release or remove instead)."""
-    if peak_mb is None or peak_mb <= 0:
+    to `cap_mb`; None when there is no peak, when the peak is above `cap_mb`, or when that is no more than the job
+    already has (raising it would not help: release or remove instead)."""
+    if peak_mb is None or peak_mb <= 0 or peak_mb > cap_mb:
         return None
     new = min(int(math.ceil(peak_mb * (1 + margin))), cap_mb)
     return new if request_mb is None or new > request_mb else None

@@ -13,7 +13,7 @@ The policy file (YAML or TOML) states:
   raise_memory: {margin: 0.2, cap_mb: 65536}   # absent: off. A job held for memory (code 34, its reason naming
                                # its limit and peak), not manual and within the caps: RequestMemory raised to its
                                # peak + margin (at most cap_mb) with condor_qedit, then released; where that is no
-                               # more than its limit, the other decisions stand
+                               # more than its limit, or its peak is above cap_mb, the other decisions stand
 The site rule is what `jobaware hold policy --print` writes as SYSTEM_PERIODIC_RELEASE / SYSTEM_PERIODIC_REMOVE
 (with their _NAMES), so a site can compare the model with its rule. Codes not listed are left to a person. The defaults above are the typical rule the hold slice's baseline
 (jobaware.hold.baselines) scores: release transfer, startd and policy holds, at most three holds per job.
@@ -168,7 +168,8 @@ def model_call(policy: Policy, hold: Hold, p_release: float | None) -> Call:
 def memory_call(policy: Policy, hold: Hold, request_mb: int | None, peak_mb: int | None) -> Call:
     """What the policy's `raise_memory` does with a job held at `request_mb` with a peak of `peak_mb` (MB): raise
     (RequestMemory to the peak with the margin, at most the cap) and release; or none and why (off, another code,
-    no limit named, a manual code, past max_job_starts/max_holds, no more to give), and the other decisions stand."""
+    no limit or peak named, a manual code, past max_job_starts/max_holds, a peak above the cap, no more to give),
+    and the other decisions stand."""
     rule = policy.raise_memory
     if rule is None:
         return Call("none", "raise_memory off")
@@ -180,6 +181,11 @@ def memory_call(policy: Policy, hold: Hold, request_mb: int | None, peak_mb: int
         return Call("none", "manual_codes")
     if hold.job_starts >= policy.max_job_starts or hold.holds > policy.max_holds:
         return Call("none", "past max_job_starts/max_holds")
+    if peak_mb is None:
+        return Call("none", f"held at {request_mb} MB; no event names the job's peak")
+    if peak_mb > rule.cap_mb:
+        return Call("none", f"held at {request_mb} MB with a peak of {peak_mb} MB, above the cap of {rule.cap_mb} MB: "
+                            "raising it to the cap would not help")
     new = condor_request_memory(request_mb, peak_mb, rule.margin, rule.cap_mb)
     if new is None:
         return Call("none", f"held at {request_mb} MB with a peak of {peak_mb} MB: no more to give (peak + "

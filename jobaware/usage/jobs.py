@@ -99,6 +99,18 @@ class Filters:
 
 
 # ---------------------------------------------------------------- what happened
+MEASURES = ("elapsed_s", "time_limit_s", "cpus", "cpu_time_s", "mem_req_mib", "mem_used_mib", "nodes", "gpus")
+
+
+def _measured(found: dict) -> dict:
+    """`found` with each of its MEASURES that is not a finite number of at least 0 (a damaged record's -100,
+    NaN, '100') read as unknown, rather than shown or summed as a wrong number."""
+    def fit(value):
+        return value if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
+            and value >= 0 else None
+    return {**found, **{name: fit(found.get(name)) for name in MEASURES}}
+
+
 def facts(record: dict) -> dict:
     """What happened to a job of the store: its usage dict (accounting's word) with the final state and the times
     of its record; the record's own row where accounting said nothing (`accounted` False)."""
@@ -108,7 +120,7 @@ def facts(record: dict) -> dict:
         return next((v for v in values if v is not None), None)
 
     submit, start = record["submit_time"], row.get("start_time")
-    return {
+    return _measured({
         "job_id": record["job_id"], "cluster": record["cluster"], "name": row.get("name"), "user": row.get("user"),
         "account": row.get("account"), "partition": row.get("partition"),
         "array_job_id": usage.get("array_job_id"), "array_task_id": usage.get("array_task_id"),
@@ -124,16 +136,16 @@ def facts(record: dict) -> dict:
         "mem_used_mib": usage.get("mem_used_mib"), "mem_step": usage.get("mem_step"),
         "nodes": first(usage.get("nodes"), row.get("nodes_req")), "gpus": usage.get("gpus"),
         "accounted": bool(usage),
-    }
+    })
 
 
 def condor_facts(record: dict) -> dict:
     """What happened to an HTCondor job, from the follower's usage record."""
     usage = record["usage"]
-    return {**usage, "job_id": record["cluster"], "job": f"{record['cluster']}.{record['proc']}",
+    return _measured({**usage, "job_id": record["cluster"], "job": f"{record['cluster']}.{record['proc']}",
             "cluster": "htcondor", "name": None, "user": None, "account": None, "partition": None,
             "array_job_id": None, "array_task_id": None, "submit_time": None, "start_time": None,
-            "end_time": record["end_time"], "accounted": True}
+            "end_time": record["end_time"], "accounted": True})
 
 
 # ---------------------------------------------------------------- what was said before

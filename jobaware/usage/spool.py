@@ -36,6 +36,7 @@ TRIES = 8  # tries per mail: at 0, 30 s, 1.5 min, 3.5 min, ... about 64 minutes 
 FIRST_DELAY = 30.0  # seconds before the second try; each later wait twice the one before
 QUEUE, FAILED = "queue", "failed"
 PASS, WORKER = ".pass.lock", ".worker.lock"  # held during one pass over the queue; for a delivery's whole life
+ENTRY = {"id", "created", "to", "subject", "body", "tries", "next_try", "errors"}  # the keys a spooled mail has
 
 
 class NotYet(Exception):
@@ -152,7 +153,10 @@ class Spool:
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                found.append((path, json.loads(path.read_text(encoding="utf-8"))))
+                entry = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(entry, dict) or not ENTRY <= entry.keys():
+                    raise ValueError(f"expected an object with {', '.join(sorted(ENTRY))}")
+                found.append((path, entry))
             except (OSError, ValueError) as exc:
                 log.error("spool %s: not a spooled mail (%s); moved to %s", path, exc, self.failed)
                 if folder == self.queue:
@@ -205,7 +209,7 @@ def message(entry: dict, settings: Settings) -> EmailMessage:
     mail = EmailMessage(policy=email.policy.default.clone(max_line_length=998))
     mail["From"] = settings.sender
     mail["To"] = ", ".join(address(user, settings.domain) for user in entry["to"])
-    mail["Subject"] = entry["subject"]
+    mail["Subject"] = " ".join(entry["subject"].splitlines())  # a line break in a job's name would end the header
     mail["Date"] = formatdate(entry["created"], localtime=True)
     mail["Message-ID"] = make_msgid(idstring=entry["id"])
     mail["Auto-Submitted"] = "auto-generated"
@@ -255,7 +259,11 @@ def _attempt(spool: Spool, path: Path, entry: dict, settings: Settings, compose,
             return
         spool.update(path, entry)
     try:
-        send(message(entry, settings), settings)
+        try:
+            mail = message(entry, settings)
+        except (ValueError, TypeError) as exc:  # an address with a line break, a field of the wrong type
+            raise Undelivered(f"cannot be written as a mail: {exc}", permanent=True) from None
+        send(mail, settings)
     except Undelivered as exc:
         entry["tries"] += 1
         entry["errors"] = (entry["errors"] + [f"{time.strftime('%Y-%m-%d %H:%M:%S')} {exc}"])[-TRIES:]

@@ -163,6 +163,19 @@ def test_the_raise_leaves_manual_codes_and_jobs_past_the_caps_to_the_other_decis
     assert memory_call(Policy(), Hold(1, 0, 34, 0, job_starts=1, holds=1), 3072, 3070).action == "none"
 
 
+def test_a_peak_above_the_cap_or_no_peak_is_not_raised_and_says_why():
+    """Found by a hostile review: a peak of 5000 MB with a cap of 4096 MB raised RequestMemory to 4096 MB, below
+    what the job was seen to use (it would only be held again, one more start and hold spent), and the audit called
+    4096 MB 'peak + 20%'; a hold naming no peak read 'a peak of None MB'."""
+    policy, hold = Policy(raise_memory=RAISE), Hold(1, 0, 34, 0, job_starts=1, holds=1)
+    above = memory_call(policy, hold, 2048, 5000)
+    assert above.action == "none" and above.fired == "held at 2048 MB with a peak of 5000 MB, above the cap of 4096 MB: " \
+        "raising it to the cap would not help"
+    assert memory_call(policy, hold, 2048, 4000).memory_mb == 4096  # the peak fits under the cap: up to the cap
+    assert memory_call(policy, hold, 2048, 4096).memory_mb == 4096
+    assert memory_call(policy, hold, 2048, None).fired == "held at 2048 MB; no event names the job's peak"
+
+
 @pytest.mark.parametrize("text, words", [
     ("raise_memory: {margin: 0.2}\n", "raise_memory.cap_mb: field required"),
     ("raise_memory: {cap_mb: 4096, margin: -1}\n", "raise_memory.margin: input should be greater than or equal to 0"),

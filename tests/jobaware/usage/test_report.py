@@ -150,3 +150,24 @@ def test_an_array_of_ten_thousand_tasks_is_one_row(tmp_path):
     cpu = row["distribution"]["cpu_eff"]
     assert (cpu["n"], cpu["min"], cpu["median"], cpu["max"]) == (10_000, 0.0, pytest.approx(0.45), pytest.approx(0.9))
     assert row["distribution"]["mem_used_mib"]["max"] == 149.0 and len(found.points["cpu_eff"]) == 10_000
+
+
+def test_a_damaged_store_records_use_is_unknown_not_a_negative_or_garbled_number(tmp_path):
+    """Found by a hostile review: a store record with a negative elapsed, CPU time or memory (or one that is not a
+    number) was shown as ran '-1-23:58:20', time efficiency -17 %, -0.03 node-hours, and summed into the waste."""
+    from tests.jobaware.usage.conftest import record, usage
+
+    uri = str(tmp_path / "store")
+    with open_store(uri) as store:
+        store.put_record(record(301, NOW - 100, "dave", "COMPLETED", usage(-100, 600, 2, -5.0, 100.0, -3.0)))
+        garbled = record(302, NOW - 90, "dave", "COMPLETED", usage(100, 600, 2, float("nan"), 100.0, 3.0))
+        garbled["usage"]["elapsed_s"] = "100"
+        store.put_record(garbled)
+        found = report(store, Filters(users={"dave"}))
+        _, total = waste(store, Filters())
+    rows = {row["job"]: row for row in found.rows}
+    for job in ("301", "302"):
+        assert rows[job]["elapsed_s"] is None and rows[job]["cpu_time_s"] is None and rows[job]["time_eff"] is None
+        assert rows[job]["node_hours"] is None and rows[job]["cpu_eff"] is None
+    assert rows["301"]["mem_used_mib"] is None and rows["301"]["mem_eff"] is None and rows["302"]["mem_eff"] == 0.03
+    assert total["jobs"] == 2 and total["node_hours"] == 0.0

@@ -118,3 +118,25 @@ def test_a_flush_tries_every_mail_now_while_a_delivery_waits_for_its_retry(tmp_p
         assert send_due(spool, chosen, clock=clock).sent == 0  # not due yet
         assert send_due(spool, chosen, every=True, clock=clock).sent == 1  # `jobaware mail flush`
     assert len(inbox.mails) == 1 and spool.entries() == []
+
+
+def test_a_mail_that_cannot_be_written_is_kept_in_failed_and_the_others_still_go(tmp_path):
+    """A job name with a line break (`sbatch -J $'x\\nBcc: ...'`) reaches Slurm's subject: the subject goes on one
+    line; an address with a line break cannot be written at all and is given up on, kept with its error. Before,
+    either stopped the delivery with a ValueError, and every later mail waited behind it for ever."""
+    with smtp_server() as (inbox, port):
+        chosen = settings(tmp_path, port)
+        spool = Spool(chosen.spool)
+        spool.put(["alice"], "Slurm Job_id=1 Name=x\nBcc: eve@example.org Ended", "body", now=1.0)
+        spool.put(["bob\nBcc: eve@example.org"], "Slurm Job_id=2 Ended", "body", now=2.0)
+        spool.put(["carol"], "Slurm Job_id=3 Ended", "body", now=3.0)
+        (spool.queue / "0-not-an-entry.json").write_text("[]")
+        done = send_due(spool, chosen)
+        assert (done.sent, done.failed) == (2, 1) and spool.entries() == []
+    assert [mail["Subject"] for mail in inbox.mails] == ["Slurm Job_id=1 Name=x Bcc: eve@example.org Ended",
+                                                         "Slurm Job_id=3 Ended"]
+    assert [to for _, to in inbox.envelopes] == [["alice@example.org"], ["carol@example.org"]]
+    failed = {path.name: entry for path, entry in spool.entries(spool.failed)}
+    assert (spool.failed / "0-not-an-entry.json").read_text() == "[]"
+    [kept] = [entry for entry in failed.values() if entry["to"] == ["bob\nBcc: eve@example.org"]]
+    assert "cannot be written as a mail" in kept["errors"][-1]
