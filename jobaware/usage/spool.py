@@ -59,7 +59,7 @@ class Undelivered(Exception):
 class Settings:
     """Where and how mail goes: the SMTP server (`JOBAWARE_SMTP`, host[:port], default localhost:25), STARTTLS
     (`JOBAWARE_SMTP_STARTTLS=1`), a login (`JOBAWARE_SMTP_USER`, `JOBAWARE_SMTP_PASSWORD`), the sender
-    (`JOBAWARE_MAIL_FROM`, default jobaware@<this host>), the domain completing bare user names
+    (`JOBAWARE_MAIL_FROM`; empty: jobaware@<this host>, looked up when a mail is built), the domain completing bare user names
     (`JOBAWARE_MAIL_DOMAIN`) and the spool (`JOBAWARE_MAIL_SPOOL`, default $JOBAWARE_HOME/mail)."""
 
     host: str = "localhost"
@@ -85,7 +85,7 @@ class Settings:
         home = Path(env.get("JOBAWARE_HOME") or ".jobaware")
         return cls(host=host, port=int(port), starttls=env.get("JOBAWARE_SMTP_STARTTLS", "") in ("1", "yes", "true"),
                    user=env.get("JOBAWARE_SMTP_USER") or None, password=env.get("JOBAWARE_SMTP_PASSWORD") or None,
-                   sender=env.get("JOBAWARE_MAIL_FROM") or f"jobaware@{socket.getfqdn()}",
+                   sender=env.get("JOBAWARE_MAIL_FROM") or "",
                    domain=env.get("JOBAWARE_MAIL_DOMAIN") or None,
                    spool=Path(env.get("JOBAWARE_MAIL_SPOOL") or home / "mail"))
 
@@ -207,7 +207,9 @@ def message(entry: dict, settings: Settings) -> EmailMessage:
     """The mail of a spooled entry. Lines up to RFC 5322's 998 characters are not folded: Slurm's subjects stay
     on one line, and the text goes as it is (7bit) rather than quoted-printable."""
     mail = EmailMessage(policy=email.policy.default.clone(max_line_length=998))
-    mail["From"] = settings.sender
+    # the host's name only when a mail is built (by the delivery, never in MailProg's path: a resolver that does
+    # not answer would hold Slurm's mail program for its time-outs)
+    mail["From"] = settings.sender or f"jobaware@{socket.getfqdn()}"
     mail["To"] = ", ".join(address(user, settings.domain) for user in entry["to"])
     mail["Subject"] = " ".join(entry["subject"].splitlines())  # a line break in a job's name would end the header
     mail["Date"] = formatdate(entry["created"], localtime=True)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from jobaware.usage.spool import TRIES, WORKER, NotYet, Settings, Spool, delay, deliver, send_due
+from jobaware.usage.spool import TRIES, WORKER, NotYet, Settings, Spool, delay, deliver, message, send_due
 from tests.conftest import free_port
 from tests.smtp import smtp_server
 
@@ -31,7 +31,12 @@ class Clock:
 def test_settings_from_the_environment_and_one_line_errors(tmp_path):
     found = Settings.from_env({"JOBAWARE_SMTP": "mail.example.org", "JOBAWARE_HOME": str(tmp_path)})
     assert (found.host, found.port, found.spool) == ("mail.example.org", 25, tmp_path / "mail")
-    assert found.sender.startswith("jobaware@")
+    assert found.sender == ""  # no name lookup while spooling (MailProg's path): the delivery's mail says the host
+    import socket
+
+    entry = {"to": ["alice"], "subject": "s", "body": "b", "created": 0.0, "id": "x"}
+    assert message(entry, found)["From"] == f"jobaware@{socket.getfqdn()}"
+    assert message(entry, Settings(sender="hpc@example.org"))["From"] == "hpc@example.org"
     from jobaware.errors import InputError
 
     with pytest.raises(InputError, match=r"JOBAWARE_SMTP 'host:x': expected host\[:port\]"):
