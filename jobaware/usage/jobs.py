@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from jobaware.errors import UsageError
 from jobaware.store import JobStore
-from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies
+from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies, measured
 
 USAGE_STREAM = "htcondor.usage"  # where the HTCondor follower keeps terminated jobs' use
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([mhdw])$")
@@ -99,18 +99,6 @@ class Filters:
 
 
 # ---------------------------------------------------------------- what happened
-MEASURES = ("elapsed_s", "time_limit_s", "cpus", "cpu_time_s", "mem_req_mib", "mem_used_mib", "nodes", "gpus")
-
-
-def _measured(found: dict) -> dict:
-    """`found` with each of its MEASURES that is not a finite number of at least 0 (a damaged record's -100,
-    NaN, '100') read as unknown, rather than shown or summed as a wrong number."""
-    def fit(value):
-        return value if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) \
-            and value >= 0 else None
-    return {**found, **{name: fit(found.get(name)) for name in MEASURES}}
-
-
 def facts(record: dict) -> dict:
     """What happened to a job of the store: its usage dict (accounting's word) with the final state and the times
     of its record; the record's own row where accounting said nothing (`accounted` False)."""
@@ -120,7 +108,7 @@ def facts(record: dict) -> dict:
         return next((v for v in values if v is not None), None)
 
     submit, start = record["submit_time"], row.get("start_time")
-    return _measured({
+    return measured({
         "job_id": record["job_id"], "cluster": record["cluster"], "name": row.get("name"), "user": row.get("user"),
         "account": row.get("account"), "partition": row.get("partition"),
         "array_job_id": usage.get("array_job_id"), "array_task_id": usage.get("array_task_id"),
@@ -142,7 +130,7 @@ def facts(record: dict) -> dict:
 def condor_facts(record: dict) -> dict:
     """What happened to an HTCondor job, from the follower's usage record."""
     usage = record["usage"]
-    return _measured({**usage, "job_id": record["cluster"], "job": f"{record['cluster']}.{record['proc']}",
+    return measured({**usage, "job_id": record["cluster"], "job": f"{record['cluster']}.{record['proc']}",
             "cluster": "htcondor", "name": None, "user": None, "account": None, "partition": None,
             "array_job_id": None, "array_task_id": None, "submit_time": None, "start_time": None,
             "end_time": record["end_time"], "accounted": True})

@@ -31,6 +31,30 @@ MEM_STEPS = ((1024, 64), (8192, 256), (math.inf, 1024))  # MiB: below 1 GiB: 64 
 LOW_CPU = 0.5  # below this CPU efficiency a job with several CPUs is told how many it kept busy
 
 
+CENTURY = 100 * 365 * 86_400
+# each measure's largest believable value (seconds, CPUs, nodes, GPUs, MiB per node: a pebibyte)
+BOUNDS = {"elapsed_s": CENTURY, "time_limit_s": CENTURY, "cpu_time_s": 10**7 * CENTURY, "cpus": 10**7,
+          "nodes": 10**7, "gpus": 10**7, "mem_req_mib": 2**30, "mem_used_mib": 2**30}
+# CPU time beyond this many times what the CPUs allocated could give over the run (and a minute of rounding) is
+# accounting gone wrong, not a job: a job that escapes its cores' confinement may pass 1, never this
+CPU_SLACK = 2.0
+
+
+def measured(facts: dict) -> dict:
+    """`facts` with each of the BOUNDS' measures that is not a number from 0 to its bound (a damaged record's -100,
+    NaN, '100', 1e12 s), and a CPU time beyond CPU_SLACK x CPUs x elapsed, read as unknown rather than shown or
+    summed as a wrong number."""
+    def fit(name: str, value):
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return value if number and 0 <= value <= BOUNDS[name] else None
+
+    checked = {**facts, **{name: fit(name, facts.get(name)) for name in BOUNDS}}
+    cpus, elapsed, cpu_time = checked["cpus"], checked["elapsed_s"], checked["cpu_time_s"]
+    if cpu_time is not None and cpus and elapsed is not None and cpu_time > CPU_SLACK * cpus * elapsed + 60:
+        checked["cpu_time_s"] = None
+    return checked
+
+
 def _share(used: float | None, of: float | None) -> float | None:
     return used / of if used is not None and of else None
 

@@ -171,3 +171,23 @@ def test_a_damaged_store_records_use_is_unknown_not_a_negative_or_garbled_number
         assert rows[job]["node_hours"] is None and rows[job]["cpu_eff"] is None
     assert rows["301"]["mem_used_mib"] is None and rows["301"]["mem_eff"] is None and rows["302"]["mem_eff"] == 0.03
     assert total["jobs"] == 2 and total["node_hours"] == 0.0
+
+
+def test_a_measure_beyond_belief_is_unknown_not_a_huge_number(tmp_path):
+    """Found by a hostile review: a record with an elapsed of 1e12 s made 'report waste' total 277,777,777,777,778
+    node-hours, and sacct's TotalCPU of 99 days over 100 s on 2 CPUs gave a CPU efficiency of 4,276,800 %."""
+    from tests.jobaware.usage.conftest import record, usage
+
+    uri = str(tmp_path / "store")
+    with open_store(uri) as store:
+        store.put_record(record(401, NOW - 100, "erin", "COMPLETED", usage(10**12, 600, 2, 5.0, 100.0, 3.0)))
+        store.put_record(record(402, NOW - 90, "erin", "COMPLETED", usage(100, 600, 2, 99 * 86_400.0, 100.0, 2.0**31)))
+        store.put_record(record(403, NOW - 80, "erin", "COMPLETED", usage(100, 600, 2, 150.0, 100.0, 3.0)))
+        found = report(store, Filters(users={"erin"}))
+        _, total = waste(store, Filters())
+    rows = {row["job"]: row for row in found.rows}
+    assert rows["401"]["elapsed_s"] is None and rows["401"]["node_hours"] is None
+    assert rows["402"]["cpu_time_s"] is None and rows["402"]["cpu_eff"] is None  # beyond twice what 2 CPUs give
+    assert rows["402"]["mem_used_mib"] is None and rows["402"]["mem_eff"] is None  # two pebibytes a node
+    assert rows["403"]["cpu_eff"] == 0.75 and rows["403"]["elapsed_s"] == 100
+    assert total["node_hours"] < 1
