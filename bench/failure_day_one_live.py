@@ -243,7 +243,7 @@ def stored_ends(uri: str, ids: set[int]) -> dict[int, dict]:
 def said_fail(uri: str) -> pd.DataFrame:
     """Per finished, labelled job of the store: submit time, failed, and what the served model said (p_fail, flag)."""
     from jobaware.card import said
-    from jobaware.jobtable.schema import FAILURES
+    from jobaware.failure.schema import FAILURES
     from jobaware.store import open_store
 
     rows = []
@@ -296,7 +296,7 @@ def site_only(jobs: pd.DataFrame, half: int) -> tuple[dict, str]:
 
 def measure(uri: str, home: Path, work: Path) -> None:
     from jobaware.failure.reader import read_jobs
-    from jobaware.jobtable.schema import OUTCOMES
+    from jobaware.failure.schema import OUTCOMES
 
     env = {**os.environ, "JOBAWARE_HOME": str(home)}
     live = json.loads(subprocess.run([JOBAWARE, "failure", "accuracy", "--store", uri, "--json"], env=env,

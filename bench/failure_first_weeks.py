@@ -52,10 +52,10 @@ from jobaware.failure.bundle import FailureBundle  # noqa: E402
 from jobaware.failure.capability import GATE_MARGIN, MIN_EVAL_ROWS  # noqa: E402
 from jobaware.failure.evaluate import auc_difference, metrics  # noqa: E402
 from jobaware.failure.features import FEATURES  # noqa: E402
+from jobaware.failure.schema import OUTCOMES  # noqa: E402
 from jobaware.failure.train import FeatureTable, featurize, featurize_file, fit  # noqa: E402
 from jobaware.fit import PUBLIC_SUFFIX, public_traces  # noqa: E402
 from jobaware.jobtable.common import to_canonical_dtypes  # noqa: E402
-from jobaware.jobtable.schema import OUTCOMES  # noqa: E402
 
 WINDOWS = ((0, 7), (7, 14), (14, 28), (28, 56), (56, 91))  # days since the site's first job
 MODELS = ("public, no store", "public", "site only", "site + public")

@@ -19,7 +19,7 @@ import numpy as np
 from jobaware.card import said
 from jobaware.failure.card import level
 from jobaware.failure.operating import at_flags, expected_calibration_error
-from jobaware.jobtable.schema import FAILURES
+from jobaware.failure.schema import FAILURES
 from jobaware.store import JobStore
 
 

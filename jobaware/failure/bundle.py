@@ -17,8 +17,8 @@ from jobaware.failure.capability import FEATURE_VERSION
 from jobaware.failure.features import CATEGORICAL, build_features
 from jobaware.failure.model import PROBABILITIES, FailureModel
 from jobaware.failure.online import OnlineFeatures
+from jobaware.failure.schema import FAILURES
 from jobaware.jobtable.common import NAT, JobColumns, to_canonical_dtypes
-from jobaware.jobtable.schema import FAILURES
 from jobaware.model import Bundle
 
 HISTORY_JOBS = 200_000
@@ -133,7 +133,8 @@ def signature():
     from mlflow.models import ModelSignature
     from mlflow.types import ColSpec, Schema
 
-    from jobaware.jobtable.schema import INTEGER, NUMERIC, OUTCOMES, SUBMIT_FIELDS, TIME_COLUMNS
+    from jobaware.failure.schema import OUTCOMES, SUBMIT_FIELDS
+    from jobaware.jobtable.schema import INTEGER, NUMERIC, TIME_COLUMNS
 
     def kind(field: str) -> str:
         if field == "job_id":
@@ -153,8 +154,9 @@ def input_example(bundle) -> pd.DataFrame:
     """The three most recent jobs of the bundled history (or, for a bundle without history, the capability's
     example request), as submit-time records of the signature's types."""
     from jobaware.failure.capability import CAPABILITY
+    from jobaware.failure.schema import SUBMIT_FIELDS
     from jobaware.jobtable.common import to_canonical_dtypes
-    from jobaware.jobtable.schema import INTEGER, NUMERIC, SUBMIT_FIELDS
+    from jobaware.jobtable.schema import INTEGER, NUMERIC
 
     history = bundle.history if len(bundle.history) else to_canonical_dtypes(pd.DataFrame(CAPABILITY.example[1]["jobs"]))
     frame = history.sort_values("submit_time").tail(3)[list(SUBMIT_FIELDS)].copy()

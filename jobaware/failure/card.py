@@ -19,7 +19,7 @@ another, with no import of its slice) and takes its `remedies` for the likely fa
 from __future__ import annotations
 
 from jobaware.card import NotApplicable
-from jobaware.jobtable.schema import FAILURES
+from jobaware.failure.schema import FAILURES
 
 LIKELY = 0.5  # "likely" is said only of a risk at least this high (more likely than not, calibrated)
 MIN_SITE_JOBS = 20  # finished jobs in the store before their failure share is the site's usual

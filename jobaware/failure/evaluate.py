@@ -23,7 +23,7 @@ from sklearn.metrics import (  # noqa: E402
 )
 
 from jobaware.failure.operating import at_threshold, expected_calibration_error
-from jobaware.jobtable.schema import OUTCOMES
+from jobaware.failure.schema import OUTCOMES
 
 
 def auc_difference(failed: np.ndarray, first: np.ndarray, second: np.ndarray, level: float = 0.9) -> dict:

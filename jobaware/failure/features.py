@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.failure.history import EVENT, STATE, EntityStates, Timeline, end_events, log_mem_per_proc
-from jobaware.jobtable.schema import OUTCOMES
+from jobaware.failure.schema import OUTCOMES
 
 # history is kept per user, account, job name (SWF: executable), QoS and partition, and also per
 # "job class" (the same user resubmitting the same shape of job: a stand-in where names are missing)

@@ -19,7 +19,8 @@ import numba
 import numpy as np
 import pandas as pd
 
-from jobaware.jobtable.schema import FAILURES, UNFINISHED
+from jobaware.failure.schema import FAILURES
+from jobaware.jobtable.schema import UNFINISHED
 from jobaware.store.export import never_started
 
 RECENT = 5

@@ -23,8 +23,8 @@ from jobaware.errors import JobawareError
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, PORTABLE
 from jobaware.failure.operating import choose_threshold
 from jobaware.failure.params import check_params
+from jobaware.failure.schema import FAILURES, OUTCOMES
 from jobaware.failure.trees import ArrayTrees
-from jobaware.jobtable.schema import FAILURES, OUTCOMES
 
 MIN_CALIBRATION_ROWS = 100
 # a failure kind with fewer training jobs than this is learnt as FAILED: a few examples teach the trees nothing of

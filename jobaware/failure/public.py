@@ -21,8 +21,9 @@ import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
 from jobaware.failure.reader.dispatch import PARQUET_OPTIONS, account, iter_batches
+from jobaware.failure.schema import FAILURES
 from jobaware.fit import public_traces
-from jobaware.jobtable.schema import CANONICAL, FAILURES
+from jobaware.jobtable.schema import CANONICAL
 from jobaware.reading import QUARANTINE, ReadReport
 
 TABLE = "public_jobs"

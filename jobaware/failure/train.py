@@ -27,10 +27,11 @@ from jobaware.failure.evaluate import auc_difference, metrics, plots
 from jobaware.failure.features import CATEGORICAL, FEATURES, NUMERIC, Featurizer, build_features, labels
 from jobaware.failure.model import FailureModel, baselines, rare_kinds_as_failed, time_split
 from jobaware.failure.params import check_params
+from jobaware.failure.schema import OUTCOMES, jobs_table
 from jobaware.failure.synth import TRUTH_FOR_SCORES, bayes_scores, truth_path
 from jobaware.fit import PUBLIC_SUFFIX, public_traces
 from jobaware.jobtable.common import to_canonical_dtypes
-from jobaware.jobtable.schema import COLUMNS, OUTCOMES, jobs_table
+from jobaware.jobtable.schema import COLUMNS
 from jobaware.model import Evaluation
 from jobaware.progress import Progress, from_prints
 from jobaware.steps import READ_REPORT

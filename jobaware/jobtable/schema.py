@@ -3,11 +3,7 @@ published files, SWF traces, live `squeue`/`sacct` records), and the bounds ever
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
-
-from jobaware.errors import JobawareError
 
 TIME_COLUMNS = ("submit_time", "start_time", "end_time")
 
@@ -74,17 +70,9 @@ def number_problem(column: str, value: int | float) -> str | None:
     return None
 
 
-# Facts known only after a job ran: they label a job and feed the history of later jobs, never its own features.
-POST_RUN = ("start_time", "end_time", "run_time", "state")
-
-# Fields a scheduler knows when the job is submitted; what a prediction request may carry.
-SUBMIT_FIELDS = tuple(c for c in COLUMNS if c not in POST_RUN)
-
-OUTCOMES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL")
-FAILURES = OUTCOMES[1:]
-# Ended by a person or the scheduler's policy rather than by the job: kept for history, not used as labels.
-NOT_LABELS = ("CANCELLED", "PREEMPTED", "REQUEUED", "BOOT_FAIL", "DEADLINE", "REVOKED")
-STATES = OUTCOMES + NOT_LABELS + ("PENDING", "RUNNING", "SUSPENDED")
+# Slurm's job states the table may hold (end states, then those of a job still in the queue)
+STATES = ("COMPLETED", "FAILED", "TIMEOUT", "OUT_OF_MEMORY", "NODE_FAIL", "CANCELLED", "PREEMPTED", "REQUEUED",
+          "BOOT_FAIL", "DEADLINE", "REVOKED", "PENDING", "RUNNING", "SUSPENDED")
 # States of a job that has not finished (Slurm's transient ones included): no outcome, no history yet.
 UNFINISHED = ("PENDING", "RUNNING", "SUSPENDED", "CONFIGURING", "COMPLETING", "REQUEUED", "RESIZING")
 
@@ -113,11 +101,3 @@ _LEAP_YEAR = r"(?:19(?:7[26]|8[048]|9[26])|20(?:[02468][048]|[13579][26]))"
 _MONTH_DAY = r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
 TIME_TEXT_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
                      r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]$")
-
-
-def jobs_table(dataset: str | Path) -> Path:
-    """The one canonical job table of a dataset folder (NREL- or SWF-sourced)."""
-    tables = sorted(Path(dataset).glob("*_jobs.parquet"))
-    if len(tables) != 1:
-        raise JobawareError(f"{dataset}: expected one canonical job table, found {len(tables)}")
-    return tables[0]

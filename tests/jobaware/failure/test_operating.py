@@ -9,7 +9,7 @@ from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_sc
 from jobaware.failure.evaluate import metrics
 from jobaware.failure.operating import at_threshold, choose_threshold, expected_calibration_error
 from jobaware.failure.reader import read_jobs
-from jobaware.jobtable.schema import OUTCOMES
+from jobaware.failure.schema import OUTCOMES
 from tests.conftest import KTH
 
 P_FAIL = np.array([0.9, 0.8, 0.8, 0.6, 0.4, 0.3, 0.2, 0.1])

@@ -5,8 +5,8 @@ import pytest
 
 from jobaware import steps
 from jobaware.errors import ContractError
+from jobaware.failure.schema import jobs_table
 from jobaware.failure.train import featurize_file
-from jobaware.jobtable.schema import jobs_table
 from jobaware.reading import QUARANTINE
 from tests.conftest import KTH, NREL_CSV
 
