@@ -184,7 +184,8 @@ def read_eagle(path: str | Path) -> tuple[pd.DataFrame, list[Problem], list[dict
         frames.append(eagle_jobs(batch.frame, batch.lines, Path(path).stem))
         problems += batch.problems
         quarantined += batch.quarantined
-    return pd.concat(frames, ignore_index=True), problems, quarantined
+    jobs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(SIZING_JOBS.names))
+    return jobs, problems, quarantined
 
 
 def read_source(path: str) -> tuple[pd.DataFrame, list[Problem], list[dict]]:

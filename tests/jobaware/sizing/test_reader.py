@@ -139,3 +139,13 @@ def test_a_folder_s_csv_that_is_no_job_table_is_left_out_and_refused_when_named(
     assert source_paths(str(tmp_path)) == [str(tmp_path / "eagle.csv")]
     with pytest.raises(InputError, match=r"workflows.csv: not a Standard Workload Format trace .*, an NREL Eagle job table"):
         source_paths(str(tmp_path / "workflows.csv"))
+
+
+def test_an_eagle_table_with_a_header_alone_has_no_jobs_and_no_error(tmp_path):
+    from jobaware.sizing.reader import read_source
+    from tests.conftest import NREL_CSV
+
+    table = tmp_path / "empty.csv"
+    table.write_text(NREL_CSV.read_text().splitlines()[0] + "\n")
+    jobs, problems, quarantined = read_source(str(table))
+    assert list(jobs.columns) == list(SIZING_JOBS.names) and not len(jobs) and not problems and not quarantined
