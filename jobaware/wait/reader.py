@@ -103,16 +103,19 @@ def ingest(sources: list[str] | str, out_dir: str | Path, *, strict: bool = Fals
 # ---------------------------------------------------------------- a live queue: squeue --json
 SQUEUE_RUNNING = ("RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED")
 HELD = ("JobHeldUser", "JobHeldAdmin", "BeginTime", "Dependency", "DependencyNeverSatisfied")
+NO_VAL = 4_294_967_294  # Slurm's 32-bit "not set" (INFINITE is one more): how 22.05 writes a limit it has not
 
 
 def _number(value):
     """A number of squeue --json: plain (Slurm 22.05) or wrapped {"set", "infinite", "number"} (later versions);
-    None when unset, infinite or not a number."""
+    None when unset, infinite (wrapped, or 22.05's raw NO_VAL and INFINITE) or not a number."""
     if isinstance(value, dict):
         if not value.get("set", True) or value.get("infinite"):
             return None
         value = value.get("number")
-    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    return value if value < NO_VAL else None
 
 
 def _squeue_job(record: dict, where: str) -> dict:
@@ -121,13 +124,13 @@ def _squeue_job(record: dict, where: str) -> dict:
     job_id = _number(record.get("job_id"))
     if job_id is None or job_id < 0:
         raise InputError(f"{where}.job_id: expected a job number, got {record.get('job_id')!r}")
-    limit = _number(record.get("time_limit"))  # minutes
+    limit = _number(record.get("time_limit"))  # minutes; 0 is `--time=0`, no limit
     cpus = _number(record.get("cpus"))
     state = record.get("job_state")
     state = state[0] if isinstance(state, list) and state else state
     job = {"job_id": int(job_id), "user": record.get("user_name") or None, "group": record.get("account") or None,
            "queue": record.get("partition") or None, "processors_req": max(int(cpus), 1) if cpus else 1,
-           "wallclock_req": float(limit) * 60 if limit is not None and limit >= 0 else None,
+           "wallclock_req": float(limit) * 60 if limit is not None and limit > 0 else None,
            "submit_time": _number(record.get("submit_time")), "state": str(state or ""),
            "reason": str(record.get("state_reason") or ""), "priority": _number(record.get("priority")),
            "eligible_time": _number(record.get("eligible_time")), "start_time": _number(record.get("start_time"))}

@@ -176,3 +176,18 @@ def test_words_for_a_range():
     assert words({**part, "status": "unavailable"}, {}) is None
     assert [duration(s) for s in (45, 2400, 9000, 46800, 3 * 86400, 30 * 86400)] == [
         "45 s", "40 min", "2.5 h", "13 h", "3 days", "30 days"]
+
+
+@pytest.mark.parametrize("unlimited", [4294967295, 4294967294, 0])
+def test_a_time_limit_slurm_22_05_writes_for_no_limit_is_no_limit_not_eight_thousand_years(trained, unlimited):
+    """Slurm 22.05's squeue --json writes a job without a time limit as the raw 32-bit INFINITE (NO_VAL when unset),
+    and `--time=0` asks for no limit: none of them is a limit in minutes. A running job so written in the queue once
+    made /wait refuse the snapshot (the wait part lost for every pending job of the cluster); the job itself was read
+    as asking 8,000 years, or 0 s."""
+    records = _snapshot()
+    records[1]["time_limit"] = unlimited  # the running job ahead
+    ask = Ask(trained[0])
+    part = answer({"job_id": 3, "job": {**records[2], "time_limit": unlimited}, "queue": records}, ask)
+    [body] = ask.bodies
+    assert "wallclock_req" not in body["jobs"][0] and "wallclock_req" not in body["running"][0]
+    assert part["wait_s"] >= 0 and part["why"] == "nothing ahead; 0 of 8 processors free"
