@@ -27,16 +27,17 @@ from jobaware.sizing.advice import (
 )
 
 WAIT = "wait"  # the capability whose card part says when a pending job is likely to start (its `wait_s`)
+NO_VAL = 4_294_967_294  # Slurm's 32-bit "not set" (INFINITE is one more): how 22.05 writes a limit it has not
 
 
 def _number(value) -> float | None:
     """A number of a job record: plain, or Slurm's `{"set": true, "infinite": false, "number": n}`; None when
-    unset, infinite, not a number or not above 0."""
+    unset, infinite (wrapped, or 22.05's raw NO_VAL and INFINITE), not a number or not above 0."""
     if isinstance(value, dict):
         if value.get("set") is False or value.get("infinite"):
             return None
         value = value.get("number")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < NO_VAL:
         return None
     return float(value)
 

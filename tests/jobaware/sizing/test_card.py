@@ -42,6 +42,20 @@ def test_the_request_is_read_from_an_squeue_record_or_a_canonical_row():
     parse_body(SizeRequest, {"jobs": [request_of(SQUEUE_JOB), request_of(row), request_of(captured)]})
 
 
+@pytest.mark.parametrize("unlimited", [4294967295, 4294967294])
+def test_a_time_limit_slurm_22_05_writes_for_no_limit_is_no_time_asked(trained, unlimited):
+    """Slurm 22.05 writes a job without a time limit as the raw 32-bit INFINITE (NO_VAL when unset): no time
+    asked, so the part answers for memory alone; it was read as 8,000 years, which /size refused (no part)."""
+    request = request_of({**SQUEUE_JOB, "time_limit": unlimited})
+    assert "time_asked_s" not in request and request["mem_asked_per_cpu_mb"] == 4096.0
+    with JsonServer(_sized(trained[0])) as server, cards.Services({"sizing": server.url}) as services:
+        card = cards.make_card({"job_id": 42, "job": {**SQUEUE_JOB, "time_limit": unlimited}}, services,
+                               keys=["sizing"])
+    part = card["parts"]["sizing"]
+    assert part["status"] == "ok" and "time_asked_s" not in part and part["mem_per_cpu_mb"] < 4096
+    assert card["short"].startswith(f"{cards.MARK}ask --mem-per-cpu=") and "--time" not in card["short"]
+
+
 def test_the_words_name_only_what_is_smaller_than_asked():
     part = {"status": "ok", "time_s": 11_400, "time_asked_s": 86_400.0, "mem_per_cpu_mb": 2389.2,
             "mem_asked_per_cpu_mb": 4096.0, "coverage": 0.95}
