@@ -49,15 +49,16 @@ def smaller_time(row: dict) -> int | None:
 
 
 def sbatch_message(row: dict, sooner_s: float | None = None) -> str | None:
-    """The line `cli_filter.lua` prints at `sbatch` for a /size answer row, e.g. `asked 24:00:00; 92 % of jobs
-    like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner` (the share is the job's own
+    """The line `cli_filter.lua` prints at `sbatch` for a /size answer row, e.g. `jobs like this asking 24:00:00:
+    92 % ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner` (the share is the job's own
     `time_fit`); `sooner_s`: how much sooner the `wait` capability expects the smaller request to start (the clause
     is left out when unknown or under a minute). None where there is nothing to say: no recommendation, or one no
-    smaller than the request."""
+    smaller than the request. The line names the request it was made for: the cache gives it to any job of the
+    same shape (times within a factor of two) or the nearest one, whose own `--time` may differ."""
     suggested = smaller_time(row)
     if suggested is None:
         return None
-    line = (f"asked {clock(row['time_asked_s'])}; {percent(fit(row, 'time_fit'))} of jobs like this ended within "
+    line = (f"jobs like this asking {clock(row['time_asked_s'])}: {percent(fit(row, 'time_fit'))} ended within "
             f"{clock(row['time_s'])}; --time={clock(suggested)}")
     return line + (f" would likely start {hours(sooner_s)} sooner" if sooner_s and sooner_s >= 60 else " would do")
 

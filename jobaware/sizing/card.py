@@ -142,7 +142,7 @@ def shown(part: dict) -> str:
 
 
 def advice(part: dict, history: dict) -> str | None:
-    """At `sbatch`: `asked 24:00:00; 92 % of jobs like this ended within 3:10:00; --time=3:30:00 would likely start
+    """At `sbatch`: `jobs like this asking 24:00:00: 92 % ended within 3:10:00; --time=3:30:00 would likely start
     ~2 h sooner` (`would do` where `wait` said nothing or too little)."""
     if part["status"] != "ok":
         return None

@@ -17,9 +17,9 @@ KEPT = {**ROW, "time_s": 86_400, "time_fit": 1.0, "mem_per_cpu_mb": 4096, "mem_f
 
 def test_the_sbatch_message_has_the_exact_values_and_the_jobs_own_probability():
     assert sbatch_message(ROW, sooner_s=7_300) == (
-        "asked 24:00:00; 92 % of jobs like this ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner")
-    assert sbatch_message(ROW) == "asked 24:00:00; 92 % of jobs like this ended within 3:10:00; --time=3:30:00 would do"
-    assert sbatch_message({**ROW, "time_fit": None}).startswith("asked 24:00:00; 95 % of jobs")  # older answers
+        "jobs like this asking 24:00:00: 92 % ended within 3:10:00; --time=3:30:00 would likely start ~2 h sooner")
+    assert sbatch_message(ROW) == "jobs like this asking 24:00:00: 92 % ended within 3:10:00; --time=3:30:00 would do"
+    assert sbatch_message({**ROW, "time_fit": None}).startswith("jobs like this asking 24:00:00: 95 % ended")  # older answers
     assert sbatch_message(KEPT) is None and sbatch_message({**ROW, "time_s": 86_000}) is None  # nothing smaller
     assert sbatch_message({**ROW, "time_s": None, "note": "no history: no recommendation"}) is None
 

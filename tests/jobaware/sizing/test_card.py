@@ -90,7 +90,7 @@ def test_the_card_asks_a_real_size_service_and_says_it(trained):
     assert card["short"] == (f"{cards.MARK}ask --time={time_asked} --mem-per-cpu={part['mem_per_cpu_mb']}M "
                              "(asked 24:00:00, 4096M)")
     assert cards.table(card)[0]["answer"].startswith(f"fits --time={time_asked} (")
-    assert cards.advice(card).startswith("asked 24:00:00; ") and f"--time={time_asked} would do" in cards.advice(card)
+    assert cards.advice(card).startswith("jobs like this asking 24:00:00: ") and f"--time={time_asked} would do" in cards.advice(card)
     assert unknown["parts"]["sizing"]["note"] == "no history: no recommendation"
     assert cards.table(unknown)[0]["answer"] == "no history: no recommendation" and unknown["short"] == cards.MARK
     assert empty["parts"]["sizing"] == {"status": "not_applicable", "reason": "no job record"}
