@@ -67,6 +67,7 @@ def root(version: Annotated[bool, typer.Option("--version", callback=_print_vers
 
     Example: jobaware pipeline run all
     """
+    config.load_site_settings()  # /etc/jobaware/jobaware.env (or JOBAWARE_CONFIG) under the environment
 
 
 def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:

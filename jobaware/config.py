@@ -1,17 +1,128 @@
-"""Runtime configuration from environment variables, with the embedded defaults."""
+"""Runtime configuration: the site's settings file, where jobaware keeps its state, and whom it trusts with it.
+
+Every user of a cluster can write files that a root command might read. So the home is never taken from the current
+folder (a user's folder may hold a planted registry): it is JOBAWARE_HOME, else `/var/lib/jobaware` for root, else
+`$XDG_DATA_HOME/jobaware` (`~/.local/share/jobaware`). A home, registry, store or spool whose folder (or a folder
+above it) another user owns or may write is refused in one line (`Untrusted`).
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from pathlib import Path
+
+from jobaware.errors import JobawareError
+
+SETTINGS_FILE = "/etc/jobaware/jobaware.env"
+SITE_HOME = "/var/lib/jobaware"
+_NAME = re.compile(r"[A-Z_][A-Z0-9_]{0,99}")
+_trusted: set[tuple[str, bool]] = set()  # folders already checked in this process
+
+
+class Untrusted(JobawareError):
+    """A folder or file jobaware would read or write is owned or writable by another user; nothing was opened."""
+
+
+def read_settings(path: str | Path) -> dict[str, str]:
+    """The `NAME=value` lines of a settings file (systemd's EnvironmentFile: `#` comments, quotes taken off); {} when
+    it is absent or not readable by the caller (a user cannot read the site's credentials). A file another user may
+    write is refused: its values would choose what root runs and where it writes."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (FileNotFoundError, PermissionError, IsADirectoryError):
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobawareError(f"{path}: cannot read the settings ({exc})") from None
+    trusted(path, "the settings file", group_write=False)
+    values = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, equals, value = line.partition("=")
+        name, value = name.strip().removeprefix("export "), value.strip()
+        if not equals or not _NAME.fullmatch(name.strip()):
+            raise JobawareError(f"{path}, line {number}: not a NAME=value setting")
+        if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[name.strip()] = value
+    return values
+
+
+def site_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings every command reads: JOBAWARE_CONFIG (default /etc/jobaware/jobaware.env), then the credentials
+    file it or the environment names (JOBAWARE_CREDENTIALS, 0640 root:jobaware on a site), under `environ` (the
+    process's own environment wins)."""
+    environ = dict(os.environ if environ is None else environ)
+    values = read_settings(environ.get("JOBAWARE_CONFIG") or SETTINGS_FILE)
+    credentials = environ.get("JOBAWARE_CREDENTIALS") or values.get("JOBAWARE_CREDENTIALS")
+    if credentials:
+        values.update(read_settings(credentials))
+    return {**values, **environ}
+
+
+def load_site_settings() -> None:
+    """The site's settings into this process's environment, under what it already holds (once, at a command's start)."""
+    for name, value in site_settings().items():
+        os.environ.setdefault(name, value)
+
+
+def trusted(path: Path, what: str, group_write: bool = True) -> Path:
+    """`path` when it and every folder above it are owned by the caller or root and writable by no one else (a
+    sticky folder such as /tmp aside); group write is allowed only where `group_write` (the store and the spool are
+    shared by the jobaware group; the registry and settings are not, but for root's group). Else `Untrusted`."""
+    key = (str(path), group_write)
+    if key in _trusted:
+        return path
+    me = os.geteuid()
+    for index, folder in enumerate([path, *path.parents]):
+        try:
+            info = os.stat(folder)
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise Untrusted(f"{what} {path}: cannot check {folder} ({exc.strerror})") from None
+        where = f"{what} {path}" + ("" if index == 0 else f": the folder above it, {folder},")
+        if info.st_uid not in (0, me):
+            raise Untrusted(f"{where} is owned by {_owner(info.st_uid)}, not by you or root: refused (another user "
+                            "could plant what jobaware reads there)")
+        sticky = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+        if info.st_mode & stat.S_IWOTH and not (index and sticky):
+            raise Untrusted(f"{where} is writable by every user: refused (chmod o-w)")
+        if index == 0 and not group_write and info.st_mode & stat.S_IWGRP and info.st_gid != 0:
+            raise Untrusted(f"{where} is writable by its group: refused (chmod g-w; the group's members could "
+                            "change what root and the services load)")
+    _trusted.add(key)
+    return path
+
+
+def _owner(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} ({uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def default_home() -> Path:
+    """Root's is the site's, /var/lib/jobaware; a user's is $XDG_DATA_HOME/jobaware (~/.local/share/jobaware)."""
+    if os.geteuid() == 0:
+        return Path(SITE_HOME)
+    data = os.environ.get("XDG_DATA_HOME", "")
+    return (Path(data) if Path(data).is_absolute() else Path.home() / ".local" / "share") / "jobaware"
 
 
 def home(create: bool = True) -> Path:
-    """JOBAWARE_HOME, default `.jobaware/` in the working directory; created only when asked to."""
-    path = Path(os.environ.get("JOBAWARE_HOME", ".jobaware")).resolve()
+    """JOBAWARE_HOME, else `default_home()`; checked as trusted, created (0700) only when asked to."""
+    given = os.environ.get("JOBAWARE_HOME")
+    path = (Path(given).expanduser() if given else default_home()).resolve()
     if create:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return trusted(path, "JOBAWARE_HOME")
 
 
 def tracking_uri(create: bool = True) -> str:
@@ -24,14 +135,26 @@ def local_store(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
-def artifact_root() -> str:
-    return (home() / "artifacts").as_uri()
+def local_registry(uri: str) -> Path | None:
+    """The database file of a local (SQLite) registry, its folder checked: models are loaded from there, so no one
+    but its owner (the caller or root) may write it."""
+    store = local_store(uri)
+    if store is not None:
+        trusted(store.resolve().parent, "the model registry", group_write=False)
+    return store
+
+
+def artifact_root(uri: str) -> str:
+    """Where a local registry keeps its models' files: `artifacts/` beside its database."""
+    store = local_registry(uri)
+    assert store is not None, "artifact_root is for a local (SQLite) registry"
+    return (store.resolve().parent / "artifacts").as_uri()
 
 
 def logs_dir() -> Path:
     path = home() / "logs"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    path.mkdir(exist_ok=True)
+    return trusted(path, "the logs folder")
 
 
 def service_url(key: str, keys: list[str]) -> str:
@@ -42,5 +165,5 @@ def service_url(key: str, keys: list[str]) -> str:
 
 def audit_dir() -> Path:
     path = home() / "audit"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    path.mkdir(exist_ok=True)
+    return trusted(path, "the audit folder")

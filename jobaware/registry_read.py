@@ -96,7 +96,7 @@ def _open(path: str) -> _Store | None:
 
 def _store() -> _Store | None:
     """The embedded store, or None where MLflow's client must read (not SQLite, or an unknown schema)."""
-    path = config.local_store(config.tracking_uri(create=False))
+    path = config.local_registry(config.tracking_uri(create=False))
     if path is None:
         return None
     if not path.is_file():

@@ -49,7 +49,7 @@ def mlflow_client(create: bool = False):
     import mlflow
 
     uri = config.tracking_uri(create=create)
-    store = config.local_store(uri)
+    store = config.local_registry(uri)
     if store is not None and not create and not store.is_file():
         raise JobawareError(f"no MLflow store at {store} (JOBAWARE_HOME={config.home(create=False)}); "
                             "run a pipeline first, or set JOBAWARE_HOME or MLFLOW_TRACKING_URI to the store you use")
@@ -71,8 +71,9 @@ def experiment_id(key: str) -> str:
     found = client.get_experiment_by_name(name)
     if found:
         return found.experiment_id
-    local = config.local_store(config.tracking_uri()) is not None
-    return client.create_experiment(name, artifact_location=f"{config.artifact_root()}/{name}" if local else None)
+    uri = config.tracking_uri()
+    local = config.local_store(uri) is not None
+    return client.create_experiment(name, artifact_location=f"{config.artifact_root(uri)}/{name}" if local else None)
 
 
 class BundleModel(mlflow.pyfunc.PythonModel):

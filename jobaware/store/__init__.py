@@ -9,13 +9,15 @@ state and where that came from; predictions and outcomes join on the same key; d
 audits (event streams) beside them.
 
 Store URIs: `redis://host:port/db` (also `rediss://`, `unix://`); `sqlite:PATH` and `folder:PATH` name a backend;
-a plain PATH is the folder log where PATH holds one (`jobs.log`), else SQLite (created when missing).
+a plain PATH is the folder log where PATH holds one (`jobs.log`), else SQLite (created when missing). A local store
+whose folder another user owns or may write is refused (`jobaware.config.trusted`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from jobaware.config import trusted
 from jobaware.errors import JobawareError
 from jobaware.store.base import FINAL_SOURCES, JobKey, JobStore
 
@@ -68,6 +70,7 @@ def open_store(uri: str) -> JobStore:
         from jobaware.store.redis import RedisStore
 
         return RedisStore(where)
+    trusted(Path(where).resolve(), "the job store")  # it holds every batch script and what the daemons act on
     if kind == "folder":
         from jobaware.store.local import LocalStore
 
