@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
+import stat
 import subprocess
 import threading
 import time
@@ -149,16 +152,36 @@ def _plain_int(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def said_memory(path) -> bool:
-    """Whether the job's error file (when this host can read it) ends with Slurm's words for a memory kill."""
-    if not isinstance(path, str) or not path:
+def said_memory(path, owner) -> bool:
+    """Whether the job's error file ends with Slurm's words for a memory kill. The path is the job owner's to choose,
+    and the collector may run as root: only a regular file that the job's owner (`owner`, a uid) owns is read, never
+    through a final symbolic link, never blocking (a FIFO or a device is not read), at most its last ERROR_TAIL
+    bytes."""
+    if not isinstance(path, str) or not path.startswith("/") or "\0" in path or not _is_uid(owner):
         return False
     try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, handle.seek(0, 2) - ERROR_TAIL))
-            return memory_killed(handle.read(ERROR_TAIL).decode(errors="replace"))
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         return False
+    with os.fdopen(descriptor, "rb") as handle:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode) or found.st_uid != owner:
+            return False
+        try:
+            handle.seek(max(0, found.st_size - ERROR_TAIL))
+            return memory_killed(handle.read(ERROR_TAIL).decode(errors="replace"))
+        except OSError:
+            return False
+
+
+def _is_uid(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32
+
+
+def scontrol_uid(user_id: str | None) -> int | None:
+    """The uid of `scontrol show job`'s `UserId=name(uid)`."""
+    found = re.fullmatch(r"[^()]{0,256}\(([0-9]{1,10})\)", user_id or "")
+    return int(found.group(1)) if found else None
 
 
 @dataclass
@@ -249,7 +272,7 @@ class Collector:
         said = row["state"]  # the state changes are Slurm's words; the row and the final state its end's class
         if is_final(said):  # killed for memory: an earlier observation saw Slurm say so, or it says so now
             memory = ((stored or {}).get("final") or {}).get("state") == "OUT_OF_MEMORY" or (
-                end.signal == 9 and said_memory(record.get("standard_error")))
+                end.signal == 9 and said_memory(record.get("standard_error"), _plain_int(record.get("user_id"))))
             row["state"] = end_state(said, end.signal, end.rss_share, memory)
         state = row["state"]
         if stored is None or not stored["final"] or stored["final"]["source"] != "sacct" or source == "sacct":
@@ -356,7 +379,8 @@ class Collector:
         if fields.get("JobState") and is_final(normalize_state(fields["JobState"])):
             code, signal = exit_status(fields.get("ExitCode", ""))
             said = normalize_state(fields["JobState"])
-            state = end_state(said, signal, message=signal == 9 and said_memory(fields.get("StdErr")))
+            state = end_state(said, signal, message=signal == 9 and said_memory(fields.get("StdErr"),
+                                                                                 scontrol_uid(fields.get("UserId"))))
             self.store.add_state(key, said, now)
             if self.store.put_final(key, state, "scontrol", code, signal):
                 result.finished += 1

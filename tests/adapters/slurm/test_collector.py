@@ -2,6 +2,7 @@
 
 import copy
 import json
+import os
 import time
 
 import pytest
@@ -222,7 +223,8 @@ def test_without_accounting_the_signal_is_kept_and_slurm_s_words_name_a_memory_k
     errors = tmp_path / "slurm-1.out"  # the killed job's real error output
     errors.write_text("slurmstepd-localhost: error: StepId=1.batch exceeded memory limit (321523712 > 104857600), "
                       "being killed\nslurmstepd-localhost: error: Exceeded job memory limit\n")
-    shown = f"JobId=1 JobState=FAILED Reason=JobLaunchFailure ExitCode=0:9 StdErr={errors} StdOut={errors}\n"
+    shown = (f"JobId=1 JobState=FAILED Reason=JobLaunchFailure ExitCode=0:9 UserId=me({os.getuid()}) StdErr={errors} "
+             f"StdOut={errors}\n")
     store = open_store(str(tmp_path / "other"))
     collector = Collector(store, "jobaware-test", Replay(squeue='{"jobs": []}', **{**NO_ACCOUNTING, "scontrol_show": lambda c:
                           "AccountingStorageType = accounting_storage/none\n" if c[2] == "config" else shown}))
