@@ -75,3 +75,63 @@ def test_every_option_a_unit_passes_is_one_its_command_takes(unit):
     assert shown.returncode == 0, shown.stderr
     for option in (w.split("=")[0] for w in words if w.startswith("--")):
         assert option in shown.stdout, f"{unit}: {' '.join(subcommand)} takes no {option}"
+
+
+def test_every_capability_has_a_service_unit_port_and_url():
+    """One `serve-KEY.env` per registered capability (and the card gateway), each on its own port, which the settings'
+    JOBAWARE_<KEY>_URL names."""
+    from jobaware import capabilities
+
+    env = _environment(UNITS / "jobaware.env")
+    ports = {}
+    for key in capabilities.keys():
+        port = _environment(UNITS / f"serve-{key}.env")["JOBAWARE_PORT"]
+        assert env[f"JOBAWARE_{key.upper()}_URL"] == f"http://127.0.0.1:{port}"
+        ports[key] = port
+    ports["card"] = _environment(UNITS / "serve-card.env")["JOBAWARE_PORT"]
+    assert len(set(ports.values())) == len(ports)
+
+
+def _folders() -> dict[str, tuple[int, str, str]]:
+    """The tmpfiles lines: path -> (mode, user, group)."""
+    found = {}
+    for line in (UNITS / "jobaware.tmpfiles").read_text().splitlines():
+        if line.startswith("d "):
+            _, path, mode, user, group, _ = line.split()
+            found[path] = (int(mode, 8), user, group)
+    return found
+
+
+def test_the_folders_are_split_by_trust():
+    """The registry (what the services load) is written by root alone; the store and the spool are the daemons'
+    group's, and no one else's; no folder is writable by every user."""
+    folders = _folders()
+    assert folders["/var/lib/jobaware/registry"] == (0o2750, "root", "jobaware")
+    for shared in ("/var/lib/jobaware/store", "/var/spool/jobaware/mail"):
+        mode, user, group = folders[shared]
+        assert (user, group) == ("root", "jobaware") and not mode & 0o007
+    assert all(not mode & 0o002 for mode, _, _ in folders.values())
+    env = _environment(UNITS / "jobaware.env")
+    assert env["MLFLOW_TRACKING_URI"] == "sqlite:////var/lib/jobaware/registry/mlflow.db"
+    assert env["JOBAWARE_STORE"] in folders and env["JOBAWARE_MAIL_SPOOL"] in folders
+
+
+@pytest.mark.parametrize("unit", sorted(p.name for p in UNITS.glob("*.service")))
+def test_each_unit_keeps_its_state_to_itself(unit):
+    """A home of its own (StateDirectory, 0700), never a folder shared with other accounts; the services (the
+    network-facing account) never reach the store or the spools."""
+    text = (UNITS / unit).read_text()
+    name = re.search(r"^StateDirectory=jobaware/(\S+)$", text, re.MULTILINE).group(1)
+    assert f"Environment=JOBAWARE_HOME=/var/lib/jobaware/{name}" in text and "StateDirectoryMode=0700" in text
+    assert "JOBAWARE_HOME=" not in (UNITS / "jobaware.env").read_text()  # EnvironmentFile= would override the unit's
+    if unit.startswith("jobaware-serve@"):
+        assert "InaccessiblePaths=-/var/lib/jobaware/store -/var/spool/jobaware" in text
+        assert "ReadWritePaths" not in text
+
+
+def test_no_secret_in_the_settings_every_user_reads():
+    settings = _environment(UNITS / "jobaware.env")
+    assert not [name for name in settings if re.search("PASSWORD|TOKEN|SECRET", name)]
+    assert not [value for value in settings.values() if re.search(r"://[^/@\s]*:[^/@\s]*@", value)]
+    assert settings["JOBAWARE_CREDENTIALS"] == "/etc/jobaware/credentials.env"
+    assert "PASSWORD" in (UNITS / "credentials.env").read_text()
