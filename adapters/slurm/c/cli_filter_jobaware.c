@@ -1,8 +1,8 @@
 /*
  * jobaware's compiled cli_filter, built by `jobaware slurm plugins --plugin-dir DIR` for the Slurm that runs here
  * (CliFilterPlugins=jobaware). It gives exactly the advice of cli_filter.lua (adapters/slurm/lua/cli_filter.lua
- * and cache.lua) from the same verdict cache, without the price of Slurm's Lua host: it reads the cache's header
- * and trailer, then only the submitting user's own file. Advice only: it never changes or blocks a request; when
+ * and cache.lua) from the same verdict cache, without the price of Slurm's Lua host: it reads the header and
+ * trailer of the cache's header file (the cache itself is SlurmUser's), then only the submitting user's own file. Advice only: it never changes or blocks a request; when
  * anything fails there is no advice and SLURM_SUCCESS. Written against Slurm's plugin ABI with its own
  * declarations (no Slurm headers needed); the build defines:
  *   JOBAWARE_CACHE_PATH     the cache's absolute path, a string literal
@@ -56,6 +56,8 @@ const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SL
 /* Slurm's limit on a request's strings (_test_job_desc_fields() in src/slurmctld/job_mgr.c): an option longer
  * than this means no advice (slurmctld refuses the job), before anything reads it */
 #define SLURM_MAX 1024
+/* The cache's header file, the one part of the cache every user may read (see verdicts.py) */
+#define HEADER_PATH JOBAWARE_CACHE_PATH ".users/#header.tsv"
 #define FIELDS 12
 #define NO_VAL 4294967294.0  /* Slurm's "not set" for 32-bit fields; larger numbers are "not set" too */
 #define ABSENT ((double) NAN)  /* a value or bucket the job does not state (Lua's nil) */
@@ -263,15 +265,29 @@ static span_t header_line(const char *data, size_t n)
 	return (span_t) {data, nl ? (size_t) (nl - data) : n};
 }
 
-/* cache.lua's jobaware_load(): true with the header when the cache is whole and fresh; else false, and why is
- * said at most once a minute. Of the cache file only the header and the trailer are read. */
+/* cache.lua's present(): whether a file is at `path`, readable or not */
+static bool present(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || errno != ENOENT;
+}
+
+/* cache.lua's jobaware_load() of the cache's header file, as cli_filter.lua calls it: true with the header when the
+ * cache file is there and the header file whole and fresh; else false, and why is said at most once a minute. Only
+ * the header file's header and trailer are read. */
 static bool load(header_t *h, time_t now)
 {
 	char head[HEADER_MAX], tail[HEADER_MAX + 8], detail[HEADER_MAX + 64], why[HEADER_MAX + 128];
 	const char *bad = "not a version 2 jobaware verdict cache";
 	off_t size;
 	ssize_t got, t;
-	int fd = open_file(JOBAWARE_CACHE_PATH, &size, &bad);
+	int fd = -1;
+	if (!present(JOBAWARE_CACHE_PATH))
+		bad = "missing";
+	else if ((fd = open_file(HEADER_PATH, &size, &bad)) < 0 && strcmp(bad, "missing") == 0)
+		bad = "has no header file " HEADER_PATH;
 	if (fd < 0) {
 		say(bad, now);
 		return false;

@@ -170,10 +170,25 @@ local function user_index(cache, user)
     return index
 end
 
--- The cache (its header), or nil and why there is none (missing, too large, corrupt, stale; said at info level
--- at most once a minute). Lookups in it leave out the verdicts older than the file's max age at `now`.
-function jobaware_load(now)
-    local f, header = open(JOBAWARE_CACHE_PATH)
+-- Whether a file is at `path`, readable or not (io.open's error is "No such file or directory", errno 2, only when
+-- there is none)
+local function present(path)
+    local f, _, code = io.open(path, "rb")
+    if f then f:close() end
+    return f ~= nil or code ~= 2
+end
+
+-- The cache (its header, from the file at `path`: the cache itself, or for the CLI filters, which may not read it,
+-- its header file, read while the cache file is there), or nil and why there is none (missing, too large, corrupt,
+-- stale; said at info level at most once a minute). Lookups in it leave out the verdicts older than the file's max
+-- age at `now`.
+function jobaware_load(now, path)
+    if path and not present(JOBAWARE_CACHE_PATH) then
+        say("missing", now)
+        return nil, "missing"
+    end
+    local f, header = open(path or JOBAWARE_CACHE_PATH)
+    if f == nil and path and header == "missing" then header = "has no header file " .. path end
     if f == nil then
         say(header, now)
         return nil, header

@@ -1,7 +1,8 @@
 -- jobaware cli_filter.lua, rendered by `jobaware slurm plugins`: advice for the user at sbatch/salloc time,
 -- from the same local verdict cache as job_submit.lua. Advice only: it never changes or blocks a request,
 -- and prints no advice when the cache is missing, stale or corrupt (it says so, at most once a minute), or when
--- anything here fails. It reads only the cache's header and the submitting user's own file.
+-- anything here fails. It reads only the cache's header file (the cache itself is SlurmUser's) and the submitting
+-- user's own file, which the file system lets that user alone read.
 -- Install: beside slurm.conf, with `CliFilterPlugins=lua` in slurm.conf.
 
 JOBAWARE_LOG = slurm.log_debug  -- the cache's own notes stay out of the user's terminal
@@ -99,7 +100,8 @@ local function advise(options)
     local kind = options["type"]
     if kind == "srun" and os.getenv("SLURM_JOB_ID") then return end  -- a step inside a job: no advice
     if kind ~= "sbatch" and kind ~= "salloc" and kind ~= "srun" then return end
-    local cache = jobaware_load(os.time())
+    -- the cache's header file: the cache itself is SlurmUser's alone (see verdicts.py)
+    local cache = jobaware_load(os.time(), JOBAWARE_CACHE_PATH .. ".users/#header.tsv")
     if cache == nil then return end
     for _, name in ipairs(OPTIONS) do
         local v = options[name]
