@@ -37,9 +37,9 @@ local function default_partition(part_list, cache)
 end
 
 -- Shape buckets {time, nodes, cpus, memory per node, gpus}: each field from `desc` or, where `desc` leaves
--- it unset (a modify request), from `rec`. Unset nodes and CPUs count as 1, unset GPUs as 0; an unset time
--- or memory is not stated.
-local function shape_of(desc, rec)
+-- it unset (a modify request), from `rec` (the TRES strings from `strings`, see strings_of()). Unset nodes and CPUs
+-- count as 1, unset GPUs as 0; an unset time or memory is not stated.
+local function shape_of(desc, rec, strings)
     local function get(name)
         local v = desc[name]
         if (v == nil or (type(v) == "number" and v >= NO_VAL)) and rec then v = rec[name] end
@@ -50,8 +50,8 @@ local function shape_of(desc, rec)
     local mem = stated(get("min_mem_per_node"))
     local per_cpu = stated(get("min_mem_per_cpu"))
     if mem == nil and per_cpu ~= nil then mem = per_cpu * math.ceil(cpus / math.max(nodes, 1)) end
-    local gpus = jobaware_gpus(get("tres_per_node")) or jobaware_gpus(get("tres_per_job"))
-        or jobaware_gpus(get("tres_per_task")) or 0
+    local gpus = jobaware_gpus(strings.tres_per_node) or jobaware_gpus(strings.tres_per_job)
+        or jobaware_gpus(strings.tres_per_task) or 0
     return {jobaware_bucket(stated(get("time_limit"))), jobaware_bucket(nodes), jobaware_bucket(cpus),
             jobaware_bucket(mem), jobaware_bucket(gpus)}
 end
@@ -83,16 +83,20 @@ local function merged(old, verdict)
     return old .. " | " .. verdict
 end
 
--- nil, or why the request gets no verdict: a string it names is longer than Slurm allows (slurmctld refuses it)
-local function oversized(desc, rec)
+-- The request's STRINGS, each from `desc` or, where `desc` leaves it unset, from `rec`, read once (each read of a
+-- job descriptor's field is a call into slurmctld); nil and why when one is longer than Slurm allows (slurmctld
+-- refuses the request after this hook)
+local function strings_of(desc, rec)
+    local strings = {}
     for _, name in ipairs(STRINGS) do
-        for _, t in ipairs({desc, rec or {}}) do
-            local v = t[name]
-            if type(v) == "string" and #v > SLURM_MAX then
-                return "no verdict: " .. name .. " over Slurm's " .. SLURM_MAX .. " bytes"
-            end
+        local v = desc[name]
+        if v == nil and rec then v = rec[name] end
+        if type(v) == "string" and #v > SLURM_MAX then
+            return nil, "no verdict: " .. name .. " over Slurm's " .. SLURM_MAX .. " bytes"
         end
+        strings[name] = v
     end
+    return strings
 end
 
 -- a name the cache may hold a verdict for (verdicts.py's NAME, at most its 64 bytes), else nil; the first of a list
@@ -108,21 +112,20 @@ local function cached_name(name, list)
 end
 
 local function verdict_for(desc, rec, part_list)
-    local too_long = oversized(desc, rec)
-    if too_long then return nil, too_long end
+    local strings, too_long = strings_of(desc, rec)
+    if strings == nil then return nil, too_long end
     local cache, why = jobaware_load(os.time())
     if cache == nil then return nil, "no verdict: cache " .. why end
-    local user = desc.user_name or (rec and rec.user_name)
+    local user = strings.user_name
     if user == nil then return nil, "no verdict: unknown user" end
     user = cached_name(user)
     if user == nil then return nil, "no verdict: a user name the cache cannot hold" end
-    local partition = desc.partition or (rec and rec.partition) or default_partition(part_list, cache)
+    local partition = strings.partition or default_partition(part_list, cache)
     -- a job may name several partitions ("a,b"): the first is the one its shape was cached under
     if partition == nil or partition == "" then return nil, "no verdict: unknown partition" end
     partition = cached_name(partition, true)
     if partition == nil then return nil, "no verdict: a partition the cache cannot hold" end
-    local account = desc.account or (rec and rec.account)
-    local r, how = jobaware_lookup(cache, user, account, partition, shape_of(desc, rec))
+    local r, how = jobaware_lookup(cache, user, strings.account, partition, shape_of(desc, rec, strings))
     if r == nil and how then return nil, "no verdict: cache " .. how end
     if r == nil then return nil, "no verdict for " .. user .. " in " .. partition end
     return jobaware_comment(r, how), how
