@@ -37,10 +37,11 @@ test-fast: venv  # the edit loop: everything but servers, pipelines and clusters
 
 FUZZ_EXAMPLES ?= 100000
 fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per reader, per endpoint and mode,
-	# and per generator of requests that reach a model
+	# per generator of requests that reach a model, and through the compiled cli_filter under ASan and UBSan
 	JOBAWARE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -s tests/test_fuzz_readers.py \
 		tests/test_conformance.py tests/jobaware/hold/test_generated_requests.py \
-		tests/jobaware/similarity/test_generated_requests.py -k "mutated or service_answers_400 or generated"
+		tests/jobaware/similarity/test_generated_requests.py tests/adapters/slurm/test_plugins_hostile.py \
+		-k "mutated or service_answers_400 or generated or fuzzed"
 
 image: venv  # the project image with podman, on a Debian base built from Debian's packages where no registry answers;
 	# BASE_IMAGE=python:3.11-slim-bookworm to choose the base, JOBAWARE_IMAGE=NAME:TAG to choose the tag

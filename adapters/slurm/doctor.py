@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.slurm.plugins import COMPILED, DEFAULT_PLUGIN_DIRS, read_slurm_conf, sbatch_refuses, slurm_version
-from adapters.slurm.verdicts import read_cache, users_folder
+from adapters.slurm.verdicts import (
+    ACL_GROUP,
+    ACL_GROUP_OBJ,
+    ACL_MASK,
+    ACL_USER,
+    HEADER_FILE,
+    acl_entries,
+    read_cache,
+    users_folder,
+)
 from jobaware.errors import JobawareError
 
 RENDERED = "rendered by `jobaware slurm plugins`"
@@ -120,7 +129,8 @@ def _release(major: int, minor: int, micro: int) -> str:
 
 
 def readable_by(path: Path, user: str) -> bool:
-    """Whether `user` may read `path` by its mode bits and those of the folders above it (root may read all)."""
+    """Whether `user` may read `path` by its mode bits, or its POSIX ACL, and those of the folders above it (root may
+    read all)."""
     try:
         entry = pwd.getpwnam(user)
     except KeyError:
@@ -133,6 +143,17 @@ def readable_by(path: Path, user: str) -> bool:
         st = p.stat()
         if st.st_uid == entry.pw_uid:
             return bool(st.st_mode & (bit << 6))
+        acl = acl_entries(p)
+        if acl:  # the kernel's order: the named user, then every group that matches, then others
+            mask = next((perm for tag, perm, _ in acl if tag == ACL_MASK), 7)
+            named = [perm for tag, perm, uid in acl if tag == ACL_USER and uid == entry.pw_uid]
+            if named:
+                return bool(named[0] & mask & bit)
+            matching = [perm for tag, perm, gid in acl if (tag == ACL_GROUP_OBJ and st.st_gid in groups)
+                        or (tag == ACL_GROUP and gid in groups)]
+            if matching:
+                return any(perm & mask & bit for perm in matching)
+            return bool(st.st_mode & bit)
         if st.st_gid in groups:
             return bool(st.st_mode & (bit << 3))
         return bool(st.st_mode & bit)
@@ -148,7 +169,8 @@ def readable_by_everyone(path: Path) -> bool:
 
 
 def check_cache(cache: Path, slurm_user: str, cli_filter: bool, now: float | None = None) -> list[Check]:
-    """The cache reads as a whole, is fresh, and slurmctld's user (and, with cli_filter, everyone) may read it."""
+    """The cache reads as a whole, is fresh, slurmctld's user may read it, no user may read another's verdicts, and
+    with a CLI filter each user of this host may read the header file and their own."""
     now = time.time() if now is None else now
     try:
         read = read_cache(cache)
@@ -165,17 +187,34 @@ def check_cache(cache: Path, slurm_user: str, cli_filter: bool, now: float | Non
         checks.append(Check("user files", False, f"{users} missing: the plugins find no verdicts; upgrade the adapter "
                                                  "and let it pass once"))
         return checks
+    header = users / HEADER_FILE
     files = [cache, users, *users.iterdir()]
     unreadable = [str(p) for p in files if not readable_by(p, slurm_user)]
     checks.append(Check(f"readable by SlurmUser {slurm_user}", not unreadable,
                         "cache and user files" if not unreadable else
-                        f"{', '.join(unreadable[:3])}: give {slurm_user} read access (write_cache's mode 0644)"))
+                        f"{', '.join(unreadable[:3])}: run the adapter as {slurm_user}, who then owns them"))
+    theirs = {p: p.name[:-4] for p in users.glob("*.tsv") if not p.name.startswith("#")}
+    shared = [str(p) for p in [cache, *theirs] if readable_by_everyone(p)]
+    checks.append(Check("verdicts private", not shared, "each user's file readable by that user and SlurmUser alone"
+                        if not shared else f"{', '.join(shared[:3])}: readable by every user, who read each other's "
+                        "verdicts; keep the cache on a file system with POSIX ACLs (the adapter then writes them "
+                        "0600, each user file with an ACL entry for its user)"))
     if cli_filter:
-        closed = [str(p) for p in files if not readable_by_everyone(p)]
-        checks.append(Check("readable by sbatch users", not closed, "cache and user files" if not closed else
-                            f"{', '.join(closed[:3])}: the CLI filter runs as each user; make them world-readable "
-                            "or drop CliFilterPlugins"))
+        closed = [str(p) for p in [header] if not p.exists() or not readable_by_everyone(p)]
+        closed += [str(p) for p, user in theirs.items() if _known(user) and not readable_by(p, user)]
+        checks.append(Check("readable by sbatch users", not closed, f"{header.name} and each user's own file"
+                            if not closed else f"{', '.join(closed[:3])}: the CLI filter runs as each user and reads "
+                            f"{header.name} and the user's own file; let the adapter rewrite them (upgrade it), or "
+                            "drop CliFilterPlugins"))
     return checks
+
+
+def _known(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
 
 
 def check_services(urls: dict[str, str], timeout: float = 3.0) -> list[Check]:

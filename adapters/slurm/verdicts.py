@@ -30,7 +30,14 @@ tell a complete file from a truncated one.
 Beside the file, one file per user, so that a plugin reads only the submitting user's verdicts (`cli_filter.lua`
 runs in every sbatch): `PATH.users` is a symbolic link to a folder `.NAME.users.GENERATION` that holds `USER.tsv`
 for each user with verdicts, in the same format (the same header, with that user's COUNT, and that user's lines),
-and `#UID.tsv`, a link to it, for each user this host knows (cli_filter.lua finds the user so when $USER is unset).
+`#UID.tsv`, a link to it, for each user this host knows (cli_filter.lua finds the user so when $USER is unset), and
+`#header.tsv`, the header with no lines (COUNT 0), where the CLI filters read the cache's state.
+
+Who reads what: the writer (the adapter, as SlurmUser) owns every file. The cache file is the writer's alone (0600:
+job_submit.lua runs in slurmctld as SlurmUser); `#header.tsv` and the folder are everyone's (0644, 0755); each
+`USER.tsv` is 0600 with a POSIX ACL entry that lets that user read it (an owner may set ACLs on its own files), so
+that the CLI filter, which runs as the submitting user, reads that user's verdicts and no other's, whatever $USER
+says. On a file system without POSIX ACLs the user files are made 0644 instead, and a warning says so.
 The folder is complete before the link is switched to it (atomically) and before the file itself is replaced, so
 a reader that finds the file finds the users of the same or a newer generation; the folder before is kept (a
 reader may have it open) and older ones are removed. The user files are not synced one by one (hundreds per pass):
@@ -42,10 +49,13 @@ MODEL_VERSION in place of the texts) is refused by the plugins of this version: 
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import pwd
 import re
 import shutil
+import struct
 import tempfile
 import time
 from pathlib import Path
@@ -64,6 +74,9 @@ DIMENSIONS = ("time_minutes", "nodes", "cpus", "mem_mib", "gpus")
 NAME = re.compile(r"[A-Za-z0-9._@+-]*")
 TEXT = re.compile(r"[^\t\n\r\x00-\x1f\x7f]*")  # a comment or advice: one line, no tab, no control character
 COMMENT_MAX, ADVICE_MAX = 200, 1000
+HEADER_FILE = "#header.tsv"  # in the users folder; "#" is in no user name
+CACHE_MODE, HEADER_MODE, FOLDER_MODE, USER_MODE = 0o600, 0o644, 0o755, 0o600
+log = logging.getLogger(__name__)
 
 
 def bucket(value: float) -> int:
@@ -139,13 +152,12 @@ class Verdict(BaseModel):
 
 
 def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_after: int = 3600,
-                max_age: int = 30 * 86_400, default_partition: str = "", mode: int = 0o644,
-                now: int | None = None) -> int:
+                max_age: int = 30 * 86_400, default_partition: str = "", now: int | None = None) -> int:
     """Write the cache atomically (a temporary file in the same folder, then rename); return its generation.
 
     `stale_after`: seconds after which the plugins ignore this file (fail open); `max_age`: seconds after which
-    they ignore a verdict (its own `created`). `mode`: the file must be readable by slurmctld's user
-    (job_submit.lua) and by every user who runs sbatch (cli_filter.lua).
+    they ignore a verdict (its own `created`). The caller must be slurmctld's user (SlurmUser), who alone reads the
+    cache file; each user reads only their own file (see the module docstring).
     One verdict per key: a second one for the same key is an error.
     """
     path = Path(path)
@@ -170,8 +182,8 @@ def write_cache(path: str | Path, verdicts: Iterable[Verdict | dict], *, stale_a
     header = [MAGIC, str(FORMAT_VERSION), str(generation), str(created), str(stale_after), default_partition,
               str(len(checked)), str(max_age)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_users(path, generation, header, checked, mode)
-    _replace(path, _text(header, checked), mode, sync=True)
+    _write_users(path, generation, header, checked)
+    _replace(path, _text(header, checked), CACHE_MODE, sync=True)
     return generation
 
 
@@ -202,8 +214,9 @@ def _replace(path: Path, text: str, mode: int, sync: bool) -> None:
         raise
 
 
-def _write_users(path: Path, generation: int, header: list[str], verdicts: list[Verdict], mode: int) -> None:
-    """One file per user in a new generation folder, then the `.users` link switched to it; older folders go."""
+def _write_users(path: Path, generation: int, header: list[str], verdicts: list[Verdict]) -> None:
+    """One file per user and the header file in a new generation folder, then the `.users` link switched to it;
+    older folders go."""
     prefix = f".{path.name}.users."
     folder = path.parent / f"{prefix}{generation}"
     shutil.rmtree(folder, ignore_errors=True)  # a leftover of a write that died half-way
@@ -211,14 +224,24 @@ def _write_users(path: Path, generation: int, header: list[str], verdicts: list[
     by_user: dict[str, list[Verdict]] = {}
     for v in verdicts:
         by_user.setdefault(v.user, []).append(v)
+    _create(folder / HEADER_FILE, _text(header, []), HEADER_MODE)
+    without_acls = []
     for user, theirs in by_user.items():
-        (folder / f"{user}.tsv").write_text(_text(header, theirs), encoding="utf-8")
-        os.chmod(folder / f"{user}.tsv", mode)
-        try:  # "#" is in no user name: the link by user id cannot meet a user's file
-            (folder / f"#{pwd.getpwnam(user).pw_uid}.tsv").symlink_to(f"{user}.tsv")
-        except (KeyError, FileExistsError):
-            pass  # not a user on this host (cli_filter.lua then needs $USER), or a uid that two names share
-    os.chmod(folder, mode | (mode & 0o444) >> 2)  # searchable by whoever may read the files
+        try:
+            uid = pwd.getpwnam(user).pw_uid
+        except KeyError:
+            uid = None  # not a user on this host: the file stays the writer's alone
+        if not _create(folder / f"{user}.tsv", _text(header, theirs), USER_MODE, uid):
+            without_acls.append(user)
+        if uid is not None:
+            try:  # "#" is in no user name: the link by user id cannot meet a user's file
+                (folder / f"#{uid}.tsv").symlink_to(f"{user}.tsv")
+            except FileExistsError:
+                pass  # a uid that two names share
+    if without_acls:
+        log.warning("%s: this file system refuses POSIX ACLs, so the verdict files of %d users are readable by every "
+                    "user (0644)", folder, len(without_acls))
+    os.chmod(folder, FOLDER_MODE)
     link = users_folder(path)
     before = os.readlink(link) if link.is_symlink() else None
     tmp = path.parent / f"{prefix}link.{os.getpid()}"
@@ -228,6 +251,56 @@ def _write_users(path: Path, generation: int, header: list[str], verdicts: list[
     for old in path.parent.glob(f"{prefix}*"):
         if old.name not in (folder.name, before) and old.name[len(prefix):].isdigit():
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _create(path: Path, text: str, mode: int, reader: int | None = None) -> bool:
+    """A new file at `path` holding `text`, with `mode`; with `reader` (a uid), a POSIX ACL entry lets that user read
+    it. False when the file system refuses ACLs: the file is then made 0644."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8"))
+        f.flush()
+        os.fchmod(fd, mode)
+        if reader is None:
+            return True
+        try:
+            os.setxattr(fd, ACL_XATTR, acl_bytes([(ACL_USER_OBJ, 6, NO_ID), (ACL_USER, 4, reader),
+                                                  (ACL_GROUP_OBJ, 0, NO_ID), (ACL_MASK, 4, NO_ID),
+                                                  (ACL_OTHER, 0, NO_ID)]))
+        except OSError as exc:
+            if exc.errno != errno.EOPNOTSUPP:
+                raise
+            os.fchmod(fd, 0o644)
+            return False
+    return True
+
+
+# POSIX ACLs as Linux stores them in the extended attribute system.posix_acl_access (include/uapi/linux/
+# posix_acl_xattr.h): a little-endian version 2, then (tag, permission bits, id) entries sorted by tag and id. Written
+# by hand: the library made for it (pylibacl) is not among this project's dependencies, and the format is 8 bytes an
+# entry.
+ACL_XATTR = "system.posix_acl_access"
+ACL_USER_OBJ, ACL_USER, ACL_GROUP_OBJ, ACL_GROUP, ACL_MASK, ACL_OTHER = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20
+NO_ID = 0xFFFFFFFF
+_ACL_HEAD, _ACL_ENTRY = struct.Struct("<I"), struct.Struct("<HHI")
+
+
+def acl_bytes(entries: list[tuple[int, int, int]]) -> bytes:
+    """The extended attribute's value for (tag, permission bits, id) entries."""
+    return _ACL_HEAD.pack(2) + b"".join(_ACL_ENTRY.pack(*e) for e in sorted(entries))
+
+
+def acl_entries(path: str | Path) -> list[tuple[int, int, int]] | None:
+    """The (tag, permission bits, id) entries of the file's access ACL (links followed); None when it has none."""
+    try:
+        value = os.getxattr(path, ACL_XATTR)
+    except OSError as exc:
+        if exc.errno in (errno.ENODATA, errno.EOPNOTSUPP):
+            return None
+        raise
+    if len(value) < 4 or (len(value) - 4) % 8 or _ACL_HEAD.unpack_from(value)[0] != 2:
+        raise ValueError(f"{path}: not a version 2 POSIX ACL")
+    return [_ACL_ENTRY.unpack_from(value, offset) for offset in range(4, len(value), 8)]
 
 
 def _first_error(exc: Exception) -> str:

@@ -1,8 +1,8 @@
 /*
  * jobaware's compiled cli_filter, built by `jobaware slurm plugins --plugin-dir DIR` for the Slurm that runs here
  * (CliFilterPlugins=jobaware). It gives exactly the advice of cli_filter.lua (adapters/slurm/lua/cli_filter.lua
- * and cache.lua) from the same verdict cache, without the price of Slurm's Lua host: it reads the cache's header
- * and trailer, then only the submitting user's own file. Advice only: it never changes or blocks a request; when
+ * and cache.lua) from the same verdict cache, without the price of Slurm's Lua host: it reads the header and
+ * trailer of the cache's header file (the cache itself is SlurmUser's), then only the submitting user's own file. Advice only: it never changes or blocks a request; when
  * anything fails there is no advice and SLURM_SUCCESS. Written against Slurm's plugin ABI with its own
  * declarations (no Slurm headers needed); the build defines:
  *   JOBAWARE_CACHE_PATH     the cache's absolute path, a string literal
@@ -47,6 +47,17 @@ const char jobaware_build[] = "jobaware cli_filter; slurm " EXPANDED(JOBAWARE_SL
 
 #define MAX_BYTES (64L * 1024 * 1024)  /* a larger file is refused (fail open): reading stays bounded */
 #define HEADER_MAX 4096  /* a longer first line is no header (the adapter's are under 200 bytes) */
+/* What verdicts.py writes, in bytes (cache.lua's caps): a longer field is not its. The file's text comes from
+ * user-named jobs, so every field is capped before anything reads it. */
+#define DIGITS_MAX 20
+#define NAME_MAX_BYTES 64  /* Verdict's user, account and partition */
+#define COMMENT_BYTES (4 * 200)  /* COMMENT_MAX characters of UTF-8 */
+#define ADVICE_BYTES (4 * 1000)  /* ADVICE_MAX characters of UTF-8 */
+/* Slurm's limit on a request's strings (_test_job_desc_fields() in src/slurmctld/job_mgr.c): an option longer
+ * than this means no advice (slurmctld refuses the job), before anything reads it */
+#define SLURM_MAX 1024
+/* The cache's header file, the one part of the cache every user may read (see verdicts.py) */
+#define HEADER_PATH JOBAWARE_CACHE_PATH ".users/#header.tsv"
 #define FIELDS 12
 #define NO_VAL 4294967294.0  /* Slurm's "not set" for 32-bit fields; larger numbers are "not set" too */
 #define ABSENT ((double) NAN)  /* a value or bucket the job does not state (Lua's nil) */
@@ -101,11 +112,11 @@ static double number_of(const char *p, size_t n)
 	return value;
 }
 
-/* cache.lua's integer(): "^%d+$", else ABSENT */
+/* cache.lua's integer(): "^%d+$" of at most DIGITS_MAX digits, else ABSENT */
 static double integer(span_t s)
 {
 	size_t i;
-	if (s.n == 0)
+	if (s.n == 0 || s.n > DIGITS_MAX)
 		return ABSENT;
 	for (i = 0; i < s.n; i++)
 		if (s.p[i] < '0' || s.p[i] > '9')
@@ -254,15 +265,29 @@ static span_t header_line(const char *data, size_t n)
 	return (span_t) {data, nl ? (size_t) (nl - data) : n};
 }
 
-/* cache.lua's jobaware_load(): true with the header when the cache is whole and fresh; else false, and why is
- * said at most once a minute. Of the cache file only the header and the trailer are read. */
+/* cache.lua's present(): whether a file is at `path`, readable or not */
+static bool present(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0 || errno != ENOENT;
+}
+
+/* cache.lua's jobaware_load() of the cache's header file, as cli_filter.lua calls it: true with the header when the
+ * cache file is there and the header file whole and fresh; else false, and why is said at most once a minute. Only
+ * the header file's header and trailer are read. */
 static bool load(header_t *h, time_t now)
 {
 	char head[HEADER_MAX], tail[HEADER_MAX + 8], detail[HEADER_MAX + 64], why[HEADER_MAX + 128];
 	const char *bad = "not a version 2 jobaware verdict cache";
 	off_t size;
 	ssize_t got, t;
-	int fd = open_file(JOBAWARE_CACHE_PATH, &size, &bad);
+	int fd = -1;
+	if (!present(JOBAWARE_CACHE_PATH))
+		bad = "missing";
+	else if ((fd = open_file(HEADER_PATH, &size, &bad)) < 0 && strcmp(bad, "missing") == 0)
+		bad = "has no header file " HEADER_PATH;
 	if (fd < 0) {
 		say(bad, now);
 		return false;
@@ -308,6 +333,9 @@ static bool parse_record(span_t line, record_t *r)
 	r->created = integer(f[9]);
 	if (absent(r->n_similar) || absent(r->created) || f[0].n == 0 || f[2].n == 0 || f[10].n == 0)
 		return false;
+	if (f[0].n > NAME_MAX_BYTES || f[1].n > NAME_MAX_BYTES || f[2].n > NAME_MAX_BYTES || f[10].n > COMMENT_BYTES
+	    || f[11].n > ADVICE_BYTES)
+		return false;
 	r->account = f[1];
 	r->partition = f[2];
 	r->advice = f[11];
@@ -336,10 +364,12 @@ static void consider(nearest_t *n, const record_t *r, const double *query)
 	}
 }
 
-/* "^[%w._@+-]+$" or "^#%d+$": a name the adapter may have written a file for */
+/* "^[%w._@+-]+$" or "^#%d+$", of at most NAME_MAX_BYTES: a name the adapter may have written a file for */
 static bool user_name_ok(const char *user)
 {
 	const char *c;
+	if (strnlen(user, NAME_MAX_BYTES + 1) > NAME_MAX_BYTES)
+		return false;
 	if (user[0] == '#' && user[1] && strspn(user + 1, "0123456789") == strlen(user + 1))
 		return true;
 	for (c = user; *c; c++)
@@ -529,21 +559,40 @@ static void names(text_t *out, const char *p, const char *end, const double *ask
 	}
 }
 
+/* For each "[" of `p` (`n` bytes), the offset of the "]" that balances it (what Lua's "%b[]" matches from there),
+ * else 0, in one pass with a stack (cache.lua's balancing()); NULL when memory runs out */
+static size_t *balancing(const char *p, size_t n)
+{
+	size_t *close = calloc(n + 1, sizeof(size_t)), *open = malloc((n + 1) * sizeof(size_t)), depth = 0, i;
+	if (!close || !open) {
+		free(close);
+		free(open);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (p[i] == '[')
+			open[depth++] = i;
+		else if (p[i] == ']' && depth)
+			close[open[--depth]] = i;
+	free(open);
+	return close;
+}
+
 /* cache.lua's jobaware_fill(): first each balanced "[...]" (Lua's "%b[]") becomes its words with the values filled
- * in, or nothing when it names a value the job does not state; then each "{name}" left becomes its value or "?" */
+ * in, or nothing when it names a value the job does not state; then each "{name}" left becomes its value or "?".
+ * Linear in the advice (a scan from every "[" to its balance would be quadratic in a run of them). */
 static void fill(text_t *out, span_t advice, const double *asked)
 {
 	text_t first = {NULL, 0, 0, false};
 	const char *p = advice.p, *end = advice.p + advice.n;
+	size_t *balance = balancing(advice.p, advice.n);
 	bool gone;
+	if (!balance) {
+		out->failed = true;
+		return;
+	}
 	while (p < end) {
-		const char *close = NULL, *q;
-		int depth = 0;
-		for (q = p; *p == '[' && q < end && !close; q++)  /* Lua's matchbalance() */
-			if (*q == '[')
-				depth++;
-			else if (*q == ']' && --depth == 0)
-				close = q;
+		const char *close = *p == '[' && balance[p - advice.p] ? advice.p + balance[p - advice.p] : NULL;
 		if (close) {
 			text_t words = {NULL, 0, 0, false};
 			gone = false;
@@ -561,6 +610,7 @@ static void fill(text_t *out, span_t advice, const double *asked)
 		names(out, first.p, first.p + first.n, asked, "?", &gone);
 	out->failed |= first.failed;
 	free(first.p);
+	free(balance);
 }
 
 /* cli_filter.lua's number(): the leading digits ("^%d+"), else ABSENT */
@@ -681,6 +731,7 @@ static void advise(slurm_opt_t *opt)
 	span_t partition, advice;
 	time_t now = time(NULL);
 	size_t i;
+	bool oversized = false;
 	if (strcmp(kind, "srun") == 0 && getenv("SLURM_JOB_ID"))
 		return;  /* a step inside a job: no advice */
 	if (strcmp(kind, "sbatch") != 0 && strcmp(kind, "salloc") != 0 && strcmp(kind, "srun") != 0)
@@ -689,9 +740,10 @@ static void advise(slurm_opt_t *opt)
 		return;
 	user = user_name(uid);
 	for (i = 0; i < N_OPTIONS; i++)
-		o[i] = slurm_option_get(opt, OPTIONS[i]);
+		if ((o[i] = slurm_option_get(opt, OPTIONS[i])) && strnlen(o[i], SLURM_MAX + 1) > SLURM_MAX)
+			oversized = true;
 	partition.p = o[10] ? o[10] : h.default_partition;  /* the first of a list */
-	partition.n = strcspn(partition.p, ",");
+	partition.n = oversized ? 0 : strcspn(partition.p, ",");
 	if (partition.n) {
 		span_t account = {o[11] ? o[11] : "", o[11] ? strlen(o[11]) : 0};
 		shape_of(o, asked, query);

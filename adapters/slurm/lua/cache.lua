@@ -9,6 +9,14 @@ JOBAWARE_CACHE = JOBAWARE_CACHE or {header = nil}
 
 local FIELDS = 12
 local NO_VAL = 4294967294  -- Slurm's "not set" for 32-bit fields; larger numbers are "not set" too
+-- What verdicts.py writes, in bytes: a longer field is not its (the file's text comes from user-named jobs, so it
+-- is capped before anything reads it): a header line under 4096 bytes, numbers of at most 20 digits, names of 64
+-- (Verdict's user, account, partition), a comment of COMMENT_MAX and advice of ADVICE_MAX characters of UTF-8
+local HEADER_MAX = 4096
+local DIGITS_MAX = 20
+local NAME_MAX = 64
+local COMMENT_BYTES = 4 * 200
+local ADVICE_BYTES = 4 * 1000
 
 local function split(line)
     local out, start = {}, 1
@@ -35,7 +43,7 @@ function jobaware_bucket(value)
 end
 
 local function integer(text)
-    if text == nil or not string.find(text, "^%d+$") then return nil end
+    if text == nil or #text > DIGITS_MAX or not string.find(text, "^%d+$") then return nil end
     return tonumber(text)
 end
 
@@ -49,6 +57,10 @@ local function parse_record(f)
     end
     local n, created = integer(f[9]), integer(f[10])
     if not n or not created or f[1] == "" or f[3] == "" or f[11] == "" then return nil end
+    if #f[1] > NAME_MAX or #f[2] > NAME_MAX or #f[3] > NAME_MAX or #f[11] > COMMENT_BYTES
+            or #f[12] > ADVICE_BYTES then
+        return nil
+    end
     return {user = f[1], account = f[2], partition = f[3], shape = shape, n_similar = n, created = created,
             comment = f[11], advice = f[12]}
 end
@@ -78,7 +90,8 @@ local function parse(f, header, body)
             max_age = tonumber(h[8]), body = body and string.sub(text, 1, -#trailer), users = {}}
 end
 
--- The open file at `path` after a size check, its first line, or nil and why not
+-- The open file at `path` after a size check, positioned after its first line, and that line; or nil and why not.
+-- A first line of HEADER_MAX bytes or more is no header (read no further: a file may hold one line of 64 MiB).
 local function open(path)
     local f = io.open(path, "rb")
     if f == nil then return nil, "missing" end
@@ -88,11 +101,15 @@ local function open(path)
         return nil, "larger than " .. JOBAWARE_MAX_BYTES .. " bytes"
     end
     f:seek("set", 0)
-    local header = f:read("*l")
-    if header == nil then
+    local head = f:read(HEADER_MAX)
+    if head == nil then
         f:close()
         return nil, "empty"
     end
+    local newline = string.find(head, "\n", 1, true)
+    local header = newline and string.sub(head, 1, newline - 1) or head
+    if newline == nil and #head == HEADER_MAX then header = "" end  -- no header: parse() calls it so
+    f:seek("set", newline or #head)
     return f, header
 end
 
@@ -113,7 +130,9 @@ local function user_index(cache, user)
     local index = cache.users[user]
     if index then return index end
     index = {exact = {}, groups = {}, wider = {}}
-    if not string.find(user, "^[%w._@+-]+$") and not string.find(user, "^#%d+$") then return index end
+    if #user > NAME_MAX or not string.find(user, "^[%w._@+-]+$") and not string.find(user, "^#%d+$") then
+        return index
+    end
     local folder = JOBAWARE_CACHE_PATH .. ".users/"
     local f, header = open(folder .. user .. ".tsv")
     if f == nil and header == "missing" then
@@ -151,10 +170,25 @@ local function user_index(cache, user)
     return index
 end
 
--- The cache (its header), or nil and why there is none (missing, too large, corrupt, stale; said at info level
--- at most once a minute). Lookups in it leave out the verdicts older than the file's max age at `now`.
-function jobaware_load(now)
-    local f, header = open(JOBAWARE_CACHE_PATH)
+-- Whether a file is at `path`, readable or not (io.open's error is "No such file or directory", errno 2, only when
+-- there is none)
+local function present(path)
+    local f, _, code = io.open(path, "rb")
+    if f then f:close() end
+    return f ~= nil or code ~= 2
+end
+
+-- The cache (its header, from the file at `path`: the cache itself, or for the CLI filters, which may not read it,
+-- its header file, read while the cache file is there), or nil and why there is none (missing, too large, corrupt,
+-- stale; said at info level at most once a minute). Lookups in it leave out the verdicts older than the file's max
+-- age at `now`.
+function jobaware_load(now, path)
+    if path and not present(JOBAWARE_CACHE_PATH) then
+        say("missing", now)
+        return nil, "missing"
+    end
+    local f, header = open(path or JOBAWARE_CACHE_PATH)
+    if f == nil and path and header == "missing" then header = "has no header file " .. path end
     if f == nil then
         say(header, now)
         return nil, header
@@ -224,15 +258,32 @@ function jobaware_lookup(cache, user, account, partition, query)
     return nil
 end
 
--- Numbers from a TRES/GRES string such as "gres:gpu:2", "gres/gpu:a100:4" or "gpu:1,gres:shard:2"
+-- The number that ends `text` from `first` to `last` after a colon (Lua's ":(%d+)$"), or nil: a byte loop from the end
+local function count_at_end(text, first, last)
+    local i = last
+    while i >= first do
+        local b = string.byte(text, i)
+        if b < 48 or b > 57 then break end
+        i = i - 1
+    end
+    if i == last or i < first or string.byte(text, i) ~= 58 then return nil end
+    return tonumber(string.sub(text, i + 1, last))
+end
+
+-- Numbers from a TRES/GRES string such as "gres:gpu:2", "gres/gpu:a100:4" or "gpu:1,gres:shard:2" (the callers
+-- cap its length): plain scans, item by item
 function jobaware_gpus(tres)
     if tres == nil then return nil end
-    local total, seen = 0, false
-    for item in string.gmatch(tres, "[^,]+") do
-        if string.find(item, "gpu", 1, true) then
+    local total, seen, first = 0, false, 1
+    local gpu = string.find(tres, "gpu", 1, true)  -- the next "gpu" at or after `first`, found once
+    while gpu and first <= #tres do
+        local comma = string.find(tres, ",", first, true) or #tres + 1
+        if gpu + 2 < comma then
             seen = true
-            total = total + (tonumber(string.match(item, ":(%d+)$")) or 1)
+            total = total + (count_at_end(tres, first, comma - 1) or 1)
         end
+        first = comma + 1
+        if gpu < first then gpu = string.find(tres, "gpu", first, true) end
     end
     if seen then return total end
     return 0
@@ -244,23 +295,50 @@ function jobaware_comment(r, how)
     return "jobaware: " .. r.comment
 end
 
+-- For each "[" of `text`, the "]" that balances it (what Lua's "%b[]" would match from there), in one pass with a
+-- stack: "%b[]" itself scans to the end from every "[" it cannot balance, which is quadratic in a run of them
+local function balancing(text)
+    local close, open = {}, {}
+    local at = string.find(text, "[%[%]]")
+    while at do
+        if string.byte(text, at) == 91 then
+            open[#open + 1] = at
+        elseif #open > 0 then
+            close[open[#open]] = at
+            open[#open] = nil
+        end
+        at = string.find(text, "[%[%]]", at + 1)
+    end
+    return close
+end
+
 -- `text` with {name} replaced by asked[name] (a number the job asks for); words in square brackets around a
--- name the job does not state are left out
+-- name the job does not state are left out. Linear in `text` (the cache caps it at ADVICE_BYTES): "{([%w_]+)}"
+-- backtracks only over the run of name characters after a "{", and such runs do not overlap.
 function jobaware_fill(text, asked)
     local function value(name)
         local v = asked[name]
         if v == nil then return nil end
         return string.format("%d", math.floor(v + 0.5))
     end
-    text = string.gsub(text, "%b[]", function(words)
-        local missing = false
-        local filled = string.gsub(string.sub(words, 2, -2), "{([%w_]+)}", function(name)
-            local v = value(name)
-            if v == nil then missing = true end
-            return v or ""
-        end)
-        if missing then return "" end
-        return filled
-    end)
-    return (string.gsub(text, "{([%w_]+)}", function(name) return value(name) or "?" end))
+    local close, out, from = balancing(text), {}, 1
+    local at = string.find(text, "[", 1, true)
+    while at do
+        if close[at] then
+            local missing = false
+            local filled = string.gsub(string.sub(text, at + 1, close[at] - 1), "{([%w_]+)}", function(name)
+                local v = value(name)
+                if v == nil then missing = true end
+                return v or ""
+            end)
+            out[#out + 1] = string.sub(text, from, at - 1)
+            if not missing then out[#out + 1] = filled end
+            from = close[at] + 1
+            at = string.find(text, "[", from, true)
+        else
+            at = string.find(text, "[", at + 1, true)
+        end
+    end
+    out[#out + 1] = string.sub(text, from)
+    return (string.gsub(table.concat(out), "{([%w_]+)}", function(name) return value(name) or "?" end))
 end

@@ -1,7 +1,8 @@
 -- jobaware cli_filter.lua, rendered by `jobaware slurm plugins`: advice for the user at sbatch/salloc time,
 -- from the same local verdict cache as job_submit.lua. Advice only: it never changes or blocks a request,
 -- and prints no advice when the cache is missing, stale or corrupt (it says so, at most once a minute), or when
--- anything here fails. It reads only the cache's header and the submitting user's own file.
+-- anything here fails. It reads only the cache's header file (the cache itself is SlurmUser's) and the submitting
+-- user's own file, which the file system lets that user alone read.
 -- Install: beside slurm.conf, with `CliFilterPlugins=lua` in slurm.conf.
 
 JOBAWARE_LOG = slurm.log_debug  -- the cache's own notes stay out of the user's terminal
@@ -52,12 +53,13 @@ local function number(text)
     return tonumber(string.match(text or "", "^%d+"))
 end
 
--- "500", "500M", "2G", "1T", "4096K" -> MiB
+-- "500", "500M", "2G", "1T", "4096K" -> MiB (what "^(%d+%.?%d*)([KkMmGgTt]?)" reads, by anchored single runs)
 local function mebibytes(text)
-    local n, unit = string.match(text or "", "^(%d+%.?%d*)([KkMmGgTt]?)")
-    if n == nil then return nil end
+    local _, last = string.find(text or "", "^%d+")
+    if last == nil then return nil end
+    if string.sub(text, last + 1, last + 1) == "." then _, last = string.find(text, "^%d*", last + 2) end
     local scale = {[""] = 1, K = 1 / 1024, M = 1, G = 1024, T = 1024 * 1024}
-    return tonumber(n) * scale[string.upper(unit)]
+    return tonumber(string.sub(text, 1, last)) * (scale[string.upper(string.sub(text, last + 1, last + 1))] or 1)
 end
 
 -- Whose verdicts: $USER or $LOGNAME, else "#UID" from /proc (the adapter links PATH.users/#UID.tsv to the user's
@@ -87,16 +89,29 @@ local function shape_of(options)
             jobaware_bucket(gpus)}, {time_minutes = minutes, nodes = nodes, cpus = cpus, mem_mib = mem, gpus = gpus}
 end
 
+-- The options the advice reads; a value longer than Slurm's 1024 bytes for a request's strings (slurmctld refuses
+-- the job: _test_job_desc_fields() in src/slurmctld/job_mgr.c) means no advice, before any pattern reads it
+local OPTIONS = {"time", "nodes", "ntasks", "ntasks-per-node", "cpus-per-task", "mem", "mem-per-cpu", "gres",
+                 "gpus-per-node", "gpus", "partition", "account"}
+local SLURM_MAX = 1024
+
 -- The cached advice for jobs like this one (the adapter decided whether there is any), with what the job asks
 local function advise(options)
     local kind = options["type"]
     if kind == "srun" and os.getenv("SLURM_JOB_ID") then return end  -- a step inside a job: no advice
     if kind ~= "sbatch" and kind ~= "salloc" and kind ~= "srun" then return end
-    local cache = jobaware_load(os.time())
+    -- the cache's header file: the cache itself is SlurmUser's alone (see verdicts.py)
+    local cache = jobaware_load(os.time(), JOBAWARE_CACHE_PATH .. ".users/#header.tsv")
     if cache == nil then return end
+    for _, name in ipairs(OPTIONS) do
+        local v = options[name]
+        if type(v) == "string" and #v > SLURM_MAX then return end
+    end
     local user = user_name()
-    local partition = string.match(options["partition"] or cache.default_partition, "^[^,]+")
-    if user == nil or partition == nil then return end
+    local partition = options["partition"] or cache.default_partition
+    local comma = string.find(partition, ",", 1, true)  -- the first of a list
+    if comma then partition = string.sub(partition, 1, comma - 1) end
+    if user == nil or partition == "" then return end
     local shape, asked = shape_of(options)
     local r = jobaware_lookup(cache, user, options["account"], partition, shape)
     if r and r.advice ~= "" then io.stderr:write("jobaware: " .. jobaware_fill(r.advice, asked) .. "\n") end

@@ -1,8 +1,11 @@
 -- Runs a rendered plugin under lua5.1 with a stand-in for the `slurm` table slurmctld and sbatch provide.
 -- usage: lua5.1 fake_slurm.lua PLUGIN.lua COMMANDS_FILE
 -- Each command line is tab-separated: "lookup USER ACCOUNT PARTITION T N C M G" ("-" = not stated),
--- "submit FIELD=VALUE ...", "modify FIELD=VALUE ... || RECFIELD=VALUE ...", "advise OPTION=VALUE ...".
+-- "submit FIELD=VALUE ...", "modify FIELD=VALUE ... || RECFIELD=VALUE ...", "advise OPTION=VALUE ...",
+-- "fill TEXT" (jobaware_fill with time_minutes=60, cpus=4), "gpus TRES" (jobaware_gpus); "timed COMMAND ..." runs
+-- the command, then prints "cpu SECONDS" (Lua's os.clock(): this process's CPU time, whatever the machine's load).
 -- Prints one answer line per command; log lines start with "info: " (slurm.log_info) or "log: " (the others).
+-- A value is a number where it reads as one, but for the strings Slurm hands over as strings.
 slurm = {SUCCESS = 0, ERROR = -1}
 local function log(fmt, ...) print("log: " .. string.format(fmt, ...)) end
 slurm.log_debug, slurm.log_error = log, log
@@ -22,17 +25,19 @@ local function fields(line)
     return out
 end
 
-local function record(items, from, to)
+local STRINGS = {comment = true, admin_comment = true, name = true, account = true, partition = true,
+                 user_name = true, tres_per_node = true, tres_per_job = true, tres_per_task = true}
+
+local function record(items, from, to, strings)
     local t = {}
     for i = from, to do
         local k, v = string.match(items[i], "^([^=]+)=(.*)$")
-        t[k] = tonumber(v) or v
+        t[k] = (strings or STRINGS[k]) and v or tonumber(v) or v
     end
     return t
 end
 
-for line in io.lines(arg[2]) do
-    local f = fields(line)
+local function run(f)
     if f[1] == "lookup" then
         local cache, why = jobaware_load(os.time())
         if cache == nil then
@@ -57,9 +62,25 @@ for line in io.lines(arg[2]) do
         print("rc=" .. slurm_job_modify(desc, rec, {debug = {flag_default = 1}}, 0) .. " comment="
               .. tostring(desc.comment))
     elseif f[1] == "advise" then
-        local options = record(f, 2, #f)
+        local options = record(f, 2, #f, true)
         local rc = slurm_cli_pre_submit(options, 0)
         io.stderr:flush()
         print("rc=" .. rc)
+    elseif f[1] == "fill" then
+        print("filled=" .. jobaware_fill(f[2] or "", {time_minutes = 60, cpus = 4}))
+    elseif f[1] == "gpus" then
+        print("gpus=" .. tostring(jobaware_gpus(f[2] or "")))
+    end
+end
+
+for line in io.lines(arg[2]) do
+    local f = fields(line)
+    if f[1] == "timed" then
+        local started = os.clock()
+        table.remove(f, 1)
+        run(f)
+        print(string.format("cpu %.6f", os.clock() - started))
+    else
+        run(f)
     end
 end

@@ -14,7 +14,7 @@ import pytest
 
 from adapters.slurm.doctor import doctor
 from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import write_cache
+from adapters.slurm.verdicts import users_folder, write_cache
 from jobaware import capabilities
 from jobaware.store import open_store
 from tests.adapters.slurm.test_verdicts import verdict
@@ -89,7 +89,8 @@ def test_a_good_deployment_passes_every_check_through_the_cli(site, service):
     assert [c["status"] for c in checks] == ["ok"] * len(checks)
     assert {c["check"] for c in checks} >= {"JobSubmitPlugins=lua", "CliFilterPlugins=lua", "job_submit.lua",
                                             "cli_filter.lua", "verdict cache fresh", "readable by SlurmUser root",
-                                            "readable by sbatch users", "service failure", "store shared",
+                                            "readable by sbatch users", "verdicts private", "service failure",
+                                            "store shared",
                                             "AccountingStorageType", "JobAcctGatherType", "OOM visible"}
 
 
@@ -98,7 +99,7 @@ def test_each_broken_part_is_named_with_its_fix(site, tmp_path):
     conf.write_text("SlurmUser=nobody\nTaskPlugin=task/cgroup\nJobSubmitPlugins=lua\n")
     (conf.parent / "cli_filter.lua").unlink()
     (conf.parent / "job_submit.lua").write_text('-- my own\nJOBAWARE_CACHE_PATH = "/elsewhere"\n')
-    write_cache(cache, [verdict()], stale_after=60, now=int(time.time()) - 120, mode=0o600)
+    write_cache(cache, [verdict()], stale_after=60, now=int(time.time()) - 120)
     closed = "http://127.0.0.1:9"  # discard: nothing listens
     problems = failed(doctor(conf, cache, str(tmp_path / "absent"), {"failure": closed}))
     assert problems["CliFilterPlugins=lua"] == (f"add `CliFilterPlugins=lua` to {conf} (or `CliFilterPlugins=jobaware`, "
@@ -181,3 +182,16 @@ def test_the_compiled_filter_is_looked_for_in_plugin_dir(site, tmp_path):
     (plugins / "cli_filter_jobaware.so").write_bytes(b"\x7fELF...")
     detail = {c.name: c.detail for c in doctor(conf, cache, store, {})}["cli_filter_jobaware.so"]
     assert detail.startswith(f"{plugins / 'cli_filter_jobaware.so'} is not jobaware's compiled filter")
+
+
+def test_verdicts_every_user_may_read_are_named(site):
+    """The adapter writes each user's file 0600 with an ACL entry for its user; one readable by everyone (a file system
+    without ACLs, or a hand-made cache) is named: users would read each other's verdicts."""
+    conf, cache, store = site
+    assert "verdicts private" not in failed(doctor(conf, cache, store, {}))
+    os.chmod(users_folder(cache) / "ana.tsv", 0o644)
+    problems = failed(doctor(conf, cache, store, {}))
+    assert problems["verdicts private"].startswith(f"{users_folder(cache) / 'ana.tsv'}: readable by every user")
+    (users_folder(cache) / "#header.tsv").unlink()  # an adapter older than the plugins
+    assert failed(doctor(conf, cache, store, {}))["readable by sbatch users"].startswith(
+        f"{users_folder(cache) / '#header.tsv'}: the CLI filter runs as each user")

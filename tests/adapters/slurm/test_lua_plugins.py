@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import DIMENSIONS, Shape, lookup, read_cache, write_cache
+from adapters.slurm.verdicts import DIMENSIONS, Shape, lookup, read_cache, users_folder, write_cache
 from tests.adapters.slurm.test_verdicts import verdict
 
 LUA = shutil.which("lua5.1")
@@ -119,7 +119,7 @@ def _corrupt(cache: Path, how: str) -> None:
     if how == "random bytes":
         cache.write_bytes(random.Random(1).randbytes(5000))
     elif how == "truncated":
-        cache.write_bytes(good[: len(good) - 12])
+        cache.write_bytes(good[: len(good) - 3])
     elif how == "empty":
         cache.write_bytes(b"")
     elif how == "missing":
@@ -136,6 +136,7 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
     folder, cache = plugins
     write_cache(cache, [verdict(account=""), verdict(account="", time=600)])
     _corrupt(cache, how)
+    _corrupt(users_folder(cache) / "#header.tsv", how)  # where the CLI filters read the cache's state
     answers, stderr = run(folder / "job_submit.lua", ["submit\tuser_name=ana\tpartition=debug\tcomment=mine",
                                                       "lookup\tana\t-\tdebug\t-\t-\t-\t-\t-"])
     assert answers[-2] == "rc=0 comment=mine admin_comment=nil"
@@ -146,7 +147,7 @@ def test_a_broken_cache_means_no_verdict(plugins, how, why):
     assert answers[0].endswith("; no verdicts until it is fixed (failing open)")
     # cli_filter runs in each sbatch: root (these tests) keeps no said-file, and hears the note every time
     advice, stderr = run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"])
-    assert advice[-1] == "rc=0" and advice[0].startswith(said) and len(advice) == 2 and stderr == ""
+    assert advice[-1] == "rc=0" and advice[0].startswith(said) and len(advice) == 2 and stderr == "", advice
     assert run(folder / "cli_filter.lua", ["advise\ttype=sbatch\ttime=60"]) == (advice, "")
     assert not (folder / ".jobaware-cli-filter-said").exists()
 

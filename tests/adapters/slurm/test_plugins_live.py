@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import write_cache
+from adapters.slurm.verdicts import HEADER_FILE, users_folder, write_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
 from tests.adapters.slurm.test_verdicts import verdict
 
@@ -84,15 +84,19 @@ def test_a_time_change_gets_the_new_shapes_verdict(cluster, cache):
 
 
 def _break(path, how: str) -> None:
-    good = path.read_bytes()
+    """The cache broken as `how` says; where it is damaged, its header file (which cli_filter.lua reads: the cache
+    file is SlurmUser's) alike."""
+    damaged = [path, users_folder(path) / HEADER_FILE]
     if how == "missing":
         path.unlink()
     elif how == "stale":  # written 11 minutes ago; the plugins were rendered with --stale-after 600
         write_cache(path, CACHED, now=int(time.time()) - 660)
     elif how == "random bytes":
-        path.write_bytes(random.Random(3).randbytes(20_000))
-    elif how == "truncated":
-        path.write_bytes(good[: len(good) // 2])
+        for f in damaged:
+            f.write_bytes(random.Random(3).randbytes(20_000))
+    elif how == "truncated":  # the header file's own header line is all it holds before the trailer
+        for f, cut in zip(damaged, (len(path.read_bytes()) // 2, 3)):
+            f.write_bytes(f.read_bytes()[:-cut])
     elif how == "wrong fields":  # the 60-minute line loses a field: the 5-minute line is all that is left
         mine = path.with_name(path.name + ".users") / f"{USER}.tsv"  # the plugins read the user's own file
         lines = mine.read_text().split("\n")

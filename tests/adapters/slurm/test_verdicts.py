@@ -1,5 +1,6 @@
 """The verdict cache: buckets, the nearest-shape rule, atomic writes, verdicts' ages and the checks on what goes in."""
 
+import errno
 import os
 import stat
 import time
@@ -7,8 +8,15 @@ import time
 import pytest
 
 from adapters.slurm.verdicts import (
+    ACL_GROUP_OBJ,
+    ACL_MASK,
+    ACL_OTHER,
+    ACL_USER,
+    ACL_USER_OBJ,
+    NO_ID,
     Shape,
     Verdict,
+    acl_entries,
     bucket,
     lookup,
     read_cache,
@@ -86,7 +94,7 @@ def test_write_is_atomic_readable_and_counts_generations(tmp_path):
     # no temporary file left behind; the per-user folders of this generation and the one before, and the link
     assert sorted(os.listdir(path.parent)) == [".verdicts.tsv.users.1", ".verdicts.tsv.users.2", "verdicts.tsv",
                                                "verdicts.tsv.users"]
-    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600  # the writer's (SlurmUser's) alone
     cache = read_cache(path)
     assert (cache.generation, cache.stale_after, cache.max_age, len(cache.verdicts)) == (2, 3600, 30 * 86_400, 1)
     back, sent = cache.verdicts[0], verdict()
@@ -99,22 +107,24 @@ def test_each_user_has_a_file_of_their_own_verdicts(tmp_path):
     """`PATH.users/USER.tsv`: the same format, that user's lines only; a user without verdicts has no file; the
     folder two generations back is gone."""
     path = tmp_path / "verdicts.tsv"
-    write_cache(path, [verdict(), verdict(user="bob"), verdict(time=600)], default_partition="debug", mode=0o640)
+    write_cache(path, [verdict(), verdict(user="bob"), verdict(time=600)], default_partition="debug")
     write_cache(path, [verdict(), verdict(user="bob")], default_partition="debug")
     write_cache(path, [verdict(), verdict(time=600)], default_partition="debug")
     users = users_folder(path)
-    assert os.readlink(users) == ".verdicts.tsv.users.3" and sorted(os.listdir(users)) == ["ana.tsv"]
+    assert os.readlink(users) == ".verdicts.tsv.users.3" and sorted(os.listdir(users)) == ["#header.tsv", "ana.tsv"]
     assert sorted(p.name for p in tmp_path.glob(".verdicts.tsv.users.*")) == [".verdicts.tsv.users.2",
                                                                                ".verdicts.tsv.users.3"]
     whole, mine = path.read_text().split("\n"), (users / "ana.tsv").read_text().split("\n")
     assert whole == mine  # every verdict is ana's: the same text, header included
-    assert stat.S_IMODE((users / "ana.tsv").stat().st_mode) == 0o644
+    assert stat.S_IMODE((users / "ana.tsv").stat().st_mode) == 0o600  # ana is no user of this host: no ACL
     assert stat.S_IMODE(os.stat(users).st_mode) == 0o755
-    write_cache(path, [verdict(), verdict(user="bob")], mode=0o640)
+    write_cache(path, [verdict(), verdict(user="bob")])
     bob = (users / "bob.tsv").read_text().split("\n")
     assert bob[0].split("\t")[6] == "1" and bob[1].startswith("bob\t") and bob[2:] == ["end\t1", ""]
     assert bob[0].split("\t")[:6] == path.read_text().split("\t")[:6]  # the same generation and times
-    assert stat.S_IMODE(os.stat(users).st_mode) == 0o750
+    header = (users / "#header.tsv").read_text().split("\n")  # the CLI filters' view of the cache: no verdicts
+    assert header[0].split("\t")[:6] == bob[0].split("\t")[:6] and header[0].split("\t")[6] == "0"
+    assert header[1:] == ["end\t0", ""] and stat.S_IMODE((users / "#header.tsv").stat().st_mode) == 0o644
 
 
 def test_each_verdict_keeps_its_own_age_and_old_ones_are_left_out(tmp_path):
@@ -159,3 +169,23 @@ def test_read_names_the_bad_line(tmp_path):
     path.write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(InputError, match="truncated"):
         read_cache(path)
+
+
+def test_a_users_file_is_theirs_to_read_by_an_acl_entry(tmp_path, monkeypatch, caplog):
+    """A user of this host ("nobody") gets their file 0600 with an ACL entry letting them read it; on a file system
+    that refuses ACLs the file is made 0644 and a warning says so (the doctor names it)."""
+    path = tmp_path / "verdicts.tsv"
+    write_cache(path, [verdict(user="nobody"), verdict()])
+    nobody = users_folder(path) / "nobody.tsv"
+    assert acl_entries(nobody) == [(ACL_USER_OBJ, 6, NO_ID), (ACL_USER, 4, 65534), (ACL_GROUP_OBJ, 0, NO_ID),
+                                   (ACL_MASK, 4, NO_ID), (ACL_OTHER, 0, NO_ID)]
+    assert stat.S_IMODE(nobody.stat().st_mode) == 0o640  # the group bits show the ACL's mask
+    assert acl_entries(users_folder(path) / "ana.tsv") is None  # no user of this host: SlurmUser's alone
+
+    def refuse(*args):
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "setxattr", refuse)
+    write_cache(path, [verdict(user="nobody"), verdict()])
+    assert stat.S_IMODE(nobody.stat().st_mode) == 0o644 and acl_entries(nobody) is None
+    assert "refuses POSIX ACLs, so the verdict files of 1 users are readable by every user" in caplog.text
