@@ -16,7 +16,7 @@ from jobaware.errors import InputError, JobawareError, shown
 
 NAMES = ("job_submit.lua", "cli_filter.lua")
 COMPILED = "cli_filter_jobaware.so"  # Slurm's loader finds CliFilterPlugins=jobaware under this name in a PluginDir
-DEFAULT_CACHE = "/var/spool/jobaware/verdicts.tsv"
+DEFAULT_CACHE = "/var/spool/jobaware/verdicts/verdicts.tsv"  # a folder of its own: the adapter alone writes it
 DEFAULT_CONF = "/etc/slurm/slurm.conf"  # where Slurm reads slurm.conf when $SLURM_CONF is unset
 # where Slurm's packages put their plugins when slurm.conf names no PluginDir (Debian, RHEL, a source build)
 INCLUDE = re.compile(r"^(\s*include\s+)([^/\s#])", re.I | re.M)  # a relative Include in slurm.conf
