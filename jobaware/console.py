@@ -16,20 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from jobaware.jsonable import jsonable
+from jobaware.text import escaped
 
 LINE_LIMIT = 300  # characters of one message line; the rest is cut, its length said
 
 # piped output is read by programs: wide enough that no table has to fold an identifier
 out = Console(width=None if sys.stdout.isatty() else 250, markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False)
-
-
-def escaped(text: str) -> str:
-    """`text` with every character a terminal would act on (control characters, escapes, line breaks) written
-    as a Python escape, so that whatever a file held shows as text on one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:

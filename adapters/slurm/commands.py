@@ -26,10 +26,10 @@ def _logging(name: str) -> Path:
     import logging
 
     from jobaware import config
+    from jobaware.logs import file_handler
 
     path = config.logs_dir() / f"{name}.log"
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler = file_handler(path, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     return path
 

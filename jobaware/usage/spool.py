@@ -30,6 +30,8 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 
+from jobaware.logs import file_handler
+
 log = logging.getLogger("jobaware.mail")
 
 TRIES = 8  # tries per mail: at 0, 30 s, 1.5 min, 3.5 min, ... about 64 minutes after the first
@@ -99,9 +101,7 @@ def log_to(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "mail.log"
     if not any(getattr(h, "baseFilename", None) == str(path.resolve()) for h in log.handlers):
-        handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        log.addHandler(handler)
+        log.addHandler(file_handler(path))
     log.setLevel(logging.INFO)
     log.propagate = False
     return path
