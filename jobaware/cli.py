@@ -30,6 +30,7 @@ from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argume
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
+from jobaware.text import ascii_digits
 from jobaware.usage.commands import register as _register_usage
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -717,7 +718,7 @@ class JobGroup(TyperGroup):
 
     def _for_the_job(self, ctx, args: list[str]) -> bool:
         first = args[0] if args else ""
-        return first not in self.commands and (first[:1].isdigit() or (
+        return first not in self.commands and (ascii_digits(first[:1]) or (
             first.startswith("-") and first not in self.get_help_option_names(ctx)))
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:

@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from jobaware.text import ascii_digits
+
 ENV_FILE = "/etc/jobaware/jobaware.env"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 ACCOUNTING_WAIT = 120.0  # seconds after the job's mail that accounting is asked again for its final record
@@ -102,11 +104,11 @@ def array_tasks(array: str, env: dict[str, str]) -> set[int]:
                               capture_output=True, text=True, env=run_env, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return set()
-    return {int(word) for word in done.stdout.split() if word.isdigit()} if done.returncode == 0 else set()
+    return {int(word) for word in done.stdout.split() if ascii_digits(word)} if done.returncode == 0 else set()
 
 
 def _epoch(text: str | None) -> int | None:
-    return int(text) if text and text.isdigit() else None
+    return int(text) if ascii_digits(text) else None
 
 
 def records(parsable: str, cluster: str) -> list[dict]:
@@ -120,7 +122,7 @@ def records(parsable: str, cluster: str) -> list[dict]:
     for line in lines[1:]:
         fields = dict(zip(header, line.split("|"), strict=False))
         job = fields.get("JobIDRaw", "")
-        if not job.isdigit() or int(job) not in usage:
+        if not ascii_digits(job) or int(job) not in usage:
             continue
         used = usage[int(job)]
         end = ends.get(int(job))

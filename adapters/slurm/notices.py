@@ -13,6 +13,7 @@ import socket
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from jobaware.errors import JobawareError
+from jobaware.text import ascii_digits
 
 log = logging.getLogger(__name__)
 BATCH = 100  # notices read at most at once
@@ -27,7 +28,7 @@ def job_id_of(value: bytes | str | None) -> int | None:
         parsed = text.strip()
     if isinstance(parsed, dict):
         parsed = parsed.get("job_id")
-    if isinstance(parsed, str) and parsed.strip().isdigit():
+    if isinstance(parsed, str) and ascii_digits(parsed.strip()):
         parsed = int(parsed)
     if isinstance(parsed, int) and not isinstance(parsed, bool) and 0 < parsed < 2**53:
         return parsed

@@ -31,6 +31,7 @@ from email.utils import formatdate, make_msgid
 from pathlib import Path
 
 from jobaware.logs import file_handler
+from jobaware.text import ascii_digits
 
 log = logging.getLogger("jobaware.mail")
 
@@ -82,7 +83,7 @@ class Settings:
         host, colon, port = smtp.rpartition(":")
         if not colon:
             host, port = smtp, "25"
-        if not port.isdigit() or not 0 < int(port) < 65536 or not host:
+        if not ascii_digits(port) or not 0 < int(port) < 65536 or not host:
             raise InputError(f"JOBAWARE_SMTP {env.get('JOBAWARE_SMTP')!r}: expected host[:port]")
         home = Path(env.get("JOBAWARE_HOME") or ".jobaware")
         return cls(host=host, port=int(port), starttls=env.get("JOBAWARE_SMTP_STARTTLS", "") in ("1", "yes", "true"),
