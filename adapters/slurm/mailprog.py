@@ -5,7 +5,9 @@ its only environment (`SLURM_JOB_ID`, `SLURM_JOB_MAIL_TYPE`, `SLURM_ARRAY_JOB_ID
 PATH), reading its output through a pipe and waiting for it. So this program only spools the request (one file,
 written whole and synced, `jobaware.usage.spool`) and starts a delivery in a session of its own, with no file of
 slurmctld's open, then returns: slurmctld never waits on accounting or on a mail server. A request it cannot
-spool is said on its output with exit status 1, which slurmctld logs ("MailProg returned error").
+spool is said on its output with exit status 1, which slurmctld logs ("MailProg returned error"). Of slurmctld's
+variables the spool keeps those in REQUEST, each of its form (checked again when the delivery reads it back: the
+spool is writable by the group jobaware); `sacct` and `squeue` run with jobaware's own settings only.
 
 The delivery (`--deliver`) writes each mail when it is due: for the end of a job (`Ended`, `Failed`, `Reached time
 limit`) it asks accounting for the job's use (`sacct -j`, asked again every 5 s for up to 2 minutes while the
@@ -17,7 +19,7 @@ mail status`, `jobaware mail flush`). Its log: `$JOBAWARE_HOME/logs/mail.log`.
 
 Settings come from the environment file the jobaware units read (`/etc/jobaware/jobaware.env`, or the file named
 by `JOBAWARE_ENV_FILE`): `JOBAWARE_SMTP`, `JOBAWARE_MAIL_FROM`, `JOBAWARE_MAIL_DOMAIN`, `JOBAWARE_MAIL_SPOOL`,
-`JOBAWARE_HOME`, `JOBAWARE_STORE`, `SLURM_CONF`.
+`JOBAWARE_HOME`, `JOBAWARE_STORE`, `SLURM_CONF`, `PATH` (where `sacct` and `squeue` are; default the system's).
 
     jobaware-mail -s SUBJECT USER...            as slurm.conf's MailProg
     jobaware-mail --dry-run -s SUBJECT USER     the mail it would send, on standard output (nothing spooled)
@@ -26,9 +28,11 @@ by `JOBAWARE_ENV_FILE`): `JOBAWARE_SMTP`, `JOBAWARE_MAIL_FROM`, `JOBAWARE_MAIL_D
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from jobaware.text import ascii_digits
@@ -63,6 +67,48 @@ def environment(environ: dict | None = None) -> dict[str, str]:
     return {**values, **environ}
 
 
+# the variables of slurmctld's MailProg environment that a mail keeps in the spool, each with the only form Slurm
+# gives it; checked when MailProg spools the mail and again when the delivery reads it back (the spool is the
+# group jobaware's: a file in it is untrusted input). None of them ever reaches a command's environment.
+MAIL_TYPES = frozenset({"Began", "Ended", "Failed", "Requeued", "Invalid dependency", "Staged Out", "StageOut/Teardown",
+                        "Reached time limit", "Reached 50% of time limit", "Reached 80% of time limit",
+                        "Reached 90% of time limit"})
+_ID = re.compile(r"[0-9]{1,10}")  # a 32-bit job or task id
+_CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+REQUEST = {
+    "SLURM_JOB_ID": ("ASCII digits", _ID.fullmatch),
+    "SLURM_ARRAY_JOB_ID": ("ASCII digits", _ID.fullmatch),
+    "SLURM_ARRAY_TASK_ID": ("ASCII digits", _ID.fullmatch),
+    "SLURM_JOB_MAIL_TYPE": ("one of Slurm's mail types", MAIL_TYPES.__contains__),
+    "SLURM_CLUSTER_NAME": ("a cluster name (letters, digits, _.-, at most 64)", _CLUSTER.fullmatch),
+}
+
+
+def slurm_request(values: Mapping[str, str]) -> dict[str, str]:
+    """What a mail keeps of slurmctld's variables (`values`: MailProg's environment, or a spooled request read
+    back): the names of REQUEST only, each of its form; a ValueError naming the first that is not. Any other name
+    (PATH, LD_PRELOAD, SLURM_CONF, ...) is left out."""
+    if not isinstance(values, Mapping):
+        raise ValueError(f"the request: expected an object, got {type(values).__name__}")
+    kept = {}
+    for name, (form, valid) in REQUEST.items():
+        value = values.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not valid(value):
+            raise ValueError(f"{name} {str(value)[:80]!r}: expected {form}")
+        kept[name] = value
+    return kept
+
+
+def command_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment `sacct` and `squeue` run with: jobaware's own settings only (`env`: the environment file
+    under the process's environment, never a spooled request): PATH (default a fixed system PATH), SLURM_CONF,
+    and epoch times."""
+    return {"PATH": env.get("PATH") or PATH, "SLURM_TIME_FORMAT": "%s",
+            **({"SLURM_CONF": env["SLURM_CONF"]} if env.get("SLURM_CONF") else {})}
+
+
 def parse(argv: list[str]) -> tuple[str, list[str], set[str]]:
     """(subject, recipients, flags) of a mail(1)-like command line: `-s SUBJECT`, recipients, `--dry-run`,
     `--deliver`; other mail(1) options are passed over (with their value for `-a -b -c -r`)."""
@@ -86,10 +132,9 @@ def _sacct(job: str, env: dict[str, str]) -> str | None:
     from jobaware.failure.reader.slurm import SACCT_ENDS
 
     fields = SACCT_ENDS + tuple(f for f in (*USAGE_FIELDS, *TIMES) if f not in SACCT_ENDS)
-    run_env = {**env, "PATH": env.get("PATH") or PATH, "SLURM_TIME_FORMAT": "%s"}
     try:
         done = subprocess.run(["sacct", "-j", job, "-P", "-o", ",".join(fields)], capture_output=True, text=True,
-                              env=run_env, timeout=60)
+                              env=command_environment(env), timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout if done.returncode == 0 else None
@@ -98,10 +143,9 @@ def _sacct(job: str, env: dict[str, str]) -> str | None:
 def array_tasks(array: str, env: dict[str, str]) -> set[int]:
     """The task ids slurmctld still holds of array job `array` (finished ones too, for MinJobAge); empty when it
     cannot say."""
-    run_env = {**env, "PATH": env.get("PATH") or PATH}
     try:
         done = subprocess.run(["squeue", "--array", "--states=all", "--noheader", "--format=%K", f"--jobs={array}"],
-                              capture_output=True, text=True, env=run_env, timeout=60)
+                              capture_output=True, text=True, env=command_environment(env), timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return set()
     return {int(word) for word in done.stdout.split() if ascii_digits(word)} if done.returncode == 0 else set()
@@ -153,25 +197,26 @@ FINAL = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_F
 
 
 def compose(entry: dict, env: dict[str, str] | None = None, now: float | None = None) -> str:
-    """The body of a spooled Slurm mail (`NotYet` while accounting has not closed the job, up to ACCOUNTING_WAIT)."""
+    """The body of a spooled Slurm mail (`NotYet` while accounting has not closed the job, up to ACCOUNTING_WAIT);
+    a ValueError when its spooled request is not what MailProg spools."""
     from jobaware.usage.jobs import facts, summarize
     from jobaware.usage.mail import end_of_job
     from jobaware.usage.spool import NotYet
 
     env = environment() if env is None else env
-    request, now = entry["request"], time.time() if now is None else now
+    request, now = slurm_request(entry.get("request") or {}), time.time() if now is None else now
     if request.get("SLURM_JOB_MAIL_TYPE") not in USE_TYPES:
         return ""
     summary = "Array Summary" in entry["subject"] and request.get("SLURM_ARRAY_JOB_ID")
     job = request.get("SLURM_ARRAY_JOB_ID") if summary else request.get("SLURM_JOB_ID")
     if not job:
         return end_of_job([], "jobaware: Slurm named no job id; no efficiency lines.")
-    found = records(_sacct(job, {**env, **request}) or "", request.get("SLURM_CLUSTER_NAME") or "")
+    found = records(_sacct(job, env) or "", request.get("SLURM_CLUSTER_NAME") or "")
     if not summary:
         found = [r for r in found if str(r["job_id"]) == job]
     closed = bool(found) and all(r["final"]["state"] in FINAL and r["usage"]["elapsed_s"] is not None for r in found)
     if summary and closed:  # accounting may not have every task yet: wait for those slurmctld knows
-        closed = array_tasks(job, {**env, **request}) <= {r["usage"].get("array_task_id") for r in found}
+        closed = array_tasks(job, env) <= {r["usage"].get("array_task_id") for r in found}
     if not closed and now - entry["created"] < ACCOUNTING_WAIT:
         raise NotYet(ASK_AGAIN)
     note = None if closed else (f"jobaware: accounting had no final record of job {job} {ACCOUNTING_WAIT:.0f} s after "
@@ -201,10 +246,11 @@ def deliver(env: dict[str, str]) -> int:
 
 def start_delivery(settings: dict[str, str]) -> None:
     """A delivery in a session of its own, holding none of this process's files (slurmctld's pipe), with
-    `settings` (absolute paths) over this process's environment."""
+    `settings` (absolute paths) over this process's environment less the job's variables."""
+    own = {name: value for name, value in os.environ.items() if not name.startswith("SLURM_") or name == "SLURM_CONF"}
     subprocess.Popen([sys.executable, "-m", "adapters.slurm.mailprog", "--deliver"], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
-                     cwd="/", env={**os.environ, "PATH": os.environ.get("PATH") or PATH, **settings})
+                     cwd="/", env={**own, "PATH": own.get("PATH") or PATH, **settings})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,17 +266,24 @@ def main(argv: list[str] | None = None) -> int:
         if env.get("JOBAWARE_HOME"):  # the spool and the log where a delivery started in / finds them
             env["JOBAWARE_HOME"] = str(Path(env["JOBAWARE_HOME"]).resolve())
         settings = Settings.from_env(env)
-        request = {name: value for name, value in os.environ.items() if name.startswith("SLURM_")}
         if not recipients:
             raise ValueError("no recipient given (expected: -s SUBJECT USER)")
         if "--dry-run" in flags:
             entry = {"id": "dry-run", "created": time.time() - ACCOUNTING_WAIT, "to": recipients,
-                     "subject": subject, "body": None, "request": request}
+                     "subject": subject, "body": None, "request": slurm_request(os.environ)}
             entry["body"] = compose(entry, env)
             print(message(entry, settings).as_string())
             return 0
         spool = Spool(settings.spool.resolve())
-        spool.put(recipients, subject, None, kind="slurm", request=request)
+        try:
+            request, refused = slurm_request(os.environ), None
+        except ValueError as exc:
+            request, refused = {}, f"slurmctld's variables: {exc}"
+        kept = spool.put(recipients, subject, None, kind="slurm", request=request, refused=refused)
+        if refused:
+            print(f"jobaware-mail: the mail to {', '.join(recipients)} ({subject!r}) is kept in {kept.parent}: "
+                  f"{refused}", file=sys.stderr)
+            return 1
         with spool.locked(WORKER) as free:
             running = not free  # a delivery is running: it sends this mail too (it looks again before it ends)
         if not running:

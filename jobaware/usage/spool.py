@@ -22,6 +22,8 @@ import logging
 import os
 import smtplib
 import socket
+import stat
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -40,6 +42,9 @@ FIRST_DELAY = 30.0  # seconds before the second try; each later wait twice the o
 QUEUE, FAILED = "queue", "failed"
 PASS, WORKER = ".pass.lock", ".worker.lock"  # held during one pass over the queue; for a delivery's whole life
 ENTRY = {"id", "created", "to", "subject", "body", "tries", "next_try", "errors"}  # the keys a spooled mail has
+ENTRY_TYPES = {"id": (str,), "created": (int, float), "to": (list,), "subject": (str,), "body": (str, type(None)),
+               "tries": (int,), "next_try": (int, float), "errors": (list,), "kind": (str,), "request": (dict,)}
+ENTRY_BYTES = 4 * 2**20  # a spooled mail's file at most (a digest of 100 jobs is some kB)
 
 
 class NotYet(Exception):
@@ -119,28 +124,67 @@ def delay(tries: int) -> float:
 
 
 # ---------------------------------------------------------------- the spool
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _read_entry(path: Path) -> dict:
+    """A spooled mail read from `path`: a regular file (not followed if a link, never waited on if a FIFO) of at
+    most ENTRY_BYTES, holding an object with ENTRY's keys of their types; ValueError (OSError) saying why not. The
+    spool is writable by the group jobaware: what a file in it says is checked like any input."""
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with open(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ValueError("not a regular file")
+        data = file.read(ENTRY_BYTES + 1)
+    if len(data) > ENTRY_BYTES:
+        raise ValueError(f"larger than {ENTRY_BYTES:,} bytes")
+    entry = json.loads(data.decode("utf-8"))
+    if not isinstance(entry, dict) or not ENTRY <= entry.keys():
+        raise ValueError(f"expected an object with {', '.join(sorted(ENTRY))}")
+    for key, types in ENTRY_TYPES.items():
+        if key in entry and (not isinstance(entry[key], types) or isinstance(entry[key], bool)):
+            raise ValueError(f"{key}: expected {' or '.join(t.__name__ for t in types)}, got "
+                             f"{type(entry[key]).__name__}")
+    if not all(isinstance(user, str) for user in entry["to"]) or not all(isinstance(e, str) for e in entry["errors"]):
+        raise ValueError("to and errors: expected lists of strings")
+    return entry
+
+
 class Spool:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.queue, self.failed = self.folder / QUEUE, self.folder / FAILED
 
     def put(self, to: list[str], subject: str, body: str | None, kind: str = "mail", request: dict | None = None,
-            now: float | None = None) -> Path:
-        """Spool a mail (written whole and synced before this returns); its path."""
+            now: float | None = None, refused: str | None = None) -> Path:
+        """Spool a mail (written whole and synced before this returns); its path. A mail `refused` (the reason)
+        goes to failed/ at once, with that error, to be seen by `jobaware mail status`."""
         now = time.time() if now is None else now
         entry = {"id": f"{time.strftime('%Y%m%dT%H%M%S', time.localtime(now))}-{uuid.uuid4().hex[:12]}",
                  "created": now, "kind": kind, "to": to, "subject": subject, "body": body, "request": request or {},
                  "tries": 0, "next_try": now, "errors": []}
-        return self._write(self.queue / f"{entry['id']}.json", entry)
+        if refused:
+            entry["errors"] = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))} {refused}"]
+        return self._write((self.failed if refused else self.queue) / f"{entry['id']}.json", entry)
 
     def _write(self, path: Path, entry: dict) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        # a name of its own, created new: a link planted at a guessable name is never written through
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with open(handle, "w", encoding="utf-8") as file:
+                json.dump(entry, file, ensure_ascii=False)
+                file.flush()
+                os.fsync(file.fileno())
+            os.chmod(temporary, 0o660 & ~_umask())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
         folder = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(folder)
@@ -154,9 +198,7 @@ class Spool:
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                entry = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(entry, dict) or not ENTRY <= entry.keys():
-                    raise ValueError(f"expected an object with {', '.join(sorted(ENTRY))}")
+                entry = _read_entry(path)
                 found.append((path, entry))
             except (OSError, ValueError) as exc:
                 log.error("spool %s: not a spooled mail (%s); moved to %s", path, exc, self.failed)
@@ -251,17 +293,21 @@ class Delivered:
 
 def _attempt(spool: Spool, path: Path, entry: dict, settings: Settings, compose, now: float,
              result: Delivered) -> None:
-    """One try of one due mail: compose it if needed, send it, and keep what came of it."""
-    if entry["body"] is None and compose is not None:
-        try:
-            entry["body"] = compose(entry)
-        except NotYet as wait:
-            entry["next_try"] = now + wait.seconds
-            spool.update(path, entry)
-            result.deferred += 1
-            return
-        spool.update(path, entry)
+    """One try of one due mail: compose it if needed, send it, and keep what came of it. A mail that cannot be
+    composed or written (a ValueError or TypeError: a spooled request or an address that is not what it must be)
+    is given up on at once."""
     try:
+        if entry["body"] is None and compose is not None:
+            try:
+                entry["body"] = compose(entry)
+            except NotYet as wait:
+                entry["next_try"] = now + wait.seconds
+                spool.update(path, entry)
+                result.deferred += 1
+                return
+            except (ValueError, TypeError) as exc:
+                raise Undelivered(f"cannot be composed: {exc}", permanent=True) from None
+            spool.update(path, entry)
         try:
             mail = message(entry, settings)
         except (ValueError, TypeError) as exc:  # an address with a line break, a field of the wrong type

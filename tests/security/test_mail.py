@@ -1,0 +1,176 @@
+"""Attacks on the mail: the spool (writable by the group jobaware, as the deployment makes it) is untrusted input,
+a job's name is the user's text, and so is a recipient. A member of the group plants a spooled mail whose request
+names their own PATH, LD_PRELOAD and SLURM_CONF; root's delivery sends it through a real SMTP server on loopback
+without running any of it. Slurm's own words are real recordings of Slurm 22.05 (`tests/data/`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from adapters.slurm.mailprog import ACCOUNTING_WAIT, REQUEST
+from tests.conftest import ROOT, free_port
+from tests.smtp import smtp_server
+
+DATA = ROOT / "tests" / "data"
+SUBJECT = "Slurm Job_id=1 Name=burn2 Ended, Run time 00:00:26, COMPLETED, ExitCode 0"
+RECORDED = json.loads((DATA / "mailprog_env_22.05.json").read_text())  # MailProg's argv and environment, recorded
+PRELOAD = r"""
+#include <fcntl.h>
+#include <unistd.h>
+__attribute__((constructor)) static void planted(void) {
+    int fd = open("MARKER", O_CREAT | O_WRONLY, 0644);
+    if (fd >= 0) close(fd);
+}
+"""
+
+
+def _sacct_double(folder: Path, calls: Path) -> Path:
+    """The site's `sacct` in a test: answers the recorded output of job 1 (`burn2`) and notes the environment it
+    was run with."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sacct = folder / "sacct"
+    sacct.write_text(f"#!/bin/sh\nenv >> {calls}\necho --- >> {calls}\ncat {DATA / 'sacct_mail_burn2_22.05.txt'}\n")
+    sacct.chmod(0o755)
+    return folder
+
+
+@pytest.fixture
+def group_spool(local_user, open_folder, tmp_path):
+    """A spool as the deployment makes it (2770, group jobaware: here the attacker's own group), and the site's
+    settings: its sacct, its slurm.conf, an SMTP port."""
+    spool = open_folder / f"spool-{os.urandom(3).hex()}"
+    for folder in (spool, spool / "queue"):
+        folder.mkdir()
+        os.chown(folder, 0, local_user.gid)
+        folder.chmod(0o2770)
+    calls = tmp_path / "sacct-calls.txt"
+    site_bin = _sacct_double(tmp_path / "site-bin", calls)
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("ClusterName=jobaware-test\n")
+    port = free_port()
+    env_file = tmp_path / "jobaware.env"
+    env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_MAIL_SPOOL={spool}\n"
+                        f"JOBAWARE_SMTP=127.0.0.1:{port}\nJOBAWARE_MAIL_FROM=slurm@cluster.example\n"
+                        f"JOBAWARE_MAIL_DOMAIN=cluster.example\nSLURM_CONF={conf}\n")
+    yield {"spool": spool, "calls": calls, "bin": site_bin, "conf": conf, "port": port, "env_file": env_file,
+           "home": tmp_path / "home"}
+    subprocess.run(["rm", "-rf", str(spool)], check=False)
+
+
+def _plant(local_user, path: Path, text: str) -> None:
+    """The attacker writes `text` at `path` with a shell, as a member of the group jobaware would."""
+    local_user.run("sh", "-c", f"cat > '{path}'", input=text)
+
+
+def _deliver(site: dict) -> subprocess.CompletedProcess:
+    """The delivery as root runs it (`jobaware-mail --deliver`: started by MailProg, or by an admin's flush), the
+    site's sacct on its PATH."""
+    return subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", "--deliver"], capture_output=True,
+                          text=True, timeout=120, cwd="/", env={"PATH": f"{site['bin']}:/usr/bin:/bin",
+                                                                "JOBAWARE_ENV_FILE": str(site["env_file"]),
+                                                                "PYTHONPATH": str(ROOT)})
+
+
+def _entry(request: dict, **fields) -> dict:
+    return {"id": "20990101T000000-planted", "created": time.time() - ACCOUNTING_WAIT - 1, "kind": "slurm",
+            "to": ["alice"], "subject": SUBJECT, "body": None, "request": request, "tries": 0,
+            "next_try": time.time() - 1, "errors": [], **fields}
+
+
+def test_a_planted_spool_request_cannot_set_the_environment_of_sacct(local_user, group_spool):
+    site, home = group_spool, local_user.home
+    # the attacker's own programs: an sacct first on their PATH, a library to preload, a slurm.conf of theirs
+    local_user.run("sh", "-c", "mkdir -p bin && printf '#!/bin/sh\\n/usr/bin/touch %s/sacct-ran\\n' \"$HOME\" "
+                   "> bin/sacct && chmod 755 bin/sacct && echo ClusterName=evil > slurm.conf")
+    source = PRELOAD.replace('"MARKER"', f'"{home}/preload-ran"')
+    _plant(local_user, home / "planted.c", source)
+    built = local_user.run("gcc", "-shared", "-fPIC", "-o", str(home / "planted.so"), str(home / "planted.c"),
+                           check=False)
+    assert built.returncode == 0, built.stderr
+    request = {"SLURM_JOB_ID": "1", "SLURM_JOB_MAIL_TYPE": "Ended", "SLURM_CLUSTER_NAME": "jobaware-test",
+               "PATH": f"{home}/bin", "LD_PRELOAD": f"{home}/planted.so", "SLURM_CONF": f"{home}/slurm.conf"}
+    _plant(local_user, site["spool"] / "queue" / "20990101T000000-planted.json", json.dumps(_entry(request)))
+    with smtp_server(site["port"]) as (inbox, _):
+        done = _deliver(site)
+        assert done.returncode == 0, done.stderr
+        mails = inbox.wait(1, seconds=30)
+    ran = [marker for marker in ("sacct-ran", "preload-ran") if (home / marker).exists()]
+    assert not ran, f"the delivery ran the attacker's code: {ran}"
+    assert len(mails) == 1 and "CPU: 2 CPUs, 0:00:06 of CPU time used" in mails[0].get_content()  # the site's sacct
+    calls = site["calls"].read_text()
+    assert f"SLURM_CONF={site['conf']}\n" in calls and "LD_PRELOAD" not in calls and str(home) not in calls
+    assert f"PATH={site['bin']}:/usr/bin:/bin\n" in calls and "SLURM_TIME_FORMAT=%s\n" in calls
+
+
+def test_a_planted_request_of_a_wrong_form_goes_to_failed_with_its_error_and_the_next_mail_is_sent(local_user,
+                                                                                                   group_spool):
+    site = group_spool
+    bad = _entry({"SLURM_JOB_ID": "1 --json", "SLURM_JOB_MAIL_TYPE": "Ended"})
+    _plant(local_user, site["spool"] / "queue" / "20990101T000000-planted.json", json.dumps(bad))
+    later = _entry({"SLURM_JOB_ID": "1", "SLURM_JOB_MAIL_TYPE": "Ended"}, id="20990101T000001-good")
+    _plant(local_user, site["spool"] / "queue" / "20990101T000001-good.json", json.dumps(later))
+    for name, text in (("20990101T000002-types", json.dumps({**later, "next_try": "soon", "id": "x"})),
+                       ("20990101T000003-list", json.dumps([later]))):
+        _plant(local_user, site["spool"] / "queue" / f"{name}.json", text)
+    local_user.run("mkfifo", str(site["spool"] / "queue" / "20990101T000004-fifo.json"))
+    local_user.run("ln", "-s", "/etc/shadow", str(site["spool"] / "queue" / "20990101T000005-link.json"))
+    with smtp_server(site["port"]) as (inbox, _):
+        done = _deliver(site)  # a FIFO would have held it for ever; a wrong type raised TypeError out of it
+        assert done.returncode == 0, done.stderr
+        mails = inbox.wait(1, seconds=30)
+    assert len(mails) == 1 and "CPU: 2 CPUs" in mails[0].get_content()
+    failed = sorted(p.name for p in (site["spool"] / "failed").iterdir())
+    assert failed == ["20990101T000000-planted.json", "20990101T000002-types.json", "20990101T000003-list.json",
+                      "20990101T000004-fifo.json", "20990101T000005-link.json"]
+    kept = json.loads((site["spool"] / "failed" / "20990101T000000-planted.json").read_text())
+    assert "SLURM_JOB_ID '1 --json': expected ASCII digits" in kept["errors"][-1]
+    log = (site["home"] / "logs" / "mail.log").read_text()
+    assert "next_try: expected int or float, got str" in log and "not a regular file" in log
+    assert "Too many levels of symbolic links" in log and "root:" not in log  # the link was not read
+    assert "1 --json" in log
+
+
+def test_mailprog_spools_only_the_slurm_variables_it_needs_and_refuses_one_of_a_wrong_form(tmp_path):
+    """MailProg run as slurmctld runs it, with the environment it gave a job named to forge records (recorded)."""
+    recorded = RECORDED["2"]
+    env_file = tmp_path / "jobaware.env"
+    env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{free_port()}\n")
+    environment = {**recorded["environment"], "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    spool = tmp_path / "home" / "mail"
+    try:
+        done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+                              capture_output=True, text=True, timeout=60, env=environment)
+        assert done.returncode == 0, done.stderr
+        [spooled] = [json.loads(p.read_text()) for p in (spool / "queue").glob("*.json")] or \
+            [json.loads(p.read_text()) for p in (spool / "failed").glob("*.json")]
+        assert set(spooled["request"]) <= set(REQUEST) and spooled["request"]["SLURM_JOB_ID"] == "2"
+        bad = {**environment, "SLURM_ARRAY_JOB_ID": "2\n3"}
+        refused = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+                                 capture_output=True, text=True, timeout=60, env=bad)
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+        assert "SLURM_ARRAY_JOB_ID '2\\n3': expected ASCII digits" in refused.stderr
+        [kept] = [json.loads(p.read_text()) for p in (spool / "failed").glob("*.json")
+                  if "SLURM_ARRAY_JOB_ID" in json.dumps(json.loads(p.read_text())["errors"])]
+        assert kept["subject"] == recorded["argv"][1] and kept["to"] == ["alice"]
+    finally:
+        _stop_deliveries(spool)
+
+
+def _stop_deliveries(spool: Path) -> None:
+    """End the deliveries MailProg started for `spool` (their environment names it)."""
+    import signal
+
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"adapters.slurm.mailprog\0--deliver" in (proc / "cmdline").read_bytes() and \
+                    f"JOBAWARE_MAIL_SPOOL={spool}".encode() in (proc / "environ").read_bytes():
+                os.kill(int(proc.name), signal.SIGTERM)
+        except (OSError, ValueError):
+            continue
