@@ -43,7 +43,9 @@ ACCOUNTING_WAIT = 120.0  # seconds after the job's mail that accounting is asked
 ASK_AGAIN = 5.0
 LIFE = 75 * 60.0  # a delivery stops after this: the mails' tries (about an hour) fit in it
 USE_TYPES = ("Ended", "Failed", "Reached time limit")  # mails that carry the job's use
-TIMES = ("Submit", "Start", "End", "User", "Account", "Partition", "JobName")
+# never JobName: `sacct -P` prints a job's name as it is, and a name holding a line break or a `|` forges records
+# (`sbatch -J $'x\n2|0:0||...'`); the name comes from slurmctld's SLURM_JOB_NAME, one variable
+TIMES = ("Submit", "Start", "End", "User", "Account", "Partition")
 
 
 def environment(environ: dict | None = None) -> dict[str, str]:
@@ -75,12 +77,14 @@ MAIL_TYPES = frozenset({"Began", "Ended", "Failed", "Requeued", "Invalid depende
                         "Reached 90% of time limit"})
 _ID = re.compile(r"[0-9]{1,10}")  # a 32-bit job or task id
 _CLUSTER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+NAME_LIMIT = 1024  # characters of a job name at most (slurmctld refuses a longer one)
 REQUEST = {
     "SLURM_JOB_ID": ("ASCII digits", _ID.fullmatch),
     "SLURM_ARRAY_JOB_ID": ("ASCII digits", _ID.fullmatch),
     "SLURM_ARRAY_TASK_ID": ("ASCII digits", _ID.fullmatch),
     "SLURM_JOB_MAIL_TYPE": ("one of Slurm's mail types", MAIL_TYPES.__contains__),
     "SLURM_CLUSTER_NAME": ("a cluster name (letters, digits, _.-, at most 64)", _CLUSTER.fullmatch),
+    "SLURM_JOB_NAME": (f"a job name of at most {NAME_LIMIT} characters", lambda name: len(name) <= NAME_LIMIT),
 }
 
 
@@ -155,8 +159,9 @@ def _epoch(text: str | None) -> int | None:
     return int(text) if ascii_digits(text) else None
 
 
-def records(parsable: str, cluster: str) -> list[dict]:
-    """The job-store records (row, final state, usage) of the jobs of `sacct -P` output with times as epochs."""
+def records(parsable: str, cluster: str, name: str | None = None) -> list[dict]:
+    """The job-store records (row, final state, usage) of the jobs of `sacct -P` output with times as epochs (a
+    line of another number of fields than the header is no record), each named `name`."""
     from adapters.slurm.usage import sacct_usage
     from jobaware.failure.reader.slurm import end_state, sacct_ends
 
@@ -164,7 +169,10 @@ def records(parsable: str, cluster: str) -> list[dict]:
     header = lines[0].split("|") if lines else []
     usage, ends, found = sacct_usage(parsable), sacct_ends(parsable), []
     for line in lines[1:]:
-        fields = dict(zip(header, line.split("|"), strict=False))
+        values = line.split("|")
+        if len(values) != len(header):
+            continue
+        fields = dict(zip(header, values, strict=True))
         job = fields.get("JobIDRaw", "")
         if not ascii_digits(job) or int(job) not in usage:
             continue
@@ -174,7 +182,7 @@ def records(parsable: str, cluster: str) -> list[dict]:
         start, stop = _epoch(fields.get("Start")), _epoch(fields.get("End"))
         found.append({"cluster": cluster, "job_id": int(job), "submit_time": _epoch(fields.get("Submit")) or 0,
                       "row": {"user": fields.get("User") or None, "account": fields.get("Account") or None,
-                              "partition": fields.get("Partition") or None, "name": fields.get("JobName") or None,
+                              "partition": fields.get("Partition") or None, "name": name or None,
                               "start_time": start, "end_time": stop, "state": state},
                       "final": {"state": state, "source": "sacct", "exit_code": used["exit_code"],
                                 "signal": used["signal"]}, "usage": used})
@@ -211,7 +219,7 @@ def compose(entry: dict, env: dict[str, str] | None = None, now: float | None = 
     job = request.get("SLURM_ARRAY_JOB_ID") if summary else request.get("SLURM_JOB_ID")
     if not job:
         return end_of_job([], "jobaware: Slurm named no job id; no efficiency lines.")
-    found = records(_sacct(job, env) or "", request.get("SLURM_CLUSTER_NAME") or "")
+    found = records(_sacct(job, env) or "", request.get("SLURM_CLUSTER_NAME") or "", request.get("SLURM_JOB_NAME"))
     if not summary:
         found = [r for r in found if str(r["job_id"]) == job]
     closed = bool(found) and all(r["final"]["state"] in FINAL and r["usage"]["elapsed_s"] is not None for r in found)
@@ -246,11 +254,12 @@ def deliver(env: dict[str, str]) -> int:
 
 def start_delivery(settings: dict[str, str]) -> None:
     """A delivery in a session of its own, holding none of this process's files (slurmctld's pipe), with
-    `settings` (absolute paths) over this process's environment less the job's variables."""
+    `settings` (absolute paths) over this process's environment less the job's variables (slurmctld gives no
+    PATH: the environment file's, else the system's, is the delivery's)."""
     own = {name: value for name, value in os.environ.items() if not name.startswith("SLURM_") or name == "SLURM_CONF"}
     subprocess.Popen([sys.executable, "-m", "adapters.slurm.mailprog", "--deliver"], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, start_new_session=True,
-                     cwd="/", env={**own, "PATH": own.get("PATH") or PATH, **settings})
+                     cwd="/", env={**own, **settings})
 
 
 def main(argv: list[str] | None = None) -> int:

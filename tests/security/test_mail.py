@@ -174,3 +174,45 @@ def _stop_deliveries(spool: Path) -> None:
                 os.kill(int(proc.name), signal.SIGTERM)
         except (OSError, ValueError):
             continue
+
+
+def _recorded_sacct(folder: Path) -> Path:
+    """The site's `sacct` in a test, answering what Slurm 22.05 answered for jobs 2 (named to forge a record:
+    `x\\n2|0:0||...|y`) and 3 (named `a|b`), to the very fields it is asked: with JobName or without."""
+    folder.mkdir(parents=True, exist_ok=True)
+    sacct = folder / "sacct"
+    sacct.write_text(f"""#!/bin/sh
+fields=; job=
+while [ $# -gt 0 ]; do case $1 in -o) fields=$2;; -j) job=$2;; esac; shift; done
+case $job in 2) name=forged;; 3) name=pipe;; *) exit 1;; esac
+case $fields in *JobName*) cat {DATA}/sacct_mail_${{name}}_22.05.txt;; *) cat {DATA}/sacct_mail_${{name}}_noname_22.05.txt;; esac
+""")
+    sacct.chmod(0o755)
+    return folder
+
+
+@pytest.mark.parametrize("job", ["2", "3"])
+def test_a_job_name_cannot_forge_accounting_records_in_its_end_of_job_mail(tmp_path, job):
+    """MailProg run as slurmctld ran it for the job (argv and environment recorded, no PATH); the delivery asks
+    the site's sacct, which answers as Slurm 22.05 did; the mail reaches a real SMTP server."""
+    recorded = RECORDED[job]
+    port = free_port()
+    env_file = tmp_path / "jobaware.env"
+    env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"
+                        f"JOBAWARE_MAIL_DOMAIN=cluster.example\nPATH={_recorded_sacct(tmp_path / 'bin')}:/usr/bin:/bin\n")
+    environment = {**recorded["environment"], "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    with smtp_server(port) as (inbox, _):
+        try:
+            done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+                                  capture_output=True, text=True, timeout=60, env=environment)
+            assert done.returncode == 0, done.stderr
+            mails = inbox.wait(1, seconds=60)
+        finally:
+            _stop_deliveries(tmp_path / "home" / "mail")
+    assert len(mails) == 1, mails
+    body = mails[0].get_content().replace("\r\n", "\n")
+    name = recorded["environment"]["SLURM_JOB_NAME"].replace("\n", "\\n")
+    # one record, the job's own: its real run (1 s of the 5 min asked), its name shown as text on its own line
+    assert body.startswith(f'Job {job} "{name}" (user root, account root, partition debug): COMPLETED, exit code 0\n'
+                           "Time: ran 0:00:01 of the 0:05:00 asked"), body
+    assert body.count(f"Job {job} ") == 1 and "ran 1:00:00" not in body and "no final record" not in body
