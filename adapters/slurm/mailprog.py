@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from jobaware.text import ascii_digits
+from jobaware.text import ascii_digits, escaped
 
 ENV_FILE = "/etc/jobaware/jobaware.env"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         env = environment()
         if "--deliver" in flags:
             return deliver(env)
-        from jobaware.usage.spool import WORKER, Settings, Spool, message
+        from jobaware.usage.spool import WORKER, Settings, Spool, address, message
 
         if env.get("JOBAWARE_HOME"):  # the spool and the log where a delivery started in / finds them
             env["JOBAWARE_HOME"] = str(Path(env["JOBAWARE_HOME"]).resolve())
@@ -288,10 +288,15 @@ def main(argv: list[str] | None = None) -> int:
             request, refused = slurm_request(os.environ), None
         except ValueError as exc:
             request, refused = {}, f"slurmctld's variables: {exc}"
+        for recipient in recipients:
+            try:
+                address(recipient, settings.domain)
+            except ValueError as exc:
+                refused = refused or str(exc)
         kept = spool.put(recipients, subject, None, kind="slurm", request=request, refused=refused)
         if refused:
-            print(f"jobaware-mail: the mail to {', '.join(recipients)} ({subject!r}) is kept in {kept.parent}: "
-                  f"{refused}", file=sys.stderr)
+            print(escaped(f"jobaware-mail: the mail to {', '.join(recipients)} ({subject!r}) is kept in "
+                          f"{kept.parent}: {refused}"), file=sys.stderr)
             return 1
         with spool.locked(WORKER) as free:
             running = not free  # a delivery is running: it sends this mail too (it looks again before it ends)
@@ -300,8 +305,8 @@ def main(argv: list[str] | None = None) -> int:
                             **({"JOBAWARE_HOME": env["JOBAWARE_HOME"]} if env.get("JOBAWARE_HOME") else {})})
         return 0
     except Exception as exc:  # noqa: BLE001 - slurmctld logs this line; nothing else may escape
-        print(f"jobaware-mail: the mail to {', '.join(recipients) or '?'} ({subject!r}) was not spooled: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        print(escaped(f"jobaware-mail: the mail to {', '.join(recipients) or '?'} ({subject!r}) was not spooled: "
+                      f"{type(exc).__name__}: {exc}"), file=sys.stderr)
         return 1
 
 

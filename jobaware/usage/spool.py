@@ -20,6 +20,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import smtplib
 import socket
 import stat
@@ -28,12 +29,14 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from email.errors import MessageError
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 
 from jobaware.logs import file_handler
-from jobaware.text import ascii_digits
+from jobaware.text import ascii_digits, escaped
 
 log = logging.getLogger("jobaware.mail")
 
@@ -45,6 +48,10 @@ ENTRY = {"id", "created", "to", "subject", "body", "tries", "next_try", "errors"
 ENTRY_TYPES = {"id": (str,), "created": (int, float), "to": (list,), "subject": (str,), "body": (str, type(None)),
                "tries": (int,), "next_try": (int, float), "errors": (list,), "kind": (str,), "request": (dict,)}
 ENTRY_BYTES = 4 * 2**20  # a spooled mail's file at most (a digest of 100 jobs is some kB)
+ADDRESS_LIMIT = 254  # characters of a mail address at most (RFC 5321's path, less its brackets)
+USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # POSIX's portable user names, not led by '-'
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")  # a host name: letters, digits and inner hyphens per label
 
 
 class NotYet(Exception):
@@ -113,9 +120,30 @@ def log_to(folder: Path) -> Path:
     return path
 
 
-def address(user: str, domain: str | None) -> str:
-    """A user name completed with the site's mail domain; an address as it is."""
-    return user if "@" in user or not domain else f"{user}@{domain}"
+def address(recipient: str, domain: str | None) -> str:
+    """The mail address of a recipient, read strictly: an address (an RFC 5322 addr-spec, as the standard library's
+    parser reads it whole, whose domain is a host name) as it is; a user name (POSIX's portable characters, as
+    Slurm's and the system's) completed with the site's mail domain, or as it is without one (a local mailbox). A
+    ValueError naming the recipient for anything else: `a@b@c`, `<script>`, a list, a display name."""
+    if not isinstance(recipient, str) or not recipient:
+        raise ValueError(f"recipient {recipient!r}: expected a mail address or a user name")
+    shown = escaped(recipient[:ADDRESS_LIMIT]) + ("..." if len(recipient) > ADDRESS_LIMIT else "")
+    if "@" not in recipient:
+        if not USER_NAME.fullmatch(recipient):
+            raise ValueError(f"recipient '{shown}': neither a mail address nor a user name")
+        if not domain:
+            return recipient
+        recipient = f"{recipient}@{domain}"
+        shown = escaped(recipient[:ADDRESS_LIMIT])
+    if len(recipient) > ADDRESS_LIMIT:
+        raise ValueError(f"address '{shown}...': longer than {ADDRESS_LIMIT} characters")
+    try:
+        parsed = Address(addr_spec=recipient)
+    except (ValueError, IndexError, MessageError) as exc:
+        raise ValueError(f"address '{shown}': not a mail address ({escaped(str(exc))})") from None
+    if parsed.addr_spec != recipient or not _DOMAIN.fullmatch(parsed.domain):
+        raise ValueError(f"address '{shown}': not a mail address (expected user@host.domain)")
+    return recipient
 
 
 def delay(tries: int) -> float:

@@ -216,3 +216,82 @@ def test_a_job_name_cannot_forge_accounting_records_in_its_end_of_job_mail(tmp_p
     assert body.startswith(f'Job {job} "{name}" (user root, account root, partition debug): COMPLETED, exit code 0\n'
                            "Time: ran 0:00:01 of the 0:05:00 asked"), body
     assert body.count(f"Job {job} ") == 1 and "ran 1:00:00" not in body and "no final record" not in body
+
+
+def _jobaware(*args: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([str(Path(sys.executable).with_name("jobaware")), *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, env={**os.environ, "COLUMNS": "250", **env})
+
+
+@pytest.fixture
+def digest_site(tmp_path):
+    """A store of finished jobs (tests/jobaware/usage), one of a user named `<script>alert(1)</script>` (a store's
+    rows are the scheduler's words: an HTCondor Owner, a record copied in), and the mail settings."""
+    from jobaware.store import open_store
+    from tests.jobaware.usage.conftest import NOW, fill, record, usage
+
+    uri = str(tmp_path / "store")
+    with open_store(uri) as store:
+        fill(store)
+        store.put_record(record(301, NOW - 3600, "<script>alert(1)</script>", "COMPLETED",
+                                usage(60, 600, 1, 50.0, 100.0, 50.0)))
+    port = free_port()
+    env = {"JOBAWARE_SMTP": f"127.0.0.1:{port}", "JOBAWARE_MAIL_DOMAIN": "cluster.example",
+           "JOBAWARE_MAIL_FROM": "hpc@cluster.example", "JOBAWARE_MAIL_SPOOL": str(tmp_path / "spool"),
+           "JOBAWARE_ENV_FILE": str(tmp_path / "none.env"), "JOBAWARE_HOME": str(tmp_path / "home")}
+    return {"store": uri, "port": port, "env": env, "spool": tmp_path / "spool"}
+
+
+def test_a_digest_to_an_address_that_is_not_one_is_an_error_naming_it_never_mailed(digest_site):
+    site = digest_site
+    with smtp_server(site["port"]) as (inbox, _):
+        for to in ("a@b@c", "alice@example.org, eve@example.org", "Alice <alice@example.org>"):
+            done = _jobaware("report", "digest", "--store", site["store"], "--since", "all", "--by", "account",
+                             "--mail", "--to", to, env=site["env"])
+            assert done.returncode == 2 and "mailed" not in done.stdout, (to, done.stdout, done.stderr)
+            assert done.stderr.startswith(f"error: --to: address '{to}': not a mail address") and \
+                done.stderr.count("\n") == 1, done.stderr
+        time.sleep(0.5)
+    assert inbox.mails == []
+
+
+def test_a_user_named_like_markup_is_not_mailed_at_another_mailbox(digest_site):
+    """`<script>alert(1)</script>@cluster.example` was read by the SMTP client as the mailbox `script`: the
+    digest of that user went to another one, and the command said 'mailed'."""
+    site = digest_site
+    with smtp_server(site["port"]) as (inbox, _):
+        done = _jobaware("report", "digest", "--store", site["store"], "--since", "all", "--mail", env=site["env"])
+        inbox.wait(4, seconds=10)
+    recipients = sorted(rcpt for _, rcpts in inbox.envelopes for rcpt in rcpts)
+    assert recipients == ["alice@cluster.example", "bob@cluster.example", "carol@cluster.example",
+                          "dave@cluster.example"], recipients
+    assert done.returncode == 1 and "mailed 4 digest(s)" in done.stdout, (done.stdout, done.stderr)
+    assert done.stderr.splitlines()[-1] == (
+        "error: 1 digest(s) not mailed, the address refused: user <script>alert(1)</script>: recipient "
+        f"'<script>alert(1)</script>': neither a mail address nor a user name; kept in {site['spool'] / 'failed'}")
+    [kept] = [json.loads(p.read_text()) for p in (site["spool"] / "failed").glob("*.json")]
+    assert kept["to"] == ["<script>alert(1)</script>"] and "neither a mail address" in kept["errors"][-1]
+
+
+@pytest.mark.parametrize("recipient", ["<script>alert(1)</script>", "a@b@c", "x@y.org, eve@example.org"])
+def test_mailprog_keeps_a_mail_to_a_recipient_that_is_not_an_address_in_failed(tmp_path, recipient):
+    """slurmctld passes the job's `--mail-user` (the user's own text) as MailProg's recipient."""
+    port = free_port()
+    env_file = tmp_path / "jobaware.env"
+    env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"
+                        "JOBAWARE_MAIL_DOMAIN=cluster.example\n")
+    environment = {**RECORDED["1"]["environment"], "SLURM_JOB_MAIL_TYPE": "Began",
+                   "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    spool = tmp_path / "home" / "mail"
+    with smtp_server(port) as (inbox, _):
+        try:
+            done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", "-s", SUBJECT, recipient],
+                                  capture_output=True, text=True, timeout=60, env=environment)
+            time.sleep(3)  # a delivery, had one started, sends at once (a Began mail has no text to wait for)
+        finally:
+            _stop_deliveries(spool)
+    assert inbox.envelopes == []
+    assert done.returncode == 1 and done.stderr.count("\n") == 1 and f"the mail to {recipient} " in done.stderr
+    assert f"is kept in {spool / 'failed'}: " in done.stderr, done.stderr
+    [kept] = [json.loads(p.read_text()) for p in (spool / "failed").glob("*.json")]
+    assert kept["to"] == [recipient] and kept["subject"] == SUBJECT
