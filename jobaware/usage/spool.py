@@ -369,6 +369,8 @@ def send_due(spool: Spool, settings: Settings, compose: Callable[[dict], str] | 
     result = Delivered()
     with spool.locked(PASS, wait=True):
         for path, entry in spool.entries():
+            if entry["body"] is None and compose is None:
+                continue  # its text is not written yet: a pass that cannot write it (a digest's) leaves it be
             if every or entry["next_try"] <= clock():
                 _attempt(spool, path, entry, settings, compose, clock(), result)
     return result
