@@ -30,7 +30,7 @@ from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argume
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
-from jobaware.text import ascii_digits
+from jobaware.text import ascii_digits, redacted
 from jobaware.usage.commands import register as _register_usage
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -414,7 +414,8 @@ def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
     if as_json:
         show(summary, True)
     else:
-        out.print(f"MLflow: {config.tracking_uri()}  (browse: mlflow ui --backend-store-uri {config.tracking_uri()})",
+        tracking = redacted(config.tracking_uri())
+        out.print(f"MLflow: {tracking}  (browse: mlflow ui --backend-store-uri {tracking})",
                   soft_wrap=True)
 
 

@@ -81,7 +81,7 @@ class Settings:
     port: int = 25
     starttls: bool = False
     user: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a message or a log line
     sender: str = ""
     domain: str | None = None
     spool: Path = Path("mail")
