@@ -295,3 +295,47 @@ def test_mailprog_keeps_a_mail_to_a_recipient_that_is_not_an_address_in_failed(t
     assert f"is kept in {spool / 'failed'}: " in done.stderr, done.stderr
     [kept] = [json.loads(p.read_text()) for p in (spool / "failed").glob("*.json")]
     assert kept["to"] == [recipient] and kept["subject"] == SUBJECT
+
+
+@pytest.mark.slow
+def test_on_a_live_slurm_a_forged_job_name_and_a_markup_mail_user_get_no_forged_or_misdirected_mail(tmp_path):
+    """slurmctld (Slurm 22.05, with accounting) runs jobaware-mail as its MailProg: a job whose name forges an
+    accounting record of its own id gets one mail with its real use and its name as text; a job whose
+    `--mail-user` is markup gets none, slurmctld logs MailProg's one line, and the mail waits in failed/."""
+    from harness.slurm_cluster import SlurmCluster, require_slurm
+
+    require_slurm(accounting=True)
+    with smtp_server() as (inbox, port):
+        env_file, wrapper = tmp_path / "jobaware.env", tmp_path / "jobaware-mail"
+        wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_ENV_FILE={env_file} PYTHONPATH={ROOT}\n"
+                           f"exec {sys.executable} -m adapters.slurm.mailprog \"$@\"\n")
+        wrapper.chmod(0o755)
+        cluster = SlurmCluster(tmp_path / "slurm", accounting=True, cpus=4, mail_prog=str(wrapper))
+        env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"
+                            f"JOBAWARE_MAIL_DOMAIN=cluster.example\nSLURM_CONF={cluster.conf}\n")
+        cluster.start()
+        try:
+            forged = "|".join(["1", "0:0", "", "billing=1,cpu=1,mem=1M,node=1", "1", "1", "COMPLETED", "3600", "60",
+                               "01:00:00", "1", "billing=1,cpu=1,mem=1M,node=1", "", "1700000000", "1700000000",
+                               "1700003600", "root", "root", "debug", "y"])
+            mail = ["--mail-type=END", "--time=5", "--mem=50"]
+            first = cluster.sbatch("#!/bin/bash\nsleep 1\n", *mail, "--mail-user=alice", f"--job-name=x\n{forged}")
+            assert first == 1  # a fresh cluster's first job: the id its name forges a record of
+            cluster.sbatch("#!/bin/bash\nsleep 1\n", *mail, "--mail-user=<script>alert(1)</script>", "--job-name=m")
+            mails = inbox.wait(1, seconds=180)
+            deadline = time.monotonic() + 60
+            failed = tmp_path / "home" / "mail" / "failed"
+            while not (failed.is_dir() and any(failed.iterdir())) and time.monotonic() < deadline:
+                time.sleep(1)
+            time.sleep(2)  # a misdirected mail, were there one, would be sent at once
+            logged = (cluster.root / "log" / "slurmctld.log").read_text()
+        finally:
+            cluster.stop()
+            _stop_deliveries(tmp_path / "home" / "mail")
+    assert [rcpt for _, rcpts in inbox.envelopes for rcpt in rcpts] == ["alice@cluster.example"], inbox.envelopes
+    body = mails[0].get_content().replace("\r\n", "\n")
+    assert body.startswith('Job 1 "x\\n1|0:0||billing=1,cpu=1,mem=1M,node=1|') and body.count("Job 1 ") == 1, body
+    assert "ran 1:00:00" not in body and "of the 0:05:00 asked" in body
+    [kept] = [json.loads(p.read_text()) for p in failed.glob("*.json")]
+    assert kept["to"] == ["<script>alert(1)</script>"] and "neither a mail address" in kept["errors"][-1]
+    assert "MailProg returned error" in logged and "<script>alert(1)</script>" in logged
