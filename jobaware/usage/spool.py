@@ -24,7 +24,6 @@ import re
 import smtplib
 import socket
 import stat
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -152,12 +151,6 @@ def delay(tries: int) -> float:
 
 
 # ---------------------------------------------------------------- the spool
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def _read_entry(path: Path) -> dict:
     """A spooled mail read from `path`: a regular file (not followed if a link, never waited on if a FIFO) of at
     most ENTRY_BYTES, holding an object with ENTRY's keys of their types; ValueError (OSError) saying why not. The
@@ -200,14 +193,14 @@ class Spool:
 
     def _write(self, path: Path, entry: dict) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # a name of its own, created new: a link planted at a guessable name is never written through
-        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # a name of its own, created new (never through a link planted at a guessable name)
+        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o660)
         try:
             with open(handle, "w", encoding="utf-8") as file:
                 json.dump(entry, file, ensure_ascii=False)
                 file.flush()
                 os.fsync(file.fileno())
-            os.chmod(temporary, 0o660 & ~_umask())
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):
