@@ -13,7 +13,9 @@ import re
 
 from jobaware.text import ascii_digits
 
-# the fields read, beside those the collector's end-state parser reads (`SACCT_ENDS`); any order, by the header
+# the fields read, beside those the collector's end-state parser reads (`SACCT_ENDS`); any order, by the header;
+# never a field a user writes (JobName, Comment, WorkDir): `-P` prints it as it is, and a line break or `|` in it
+# forges records
 USAGE_FIELDS = ("JobIDRaw", "JobID", "State", "ExitCode", "ElapsedRaw", "TimelimitRaw", "TotalCPU", "AllocCPUS",
                 "AllocTRES", "ReqTRES", "MaxRSS", "TRESUsageInTot", "NNodes")
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$", re.ASCII)  # ASCII: `\d` alone takes `١٢` too
