@@ -30,6 +30,7 @@ from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argume
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
+from jobaware.text import ascii_digits, redacted
 from jobaware.usage.commands import register as _register_usage
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
@@ -414,7 +415,8 @@ def _training_summary(versions: dict[str, str | None], as_json: bool) -> None:
     if as_json:
         show(summary, True)
     else:
-        out.print(f"MLflow: {config.tracking_uri()}  (browse: mlflow ui --backend-store-uri {config.tracking_uri()})",
+        tracking = redacted(config.tracking_uri())
+        out.print(f"MLflow: {tracking}  (browse: mlflow ui --backend-store-uri {tracking})",
                   soft_wrap=True)
 
 
@@ -718,7 +720,7 @@ class JobGroup(TyperGroup):
 
     def _for_the_job(self, ctx, args: list[str]) -> bool:
         first = args[0] if args else ""
-        return first not in self.commands and (first[:1].isdigit() or (
+        return first not in self.commands and (ascii_digits(first[:1]) or (
             first.startswith("-") and first not in self.get_help_option_names(ctx)))
 
     def parse_args(self, ctx, args: list[str]) -> list[str]:

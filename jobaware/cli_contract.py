@@ -342,7 +342,8 @@ def _usage_line(exc) -> str:
 
 def _fail(message: str, code: int, as_json: bool, whole: bool = False) -> int:
     """The error: one JSON object on stdout with --json; else one line on stderr (a contract report, whose lines
-    are the point, keeps them)."""
+    are the point, keeps them); a URI's password never shows."""
+    message = console.redacted(message)
     if as_json:
         print(json.dumps({"error": console.escaped(message), "exit_code": code}))
     elif whole and "\n" in message:

@@ -2,7 +2,7 @@
 
 Neither console reads markup or emoji codes: text holding user data (a job name `[/bold]`, a place `file.csv:100:`)
 prints as it is; colour is given as a style or a `rich.text.Text`. A message line (`error`, `warning`, `notice`) is
-one line: control characters escaped, cut at `LINE_LIMIT` characters."""
+one line: control characters escaped, URI passwords hidden, cut at `LINE_LIMIT` characters."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jobaware.jsonable import jsonable
+from jobaware.text import escaped, redacted
 
 LINE_LIMIT = 300  # characters of one message line; the rest is cut, its length said
 
@@ -24,18 +25,10 @@ out = Console(width=None if sys.stdout.isatty() else 250, markup=False, emoji=Fa
 err = Console(stderr=True, markup=False, emoji=False, highlight=False)
 
 
-def escaped(text: str) -> str:
-    """`text` with every character a terminal would act on (control characters, escapes, line breaks) written
-    as a Python escape, so that whatever a file held shows as text on one line."""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
 def one_line(text: str, limit: int = LINE_LIMIT) -> str:
     """`text` escaped onto one line of at most `limit` characters: a longer one keeps its start (where) and its end
     (what was found), its middle cut and its length said."""
-    text = escaped(str(text))
+    text = escaped(redacted(str(text)))
     if len(text) <= limit:
         return text
     cut = f" ...({len(text):,} characters)... "

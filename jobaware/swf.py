@@ -30,6 +30,7 @@ import pandas as pd
 from jobaware.errors import InputError
 from jobaware.reading import Problem
 from jobaware.sources import files as source_files
+from jobaware.text import ascii_digits
 
 FIELDS = (
     "job", "submit", "wait", "run", "procs_alloc", "cpu_avg", "mem_used", "procs_req", "time_req",
@@ -152,9 +153,9 @@ def _header_line(header: SwfHeader, number: int, text: str) -> None:
     if not sep or not key.strip() or " " in key.strip():
         return
     key, value = key.strip(), value.strip()
-    if key in ("Queue", "Partition") and value and value.split(maxsplit=1)[0].lstrip("-").isdigit():
-        code, _, name = value.partition(" ")
-        (header.queues if key == "Queue" else header.partitions)[int(code)] = name.strip() or code
+    if key in ("Queue", "Partition") and value and ascii_digits(value.split(maxsplit=1)[0].removeprefix("-")):
+        code, *name = value.split(maxsplit=1)
+        (header.queues if key == "Queue" else header.partitions)[int(code)] = name[0].strip() if name else code
     elif key == "Note":
         header.fields["Note"] = (header.fields.get("Note", "") + " " + value).strip()
     elif key not in header.fields:

@@ -23,6 +23,7 @@ from jobaware import capabilities, config, fit, sources
 from jobaware.errors import JobawareError
 from jobaware.jsonable import jsonable
 from jobaware.model import Bundle, Evaluation
+from jobaware.text import redacted
 
 MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
@@ -94,6 +95,7 @@ def start_run(key: str, params: dict, validation: dict | None = None, quarantine
     mlflow, _ = mlflow_client(create=True)
     validation = validation or {}
     with mlflow.start_run(experiment_id=experiment_id(key)) as run:
+        params = {k: redacted(v) if isinstance(v, str) else v for k, v in params.items()}  # a source URI's password
         mlflow.log_params({k: v if len(str(v)) < 500 else str(v)[:497] + "..." for k, v in params.items()})
         mlflow.set_tag(FEATURE_TAG, capabilities.get(key).feature_version)
         mlflow.log_dict(validation, "contract/result.json")

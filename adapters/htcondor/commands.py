@@ -20,6 +20,7 @@ import typer
 from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, show
 from jobaware.errors import InputError, JobawareError, UsageError
+from jobaware.logs import OneLine, file_handler
 
 DEFAULT_SERVICE = os.environ.get("JOBAWARE_HOLD_URL", "")
 Service = Annotated[str, option(role=SERVICE, help="URL of the hold service (env JOBAWARE_HOLD_URL); none: no "
@@ -52,12 +53,10 @@ def _log_to(path: Path) -> None:
         return
     logger.setLevel(logging.INFO)
     stream = logging.StreamHandler()
-    stream.setFormatter(logging.Formatter("warning: %(message)s"))
+    stream.setFormatter(OneLine("warning: %(message)s"))
     stream.setLevel(logging.WARNING)
     logger.addHandler(stream)
-    file = logging.FileHandler(path, delay=True)  # the file only once there is something to say
-    file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(file)
+    logger.addHandler(file_handler(path, delay=True))  # the file only once there is something to say
     logger.propagate = False
 
 

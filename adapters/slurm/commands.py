@@ -13,6 +13,7 @@ from adapters.slurm.plugins import DEFAULT_CACHE
 from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, STORE, option
 from jobaware.console import err, notice, out
 from jobaware.errors import JobawareError, UsageError
+from jobaware.text import redacted
 
 slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
 
@@ -26,10 +27,10 @@ def _logging(name: str) -> Path:
     import logging
 
     from jobaware import config
+    from jobaware.logs import file_handler
 
     path = config.logs_dir() / f"{name}.log"
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler = file_handler(path, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
     return path
 
@@ -86,7 +87,7 @@ def collect(
     Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
     """
     done = run_collector(store, interval, None if forever else polls, notices or None, cluster or None, max_calls, timeout)
-    out.print(f"{done} poll(s) into {store}", highlight=False)
+    out.print(f"{done} poll(s) into {redacted(store)}", highlight=False)
 
 
 def _urls(given: list[str]) -> dict[str, str]:
@@ -142,7 +143,7 @@ def adapt(
     cluster = cluster or cluster_name(slurm)
     if not cluster:
         raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
-    audited = audit or f"{store} (stream slurm.adapt)"
+    audited = audit or f"{redacted(store)} (stream slurm.adapt)"
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

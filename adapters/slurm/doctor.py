@@ -26,6 +26,7 @@ from adapters.slurm.verdicts import (
     users_folder,
 )
 from jobaware.errors import JobawareError
+from jobaware.text import redacted
 
 RENDERED = "rendered by `jobaware slurm plugins`"
 CACHE_PATH = re.compile(r'^JOBAWARE_CACHE_PATH = "(.*)"$', re.M)
@@ -237,24 +238,25 @@ def check_store(uri: str) -> list[Check]:
     """The store exists, may be shared by the collector and the adapter, and the collector has written to it."""
     from jobaware.store import backend, open_store
 
+    shown = redacted(uri)  # the checks' words never hold a password
     try:
         kind, where = backend(uri)
     except JobawareError as exc:
         return [Check("store", False, str(exc))]
     if kind != "redis" and not Path(where).exists():
-        return [Check("store", False, f"{where} does not exist: start `jobaware slurm collect --store {uri}`")]
+        return [Check("store", False, f"{where} does not exist: start `jobaware slurm collect --store {shown}`")]
     if kind == "folder":
         return [Check("store shared", False, f"{where} is a folder store (one writer): the collector and the adapter "
-                                             f"cannot share it; `jobaware store copy {uri} sqlite:NEW` and use NEW")]
+                                             f"cannot share it; `jobaware store copy {shown} sqlite:NEW` and use NEW")]
     try:
         with open_store(uri) as store:
             jobs, checkpoints = store.count(), store.checkpoints()
     except Exception as exc:  # noqa: BLE001 - any backend's failure is the finding
-        return [Check("store", False, f"{uri}: {type(exc).__name__}: {str(exc)[:200]}")]
+        return [Check("store", False, f"{shown}: {type(exc).__name__}: {redacted(str(exc)[:200])}")]
     ok = bool(checkpoints)
-    return [Check("store shared", ok, f"{uri} ({kind}): {jobs} jobs, collector checkpoint for "
+    return [Check("store shared", ok, f"{shown} ({kind}): {jobs} jobs, collector checkpoint for "
                   f"{', '.join(sorted(checkpoints))}" if ok else
-                  f"{uri} ({kind}): no collector checkpoint; run `jobaware slurm collect --store {uri}`")]
+                  f"{shown} ({kind}): no collector checkpoint; run `jobaware slurm collect --store {shown}`")]
 
 
 def check_accounting(conf_path: Path, conf: dict[str, str]) -> list[Check]:

@@ -13,6 +13,7 @@ import socket
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from jobaware.errors import JobawareError
+from jobaware.text import ascii_digits, redacted
 
 log = logging.getLogger(__name__)
 BATCH = 100  # notices read at most at once
@@ -27,7 +28,7 @@ def job_id_of(value: bytes | str | None) -> int | None:
         parsed = text.strip()
     if isinstance(parsed, dict):
         parsed = parsed.get("job_id")
-    if isinstance(parsed, str) and parsed.strip().isdigit():
+    if isinstance(parsed, str) and ascii_digits(parsed.strip()):
         parsed = int(parsed)
     if isinstance(parsed, int) and not isinstance(parsed, bool) and 0 < parsed < 2**53:
         return parsed
@@ -55,9 +56,9 @@ class RedisNotices:
             self.client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
-                raise JobawareError(f"notices {uri}: {exc}") from None
+                raise JobawareError(f"notices {redacted(uri)}: {redacted(str(exc))}") from None
         except redis.RedisError as exc:
-            raise JobawareError(f"notices {uri}: cannot reach Redis ({str(exc)[:200]})") from None
+            raise JobawareError(f"notices {redacted(uri)}: cannot reach Redis ({redacted(str(exc)[:200])})") from None
         self.backlog = True  # read this consumer's unacknowledged notices first
 
     def read(self, timeout: float) -> list[tuple[bytes, int | None]]:
@@ -87,7 +88,7 @@ class KafkaNotices:
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         topic = parts.path.strip("/")
         if not parts.netloc or not topic:
-            raise JobawareError(f"notices {uri}: expected kafka://host:port/TOPIC")
+            raise JobawareError(f"notices {redacted(uri)}: expected kafka://host:port/TOPIC")
         self.consumer = Consumer({"bootstrap.servers": parts.netloc, "group.id": query.get("group", "jobaware-collector"),
                                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
                                   "client.id": _consumer_name(), **(config or {})})
@@ -122,4 +123,5 @@ def open_notices(uri: str):
         return RedisNotices(uri)
     if uri.startswith("kafka://"):
         return KafkaNotices(uri)
-    raise JobawareError(f"notices {uri}: expected redis://host:port/db?stream=NAME or kafka://host:port/TOPIC")
+    raise JobawareError(f"notices {redacted(uri)}: expected redis://host:port/db?stream=NAME or "
+                        "kafka://host:port/TOPIC")

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import re
 
-# the fields read, beside those the collector's end-state parser reads (`SACCT_ENDS`); any order, by the header
+from jobaware.text import ascii_digits
+
+# the fields read, beside those the collector's end-state parser reads (`SACCT_ENDS`); any order, by the header;
+# never a field a user writes (JobName, Comment, WorkDir): `-P` prints it as it is, and a line break or `|` in it
+# forges records
 USAGE_FIELDS = ("JobIDRaw", "JobID", "State", "ExitCode", "ElapsedRaw", "TimelimitRaw", "TotalCPU", "AllocCPUS",
                 "AllocTRES", "ReqTRES", "MaxRSS", "TRESUsageInTot", "NNodes")
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$", re.ASCII)  # ASCII: `\d` alone takes `١٢` too
 _TO_MIB = {"": 1 / 2**20, "K": 1 / 2**10, "M": 1.0, "G": 2.0**10, "T": 2.0**20, "P": 2.0**30}
-_CLOCK = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$")
-_ARRAY_TASK = re.compile(r"^(\d+)_(\d+)$")
+_CLOCK = re.compile(r"^(?:(\d+)-)?(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)$", re.ASCII)
+_ARRAY_TASK = re.compile(r"^(\d+)_(\d+)$", re.ASCII)
 
 
 def mib(text: str | None) -> float | None:
@@ -42,12 +46,12 @@ def tres(text: str | None) -> dict[str, str]:
 
 def _int(text: str | None) -> int | None:
     text = (text or "").strip()
-    return int(text) if text.isdigit() else None
+    return int(text) if ascii_digits(text) else None
 
 
 def _exit(text: str | None) -> tuple[int | None, int | None]:
     code, _, signal = (text or "").strip().partition(":")
-    return (int(code) if code.isdigit() else None), (int(signal) if signal.isdigit() and int(signal) else None)
+    return (int(code) if ascii_digits(code) else None), (int(signal) if ascii_digits(signal) and int(signal) else None)
 
 
 def _job_usage(fields: dict[str, str]) -> dict:
@@ -92,7 +96,7 @@ def sacct_usage(parsable: str) -> dict[int, dict]:
             continue
         fields = dict(zip(header, values, strict=True))
         job, _, step = fields["JobIDRaw"].partition(".")
-        if not job.isdigit():
+        if not ascii_digits(job):
             continue
         if not step:
             jobs[int(job)] = _job_usage(fields)

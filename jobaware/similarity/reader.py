@@ -50,6 +50,7 @@ from jobaware.similarity.schema import (
     table_of_header,
 )
 from jobaware.sources import files as source_files
+from jobaware.text import ascii_digits
 
 BLOCK_BYTES = 16 << 20
 SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".txt")
@@ -292,7 +293,7 @@ def _elapsed_seconds(rows: _Rows) -> np.ndarray:
     seconds = np.zeros(len(values), np.int64)
     bad = np.zeros(len(values), bool)
     for i, value in enumerate(values):
-        if value.isdigit() and len(value) <= 12:
+        if ascii_digits(value) and len(value) <= 12:
             seconds[i] = int(value)
             continue
         match = _SLURM_TIME.match(value)

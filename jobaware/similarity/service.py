@@ -33,6 +33,7 @@ from jobaware.reading import write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.index import Reference, SimilarityIndex
 from jobaware.similarity.schema import CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX, SYMBOL_MAX
+from jobaware.text import ascii_digits
 
 
 class Limits(BaseLimits):
@@ -63,7 +64,7 @@ class SimilarRequest:
 
 def _integer(value, where: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) < 20:
+        if isinstance(value, str) and ascii_digits(value.strip().removeprefix("-")) and len(value) < 20:
             value = int(value)
         else:
             raise InputError(f"{where}: expected an integer {low}..{high}, got {_show(value)}")

@@ -20,6 +20,7 @@ from pathlib import Path
 from jobaware.config import trusted
 from jobaware.errors import JobawareError
 from jobaware.store.base import FINAL_SOURCES, JobKey, JobStore
+from jobaware.text import redacted
 
 __all__ = ["FINAL_SOURCES", "JobKey", "JobStore", "backend", "is_store", "open_store"]
 
@@ -40,8 +41,8 @@ def backend(uri: str) -> tuple[str, str]:
             if uri.startswith(prefix):
                 return name, uri[len(prefix):]
     if "://" in uri:
-        raise JobawareError(f"store {uri}: unknown scheme; expected a folder path, sqlite:PATH, folder:PATH or "
-                            "redis://host:port/db")
+        raise JobawareError(f"store {redacted(uri)}: unknown scheme; expected a folder path, sqlite:PATH, "
+                            "folder:PATH or redis://host:port/db")
     folder = Path(uri)
     if (folder / LOG).is_file():
         if (folder / DB).is_file():

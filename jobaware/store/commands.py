@@ -10,6 +10,7 @@ import typer
 from jobaware.cli_contract import STORE, option
 from jobaware.console import err, out, progress
 from jobaware.errors import JobawareError
+from jobaware.text import redacted
 
 store_app = typer.Typer(no_args_is_help=True, help="The job store: move it between backends.")
 
@@ -34,22 +35,23 @@ def copy_command(
     from jobaware.store.copy import copy, is_empty
 
     if backend(source) == backend(destination):
-        raise JobawareError(f"store copy: {source} and {destination} are the same store")
+        raise JobawareError(f"store copy: {redacted(source)} and {redacted(destination)} are the same store")
+    source_shown, destination_shown = redacted(source), redacted(destination)
     started = time.monotonic()
     with open_store(source) as src, open_store(destination) as dst:
         if not merge and not is_empty(dst):
-            raise JobawareError(f"store copy: {destination} is not empty ({dst.count():,} jobs); give --merge to copy "
-                                "into it anyway")
+            raise JobawareError(f"store copy: {destination_shown} is not empty ({dst.count():,} jobs); give --merge "
+                                "to copy into it anyway")
         total = src.count()
-        err.print(f"copying {total:,} jobs from {source} to {destination}", highlight=False, soft_wrap=True)
+        err.print(f"copying {total:,} jobs from {source_shown} to {destination_shown}", highlight=False, soft_wrap=True)
         with progress("copying") as bar:
             task = bar.add_task("items", total=None)
             copied = copy(src, dst, lambda n: bar.advance(task, n))
         if dst.count() < total:
-            raise JobawareError(f"store copy: {destination} holds {dst.count():,} jobs after the copy, {source} "
-                                f"{total:,}")
+            raise JobawareError(f"store copy: {destination_shown} holds {dst.count():,} jobs after the copy, "
+                                f"{source_shown} {total:,}")
     out.print(f"copied {copied.jobs:,} jobs, {copied.predictions:,} predictions, {copied.checkpoints:,} "
-              f"checkpoints and {copied.events:,} events from {source} to {destination} in "
+              f"checkpoints and {copied.events:,} events from {source_shown} to {destination_shown} in "
               f"{time.monotonic() - started:.1f} s", highlight=False, soft_wrap=True)
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from jobaware.errors import InputError
 from jobaware.reading import Problem
+from jobaware.text import redacted
 
 EXPORT_SUFFIX = ".store.jsonl"
 EPOCH_MAX = 4_102_444_800  # 2100-01-01
@@ -45,7 +46,7 @@ def from_store(uri: str, out_dir: Path) -> str:
     out = Path(out_dir) / "store" / f"jobs{EXPORT_SUFFIX}"
     out.parent.mkdir(parents=True, exist_ok=True)
     with open_store(uri) as store, open(out, "w") as file:
-        file.write(json.dumps({"store": uri}) + "\n")
+        file.write(json.dumps({"store": redacted(uri)}) + "\n")  # a name for messages: never its password
         for record in store.records():
             record.pop("script", None)
             file.write(json.dumps(record, default=str) + "\n")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 from jobaware.errors import JobawareError
 from jobaware.store.base import JobKey, JobStore, empty_record, now, order
+from jobaware.text import redacted
 
 PREFIX = "jobaware:"
 PAGE = 500  # records read per round trip by a listing
@@ -50,7 +51,8 @@ class RedisStore(JobStore):
                                                retry_on_timeout=True, decode_responses=True)
             self.client.ping()
         except (redis.RedisError, ValueError) as exc:
-            raise JobawareError(f"store {uri}: cannot reach Redis ({str(exc).splitlines()[0][:200]})") from None
+            raise JobawareError(f"store {redacted(uri)}: cannot reach Redis "
+                                f"({redacted(str(exc).splitlines()[0][:200])})") from None
         self.prefix = prefix
         self._add_state = self.client.register_script(_ADD_STATE)
         self._put_event = self.client.register_script(_PUT_EVENT)

@@ -13,6 +13,7 @@ import typer
 from jobaware.cli_contract import OUTPUT, STORE, option
 from jobaware.console import err, out, progress, show
 from jobaware.errors import InputError, UsageError
+from jobaware.text import escaped
 
 StoreOption = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
                                     "JOBAWARE_STORE): a folder (SQLite) or redis://host:port/db")]
@@ -199,9 +200,18 @@ def report_digest(
 
     if mail and by == "account" and not to:
         raise UsageError("--mail --by account: give --to, the address the account digests go to")
+    if to and (not mail or by != "account"):
+        raise UsageError("--to: only with --mail --by account (a user's digest goes to the user)")
     if dry_run and not mail:
         raise UsageError("--dry-run: only with --mail (without --mail nothing is sent)")
     settings = _mail_settings() if mail else None
+    if to:
+        from jobaware.usage.spool import address
+
+        try:
+            address(to, settings.domain)
+        except ValueError as exc:
+            raise UsageError(f"--to: {exc}") from None
     filters = _filters(since, until, cluster, users=user, accounts=account)
     named = set(user or []) if by == "user" else set(account or [])
     with _store(store) as opened:
@@ -237,31 +247,44 @@ def _mail_settings():
 
 
 def _mail_digests(digests: dict, groups: dict, by: str, to: str, settings, dry_run: bool, when: str) -> None:
-    from jobaware.usage.spool import Spool, message, send_due
+    """Spool and send each digest; a digest whose address is refused (a user named `<script>`, `a@b@c`) is kept in
+    the spool's failed/ and makes the command fail, naming it, after the others are sent."""
+    from jobaware.usage.spool import Spool, address, message, send_due
 
     subject = f"jobaware: your jobs {when}" if by == "user" else f"jobaware: the jobs of account {{name}} {when}"
-    spool, sent_to, skipped = Spool(settings.spool), [], []
+    spool, sent_to, skipped, refused = Spool(settings.spool), [], [], []
     for name, text in digests.items():
-        if not groups[name]:
-            skipped.append(name)  # a user with no job gets no mail
+        if not groups[name] or (by == "user" and name == "(none)"):
+            skipped.append(name)  # a user with no job gets no mail, nor do the jobs that name no user
             continue
         entry = {"id": f"digest-{name}", "created": time.time(), "to": [name if by == "user" else to],
                  "subject": subject.format(name=name), "body": text, "request": {}}
+        try:
+            address(entry["to"][0], settings.domain)
+        except ValueError as exc:
+            refused.append(f"{by} {escaped(name)}: {exc}")
+            if not dry_run:
+                spool.put(entry["to"], entry["subject"], text, kind="digest", refused=str(exc))
+            continue
         if dry_run:
             out.print(message(entry, settings).as_string(), highlight=False, soft_wrap=True)
             continue
         spool.put(entry["to"], entry["subject"], text, kind="digest")
         sent_to.append(name)
     for name in skipped:
-        err.print(f"{by} {name}: no job finished in the period; no digest mailed", highlight=False)
-    if dry_run or not sent_to:
-        return
-    done = send_due(spool, settings)
-    if done.deferred or done.failed:
-        raise InputError(f"{done.sent} of {len(sent_to)} digest(s) sent through {settings.server}: "
-                         f"{done.errors[-1] if done.errors else 'not sent'}; the rest stay in {spool.folder} "
-                         "(retried by `jobaware mail flush`, see `jobaware mail status`)")
-    out.print(f"mailed {done.sent} digest(s) through {settings.server}", highlight=False)
+        why = "jobs that name no user" if groups[name] else "no job finished in the period"
+        err.print(f"{by} {escaped(name)}: {why}; no digest mailed", highlight=False)
+    done = send_due(spool, settings) if sent_to else None
+    if done is not None and not (done.deferred or done.failed):
+        out.print(f"mailed {done.sent} digest(s) through {settings.server}", highlight=False)
+    problems = [f"{done.sent} of {len(sent_to)} digest(s) sent through {settings.server}: "
+                f"{done.errors[-1] if done.errors else 'not sent'}; the rest stay in {spool.folder} (retried by "
+                "`jobaware mail flush`, see `jobaware mail status`)"] if done and (done.deferred or done.failed) else []
+    if refused:
+        problems.append(f"{len(refused)} digest(s) not mailed, the address refused: {refused[0]}"
+                        + ("" if dry_run else f"; kept in {spool.failed}"))
+    if problems:
+        raise InputError("; ".join(problems))
 
 
 def register(app: typer.Typer, report_app: typer.Typer) -> None:

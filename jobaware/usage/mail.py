@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from jobaware.text import escaped
 from jobaware.usage.jobs import Report, said_text
 from jobaware.usage.measures import FAILED, TIMED_OUT, clock, hours, next_request, options, percent, size
 
@@ -11,7 +12,7 @@ FOOTER = "-- \njobaware: what your jobs used against what they asked for (`jobaw
 
 
 def _who(row: dict) -> str:
-    name = f' "{row["name"]}"' if row.get("name") else ""
+    name = f' "{escaped(row["name"])}"' if row.get("name") else ""  # the user's text: a line break shows as \n
     where = ", ".join(f"{label} {row[key]}" for label, key in (("user", "user"), ("account", "account"),
                                                                 ("partition", "partition")) if row.get(key))
     return f"{name} ({where})" if where else name

@@ -20,15 +20,22 @@ import fcntl
 import json
 import logging
 import os
+import re
 import smtplib
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from email.errors import MessageError
+from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
+
+from jobaware.logs import file_handler
+from jobaware.text import ascii_digits, escaped
 
 log = logging.getLogger("jobaware.mail")
 
@@ -37,6 +44,13 @@ FIRST_DELAY = 30.0  # seconds before the second try; each later wait twice the o
 QUEUE, FAILED = "queue", "failed"
 PASS, WORKER = ".pass.lock", ".worker.lock"  # held during one pass over the queue; for a delivery's whole life
 ENTRY = {"id", "created", "to", "subject", "body", "tries", "next_try", "errors"}  # the keys a spooled mail has
+ENTRY_TYPES = {"id": (str,), "created": (int, float), "to": (list,), "subject": (str,), "body": (str, type(None)),
+               "tries": (int,), "next_try": (int, float), "errors": (list,), "kind": (str,), "request": (dict,)}
+ENTRY_BYTES = 4 * 2**20  # a spooled mail's file at most (a digest of 100 jobs is some kB)
+ADDRESS_LIMIT = 254  # characters of a mail address at most (RFC 5321's path, less its brackets)
+USER_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")  # POSIX's portable user names, not led by '-'
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_DOMAIN = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")  # a host name: letters, digits and inner hyphens per label
 
 
 class NotYet(Exception):
@@ -66,7 +80,7 @@ class Settings:
     port: int = 25
     starttls: bool = False
     user: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)  # never in a message or a log line
     sender: str = ""
     domain: str | None = None
     spool: Path = Path("mail")
@@ -80,7 +94,7 @@ class Settings:
         host, colon, port = smtp.rpartition(":")
         if not colon:
             host, port = smtp, "25"
-        if not port.isdigit() or not 0 < int(port) < 65536 or not host:
+        if not ascii_digits(port) or not 0 < int(port) < 65536 or not host:
             raise InputError(f"JOBAWARE_SMTP {env.get('JOBAWARE_SMTP')!r}: expected host[:port]")
         home = Path(env.get("JOBAWARE_HOME") or ".jobaware")
         return cls(host=host, port=int(port), starttls=env.get("JOBAWARE_SMTP_STARTTLS", "") in ("1", "yes", "true"),
@@ -99,17 +113,36 @@ def log_to(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "mail.log"
     if not any(getattr(h, "baseFilename", None) == str(path.resolve()) for h in log.handlers):
-        handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-        log.addHandler(handler)
+        log.addHandler(file_handler(path))
     log.setLevel(logging.INFO)
     log.propagate = False
     return path
 
 
-def address(user: str, domain: str | None) -> str:
-    """A user name completed with the site's mail domain; an address as it is."""
-    return user if "@" in user or not domain else f"{user}@{domain}"
+def address(recipient: str, domain: str | None) -> str:
+    """The mail address of a recipient, read strictly: an address (an RFC 5322 addr-spec, as the standard library's
+    parser reads it whole, whose domain is a host name) as it is; a user name (POSIX's portable characters, as
+    Slurm's and the system's) completed with the site's mail domain, or as it is without one (a local mailbox). A
+    ValueError naming the recipient for anything else: `a@b@c`, `<script>`, a list, a display name."""
+    if not isinstance(recipient, str) or not recipient:
+        raise ValueError(f"recipient {recipient!r}: expected a mail address or a user name")
+    shown = escaped(recipient[:ADDRESS_LIMIT]) + ("..." if len(recipient) > ADDRESS_LIMIT else "")
+    if "@" not in recipient:
+        if not USER_NAME.fullmatch(recipient):
+            raise ValueError(f"recipient '{shown}': neither a mail address nor a user name")
+        if not domain:
+            return recipient
+        recipient = f"{recipient}@{domain}"
+        shown = escaped(recipient[:ADDRESS_LIMIT])
+    if len(recipient) > ADDRESS_LIMIT:
+        raise ValueError(f"address '{shown}...': longer than {ADDRESS_LIMIT} characters")
+    try:
+        parsed = Address(addr_spec=recipient)
+    except (ValueError, IndexError, MessageError) as exc:
+        raise ValueError(f"address '{shown}': not a mail address ({escaped(str(exc))})") from None
+    if parsed.addr_spec != recipient or not _DOMAIN.fullmatch(parsed.domain):
+        raise ValueError(f"address '{shown}': not a mail address (expected user@host.domain)")
+    return recipient
 
 
 def delay(tries: int) -> float:
@@ -118,28 +151,61 @@ def delay(tries: int) -> float:
 
 
 # ---------------------------------------------------------------- the spool
+def _read_entry(path: Path) -> dict:
+    """A spooled mail read from `path`: a regular file (not followed if a link, never waited on if a FIFO) of at
+    most ENTRY_BYTES, holding an object with ENTRY's keys of their types; ValueError (OSError) saying why not. The
+    spool is writable by the group jobaware: what a file in it says is checked like any input."""
+    handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with open(handle, "rb") as file:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ValueError("not a regular file")
+        data = file.read(ENTRY_BYTES + 1)
+    if len(data) > ENTRY_BYTES:
+        raise ValueError(f"larger than {ENTRY_BYTES:,} bytes")
+    entry = json.loads(data.decode("utf-8"))
+    if not isinstance(entry, dict) or not ENTRY <= entry.keys():
+        raise ValueError(f"expected an object with {', '.join(sorted(ENTRY))}")
+    for key, types in ENTRY_TYPES.items():
+        if key in entry and (not isinstance(entry[key], types) or isinstance(entry[key], bool)):
+            raise ValueError(f"{key}: expected {' or '.join(t.__name__ for t in types)}, got "
+                             f"{type(entry[key]).__name__}")
+    if not all(isinstance(user, str) for user in entry["to"]) or not all(isinstance(e, str) for e in entry["errors"]):
+        raise ValueError("to and errors: expected lists of strings")
+    return entry
+
+
 class Spool:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self.queue, self.failed = self.folder / QUEUE, self.folder / FAILED
 
     def put(self, to: list[str], subject: str, body: str | None, kind: str = "mail", request: dict | None = None,
-            now: float | None = None) -> Path:
-        """Spool a mail (written whole and synced before this returns); its path."""
+            now: float | None = None, refused: str | None = None) -> Path:
+        """Spool a mail (written whole and synced before this returns); its path. A mail `refused` (the reason)
+        goes to failed/ at once, with that error, to be seen by `jobaware mail status`."""
         now = time.time() if now is None else now
         entry = {"id": f"{time.strftime('%Y%m%dT%H%M%S', time.localtime(now))}-{uuid.uuid4().hex[:12]}",
                  "created": now, "kind": kind, "to": to, "subject": subject, "body": body, "request": request or {},
                  "tries": 0, "next_try": now, "errors": []}
-        return self._write(self.queue / f"{entry['id']}.json", entry)
+        if refused:
+            entry["errors"] = [f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))} {refused}"]
+        return self._write((self.failed if refused else self.queue) / f"{entry['id']}.json", entry)
 
     def _write(self, path: Path, entry: dict) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(entry, handle, ensure_ascii=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        # a name of its own, created new (never through a link planted at a guessable name)
+        temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o660)
+        try:
+            with open(handle, "w", encoding="utf-8") as file:
+                json.dump(entry, file, ensure_ascii=False)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
         folder = os.open(path.parent, os.O_RDONLY)
         try:
             os.fsync(folder)
@@ -153,9 +219,7 @@ class Spool:
         found = []
         for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
             try:
-                entry = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(entry, dict) or not ENTRY <= entry.keys():
-                    raise ValueError(f"expected an object with {', '.join(sorted(ENTRY))}")
+                entry = _read_entry(path)
                 found.append((path, entry))
             except (OSError, ValueError) as exc:
                 log.error("spool %s: not a spooled mail (%s); moved to %s", path, exc, self.failed)
@@ -250,17 +314,21 @@ class Delivered:
 
 def _attempt(spool: Spool, path: Path, entry: dict, settings: Settings, compose, now: float,
              result: Delivered) -> None:
-    """One try of one due mail: compose it if needed, send it, and keep what came of it."""
-    if entry["body"] is None and compose is not None:
-        try:
-            entry["body"] = compose(entry)
-        except NotYet as wait:
-            entry["next_try"] = now + wait.seconds
-            spool.update(path, entry)
-            result.deferred += 1
-            return
-        spool.update(path, entry)
+    """One try of one due mail: compose it if needed, send it, and keep what came of it. A mail that cannot be
+    composed or written (a ValueError or TypeError: a spooled request or an address that is not what it must be)
+    is given up on at once."""
     try:
+        if entry["body"] is None and compose is not None:
+            try:
+                entry["body"] = compose(entry)
+            except NotYet as wait:
+                entry["next_try"] = now + wait.seconds
+                spool.update(path, entry)
+                result.deferred += 1
+                return
+            except (ValueError, TypeError) as exc:
+                raise Undelivered(f"cannot be composed: {exc}", permanent=True) from None
+            spool.update(path, entry)
         try:
             mail = message(entry, settings)
         except (ValueError, TypeError) as exc:  # an address with a line break, a field of the wrong type
@@ -294,6 +362,8 @@ def send_due(spool: Spool, settings: Settings, compose: Callable[[dict], str] | 
     result = Delivered()
     with spool.locked(PASS, wait=True):
         for path, entry in spool.entries():
+            if entry["body"] is None and compose is None:
+                continue  # its text is not written yet: a pass that cannot write it (a digest's) leaves it be
             if every or entry["next_try"] <= clock():
                 _attempt(spool, path, entry, settings, compose, clock(), result)
     return result

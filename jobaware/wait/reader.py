@@ -13,6 +13,7 @@ import pandas as pd
 from jobaware.errors import InputError
 from jobaware.reading import Problem, ReadReport, ingest_sources
 from jobaware.swf import SwfHeader, SwfTrace, cluster_name, read_swf, trace_and_export_files
+from jobaware.text import ascii_digits
 from jobaware.wait.schema import CONTRACT, MAX_PROCS, QUEUE_JOBS
 
 STATUS = {0: "FAILED", 1: "COMPLETED", 5: "CANCELLED"}
@@ -24,7 +25,7 @@ def cluster_procs(path: str | Path, header: SwfHeader) -> int | None:
     stated = header.fields.get("MaxProcs", "").split(" ")[0]
     if not stated:
         return None
-    if not stated.isdigit() or not 1 <= int(stated) <= MAX_PROCS:
+    if not ascii_digits(stated) or not 1 <= int(stated) <= MAX_PROCS:
         raise InputError(f"{path}:{header.lines['MaxProcs']}: header MaxProcs: expected a number of processors, 1 to "
                          f"{MAX_PROCS:,}, got {stated[:80]!r}")
     return int(stated)

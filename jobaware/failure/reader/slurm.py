@@ -31,6 +31,7 @@ from jobaware.jobtable.schema import (
     number_problem,
 )
 from jobaware.reading import abbreviated
+from jobaware.text import ascii_digits
 
 SQUEUE_KEYS = {"job_state", "user_name", "time_limit", "tres_req_str"}
 _GPU = re.compile(r"gres[/:]gpu(?::[^=,:]+)?[=:](\d+)")
@@ -350,7 +351,7 @@ def _valid_column(field: str, values: list):
 MEMORY_KILLED = re.compile(r"exceeded (?:job )?memory limit|oom[-_ ]kill event|out of memory", re.IGNORECASE)
 OOM_RSS_SHARE = 0.95  # a step whose largest resident size reached this share of its memory per node hit its limit
 SACCT_ENDS = ("JobIDRaw", "ExitCode", "MaxRSS", "AllocTRES", "NNodes")  # the fields `sacct_ends` reads, in order
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$", re.ASCII)
 _UNITS = {"": 1 / 2**20, "K": 1 / 2**10, "M": 1.0, "G": 2.0**10, "T": 2.0**20, "P": 2.0**30}  # to MiB
 
 
@@ -391,7 +392,7 @@ class SacctEnd:
 def exit_status(text: str) -> tuple[int | None, int | None]:
     """(exit code, signal) of Slurm's `CODE:SIGNAL` (`0:9` is code 0, killed by signal 9; signal None when 0)."""
     code, _, signal = text.strip().partition(":")
-    return (int(code) if code.isdigit() else None), (int(signal) if signal.isdigit() and int(signal) else None)
+    return (int(code) if ascii_digits(code) else None), (int(signal) if ascii_digits(signal) and int(signal) else None)
 
 
 def sacct_ends(parsable: str) -> dict[int, SacctEnd]:
@@ -403,7 +404,7 @@ def sacct_ends(parsable: str) -> dict[int, SacctEnd]:
         if len(fields) < 2:
             continue
         job, _, step = fields[0].partition(".")
-        if not job.isdigit():
+        if not ascii_digits(job):
             continue
         end = ends.setdefault(int(job), SacctEnd())
         if not step:
@@ -412,7 +413,7 @@ def sacct_ends(parsable: str) -> dict[int, SacctEnd]:
         rss = _mib(fields[2]) if len(fields) > 2 else None
         tres = dict(part.split("=", 1) for part in (fields[3] if len(fields) > 3 else "").split(",") if "=" in part)
         limit = _mib(tres.get("mem", ""))
-        nodes = int(fields[4]) if len(fields) > 4 and fields[4].isdigit() and int(fields[4]) > 0 else 1
+        nodes = int(fields[4]) if len(fields) > 4 and ascii_digits(fields[4]) and int(fields[4]) > 0 else 1
         if rss is not None and limit:
             end.rss_share = max(end.rss_share or 0.0, rss / (limit / nodes))
     return ends

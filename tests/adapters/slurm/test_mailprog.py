@@ -25,7 +25,7 @@ DATA = ROOT / "tests" / "data"  # `sacct -j ID -P -o ...` with SLURM_TIME_FORMAT
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 SUBMIT = 1795752177  # job 1's submit time in that output
 ENDED = {"SLURM_JOB_ID": "1", "SLURM_JOB_MAIL_TYPE": "Ended", "SLURM_CLUSTER_NAME": "jobaware-test",
-         "SLURM_JOB_USER": "root", "SLURM_JOB_STATE": "COMPLETED"}
+         "SLURM_JOB_NAME": "burn2", "SLURM_JOB_USER": "root", "SLURM_JOB_STATE": "COMPLETED"}
 SUBJECT = "Slurm Job_id=1 Name=burn2 Ended, Run time 00:00:26, COMPLETED, ExitCode 0"
 
 
@@ -86,8 +86,8 @@ def test_the_end_of_job_mail_says_what_the_job_used(site, monkeypatch):
     assert lines[5] == "Next time, ask for: --mem=64M, 1 CPU (this run's use plus a fifth, rounded up)"
     assert lines[6] == "Before it ran, jobaware said: failure: likely TIMEOUT, p_fail 0.12"
     summary = compose(entry("Slurm Array Summary Job_id=6_* (6) Name=array Ended, COMPLETED, ExitCode [0-0]",
-                            {**ENDED, "SLURM_JOB_ID": "6", "SLURM_ARRAY_JOB_ID": "6", "SLURM_ARRAY_TASK_ID": "2"}),
-                      site["settings"])
+                            {**ENDED, "SLURM_JOB_ID": "6", "SLURM_ARRAY_JOB_ID": "6", "SLURM_ARRAY_TASK_ID": "2",
+                             "SLURM_JOB_NAME": "array"}), site["settings"])
     assert summary.startswith('Array 6_[0-2] "array" (user root, account root, partition debug): 3 tasks: '
                               "3 COMPLETED\nTime: median 1% (10th-90th percentile 0%-1%) of the 0:05:00 asked; longest 0:00:02\n"
                               "CPU: median 0% (10th-90th percentile 0%-0%) of 1 CPU\nMemory: median 9%")

@@ -145,3 +145,16 @@ def test_a_mail_that_cannot_be_written_is_kept_in_failed_and_the_others_still_go
     assert (spool.failed / "0-not-an-entry.json").read_text() == "[]"
     [kept] = [entry for entry in failed.values() if entry["to"] == ["bob\nBcc: eve@example.org"]]
     assert "cannot be written as a mail" in kept["errors"][-1]
+
+
+def test_a_pass_that_cannot_write_a_mail_leaves_it_to_the_delivery(tmp_path):
+    """A digest's pass (no compose) over a spool holding an end-of-job mail that waits for accounting: it sent
+    that mail with an empty text before."""
+    with smtp_server() as (inbox, port):
+        chosen = settings(tmp_path, port)
+        spool = Spool(chosen.spool)
+        spool.put(["alice"], "Slurm Job_id=1 Ended", None, kind="slurm", request={"SLURM_JOB_ID": "1"})
+        spool.put(["bob"], "jobaware: your jobs", "digest", kind="digest")
+        assert send_due(spool, chosen, every=True).sent == 1
+    assert [mail["Subject"] for mail in inbox.mails] == ["jobaware: your jobs"]
+    assert [entry["subject"] for _, entry in spool.entries()] == ["Slurm Job_id=1 Ended"]
