@@ -48,7 +48,7 @@ def main() -> None:
         for name, tree in trees.items():
             commands[f"jobaware-mail, {name}"] = ([sys.executable, "-m", "adapters.slurm.mailprog", *RECORDED["argv"]],
                                                  {**RECORDED["environment"], "PYTHONPATH": str(tree),
-                                                  "JOBAWARE_ENV_FILE": str(env_file)})
+                                                  "JOBAWARE_CONFIG": str(env_file)})
         runs: dict[str, list[float]] = {name: [] for name in commands}
         with spool.locked(WORKER) as held:
             assert held

@@ -18,8 +18,8 @@ sends over SMTP with retries (about an hour), then stops; what it could not send
 mail status`, `jobaware mail flush`). Its log: `$JOBAWARE_HOME/logs/mail.log`.
 
 Settings come from the environment file the jobaware units read (`/etc/jobaware/jobaware.env`, or the file named
-by `JOBAWARE_ENV_FILE`): `JOBAWARE_SMTP`, `JOBAWARE_MAIL_FROM`, `JOBAWARE_MAIL_DOMAIN`, `JOBAWARE_MAIL_SPOOL`,
-`JOBAWARE_HOME`, `JOBAWARE_STORE`, `SLURM_CONF`, `PATH` (where `sacct` and `squeue` are; default the system's).
+by `JOBAWARE_CONFIG`, with the credentials file it names): `JOBAWARE_SMTP`, `JOBAWARE_MAIL_FROM`,
+`JOBAWARE_MAIL_DOMAIN`, `JOBAWARE_MAIL_SPOOL`, `JOBAWARE_HOME`, `JOBAWARE_STORE`, `SLURM_CONF`, `PATH` (where `sacct` and `squeue` are; default the system's).
 
     jobaware-mail -s SUBJECT USER...            as slurm.conf's MailProg
     jobaware-mail --dry-run -s SUBJECT USER     the mail it would send, on standard output (nothing spooled)
@@ -37,7 +37,6 @@ from pathlib import Path
 
 from jobaware.text import ascii_digits, escaped
 
-ENV_FILE = "/etc/jobaware/jobaware.env"
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 ACCOUNTING_WAIT = 120.0  # seconds after the job's mail that accounting is asked again for its final record
 ASK_AGAIN = 5.0
@@ -49,24 +48,11 @@ TIMES = ("Submit", "Start", "End", "User", "Account", "Partition")
 
 
 def environment(environ: dict | None = None) -> dict[str, str]:
-    """The settings: the environment file's `NAME=value` lines (quotes taken off), under the process's own
-    environment."""
-    environ = dict(os.environ if environ is None else environ)
-    values: dict[str, str] = {}
-    path = Path(environ.get("JOBAWARE_ENV_FILE") or ENV_FILE)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            name, _, value = line.partition("=")
-            value = value.strip()
-            if len(value) > 1 and value[0] == value[-1] and value[0] in "'\"":
-                value = value[1:-1]
-            values[name.strip()] = value
-    return {**values, **environ}
+    """The settings every jobaware command reads (`jobaware.config.site_settings`: JOBAWARE_CONFIG, default
+    /etc/jobaware/jobaware.env, and the credentials file it names), under the process's own environment."""
+    from jobaware.config import site_settings
+
+    return site_settings(environ)
 
 
 # the variables of slurmctld's MailProg environment that a mail keeps in the spool, each with the only form Slurm

@@ -34,6 +34,7 @@ from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from pathlib import Path
 
+from jobaware.config import trusted
 from jobaware.logs import file_handler
 from jobaware.text import ascii_digits, escaped
 
@@ -176,7 +177,9 @@ def _read_entry(path: Path) -> dict:
 
 class Spool:
     def __init__(self, folder: str | Path):
-        self.folder = Path(folder)
+        """The spool in `folder`, refused (`jobaware.config.Untrusted`) when another user owns it or every user may
+        write it: its mails choose what the delivery asks accounting and whom it writes to."""
+        self.folder = trusted(Path(folder).resolve(), "the mail spool")
         self.queue, self.failed = self.folder / QUEUE, self.folder / FAILED
 
     def put(self, to: list[str], subject: str, body: str | None, kind: str = "mail", request: dict | None = None,

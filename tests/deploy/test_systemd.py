@@ -107,9 +107,10 @@ def test_the_folders_are_split_by_trust():
     group's, and no one else's; no folder is writable by every user."""
     folders = _folders()
     assert folders["/var/lib/jobaware/registry"] == (0o2750, "root", "jobaware")
-    for shared in ("/var/lib/jobaware/store", "/var/spool/jobaware/mail"):
-        mode, user, group = folders[shared]
-        assert (user, group) == ("root", "jobaware") and not mode & 0o007
+    assert folders["/var/lib/jobaware/store"] == (0o2770, "root", "jobaware")
+    assert folders["/var/spool/jobaware/mail"] == (0o2770, "root", "slurm")  # SlurmUser's alone: no account plants mail
+    for unit in ("jobaware-digest.service", "jobaware-mail.service"):
+        assert "User=slurm" in (UNITS / unit).read_text()
     assert all(not mode & 0o002 for mode, _, _ in folders.values())
     env = _environment(UNITS / "jobaware.env")
     assert env["MLFLOW_TRACKING_URI"] == "sqlite:////var/lib/jobaware/registry/mlflow.db"

@@ -6,6 +6,7 @@ its warnings on stderr) is checked, and the mail log end to end through a real d
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
@@ -86,3 +87,18 @@ def test_the_htcondor_follower_log_and_its_warnings_keep_a_forged_name_on_one_li
     assert_one_line_each(path, 1)
     warned = capsys.readouterr().err
     assert warned.count("\n") == 1 and "\x1b" not in warned and "x\\nFAKE LINE" in warned
+
+
+def test_a_log_never_appends_through_a_link_planted_at_its_name(tmp_path):
+    """A link at the log's name (a planted `logs/mail.log -> /etc/shadow`) is refused, not written through."""
+    from jobaware.logs import file_handler
+
+    target = tmp_path / "root-only"
+    target.write_text("kept\n")
+    (tmp_path / "mail.log").symlink_to(target)
+    with pytest.raises(OSError):
+        file_handler(tmp_path / "mail.log")
+    assert target.read_text() == "kept\n"
+    os.mkfifo(tmp_path / "fifo.log")
+    with pytest.raises(OSError):
+        file_handler(tmp_path / "fifo.log")  # never blocks

@@ -74,7 +74,7 @@ def _deliver(site: dict) -> subprocess.CompletedProcess:
     site's sacct on its PATH."""
     return subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", "--deliver"], capture_output=True,
                           text=True, timeout=120, cwd="/", env={"PATH": f"{site['bin']}:/usr/bin:/bin",
-                                                                "JOBAWARE_ENV_FILE": str(site["env_file"]),
+                                                                "JOBAWARE_CONFIG": str(site["env_file"]),
                                                                 "PYTHONPATH": str(ROOT)})
 
 
@@ -142,7 +142,7 @@ def test_mailprog_spools_only_the_slurm_variables_it_needs_and_refuses_one_of_a_
     recorded = RECORDED["2"]
     env_file = tmp_path / "jobaware.env"
     env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{free_port()}\n")
-    environment = {**recorded["environment"], "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    environment = {**recorded["environment"], "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     spool = tmp_path / "home" / "mail"
     try:
         done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
@@ -200,7 +200,7 @@ def test_a_job_name_cannot_forge_accounting_records_in_its_end_of_job_mail(tmp_p
     env_file = tmp_path / "jobaware.env"
     env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"
                         f"JOBAWARE_MAIL_DOMAIN=cluster.example\nPATH={_recorded_sacct(tmp_path / 'bin')}:/usr/bin:/bin\n")
-    environment = {**recorded["environment"], "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    environment = {**recorded["environment"], "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     with smtp_server(port) as (inbox, _):
         try:
             done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
@@ -238,7 +238,7 @@ def digest_site(tmp_path):
     port = free_port()
     env = {"JOBAWARE_SMTP": f"127.0.0.1:{port}", "JOBAWARE_MAIL_DOMAIN": "cluster.example",
            "JOBAWARE_MAIL_FROM": "hpc@cluster.example", "JOBAWARE_MAIL_SPOOL": str(tmp_path / "spool"),
-           "JOBAWARE_ENV_FILE": str(tmp_path / "none.env"), "JOBAWARE_HOME": str(tmp_path / "home")}
+           "JOBAWARE_CONFIG": str(tmp_path / "none.env"), "JOBAWARE_HOME": str(tmp_path / "home")}
     return {"store": uri, "port": port, "env": env, "spool": tmp_path / "spool"}
 
 
@@ -281,7 +281,7 @@ def test_mailprog_keeps_a_mail_to_a_recipient_that_is_not_an_address_in_failed(t
     env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"
                         "JOBAWARE_MAIL_DOMAIN=cluster.example\n")
     environment = {**RECORDED["1"]["environment"], "SLURM_JOB_MAIL_TYPE": "Began",
-                   "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+                   "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     spool = tmp_path / "home" / "mail"
     with smtp_server(port) as (inbox, _):
         try:
@@ -307,7 +307,7 @@ def test_on_a_live_slurm_a_forged_job_name_and_a_markup_mail_user_get_no_forged_
     require_slurm(accounting=True)
     with smtp_server() as (inbox, port):
         env_file, wrapper = tmp_path / "jobaware.env", tmp_path / "jobaware-mail"
-        wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_ENV_FILE={env_file} PYTHONPATH={ROOT}\n"
+        wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_CONFIG={env_file} PYTHONPATH={ROOT}\n"
                            f"exec {sys.executable} -m adapters.slurm.mailprog \"$@\"\n")
         wrapper.chmod(0o755)
         cluster = SlurmCluster(tmp_path / "slurm", accounting=True, cpus=4, mail_prog=str(wrapper))

@@ -48,7 +48,7 @@ def site(tmp_path_factory):
     with smtp_server() as (inbox, port):
         env_file = root / "jobaware.env"
         wrapper = root / "jobaware-mail"
-        wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_ENV_FILE={env_file} PYTHONPATH={ROOT}\n"
+        wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_CONFIG={env_file} PYTHONPATH={ROOT}\n"
                            f"exec {sys.executable} -m adapters.slurm.mailprog \"$@\"\n")
         wrapper.chmod(0o755)
         cluster = SlurmCluster(root / "slurm", accounting=True, cpus=8, mail_prog=str(wrapper))

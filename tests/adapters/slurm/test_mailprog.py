@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slurm.mailprog import ACCOUNTING_WAIT, compose, environment, parse
+from jobaware.errors import JobawareError
 from jobaware.store import JobKey, open_store
 from jobaware.usage.spool import NotYet
 from tests.conftest import ROOT, free_port
@@ -51,7 +52,7 @@ case $job in 1) cat {DATA / 'sacct_mail_burn2_22.05.txt'};; 6) cat {DATA / 'sacc
     env_file.write_text(f"# the units' settings\nJOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_STORE={tmp_path / 'store'}\n"
                         f"JOBAWARE_SMTP=127.0.0.1:{port}\nJOBAWARE_MAIL_FROM='slurm@cluster.example'\n"
                         "JOBAWARE_MAIL_DOMAIN=cluster.example\n")
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "JOBAWARE_ENV_FILE": str(env_file), "PYTHONPATH": str(ROOT)}
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     return {"env": env, "port": port, "spool": tmp_path / "home" / "mail", "home": tmp_path / "home",
             "settings": environment(env), "tmp": tmp_path}
 
@@ -66,9 +67,12 @@ def test_the_command_line_and_the_settings(tmp_path):
     assert parse(["--dry-run", "-r", "x@y", "-s", "s", "a", "b"]) == ("s", ["a", "b"], {"--dry-run"})
     file = tmp_path / "jobaware.env"
     file.write_text("# comment\nJOBAWARE_SMTP = mail:2525\nJOBAWARE_MAIL_FROM=\"jobs@site\"\nBAD LINE\n")
-    settings = environment({"JOBAWARE_ENV_FILE": str(file), "JOBAWARE_MAIL_DOMAIN": "site"})
+    with pytest.raises(JobawareError, match="jobaware.env, line 4: not a NAME=value setting"):
+        environment({"JOBAWARE_CONFIG": str(file)})
+    file.write_text("# comment\nJOBAWARE_SMTP = mail:2525\nJOBAWARE_MAIL_FROM=\"jobs@site\"\n")
+    settings = environment({"JOBAWARE_CONFIG": str(file), "JOBAWARE_MAIL_DOMAIN": "site"})
     assert settings["JOBAWARE_SMTP"] == "mail:2525" and settings["JOBAWARE_MAIL_FROM"] == "jobs@site"
-    assert environment({"JOBAWARE_ENV_FILE": str(file), "JOBAWARE_SMTP": "other:25"})["JOBAWARE_SMTP"] == "other:25"
+    assert environment({"JOBAWARE_CONFIG": str(file), "JOBAWARE_SMTP": "other:25"})["JOBAWARE_SMTP"] == "other:25"
 
 
 def test_the_end_of_job_mail_says_what_the_job_used(site, monkeypatch):

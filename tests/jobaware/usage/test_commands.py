@@ -103,7 +103,7 @@ def test_digests_are_mailed_and_a_mail_server_that_is_down_is_said(store_uri, tm
     port = free_port()
     env = {"JOBAWARE_SMTP": f"127.0.0.1:{port}", "JOBAWARE_MAIL_DOMAIN": "cluster.example",
            "JOBAWARE_MAIL_FROM": "hpc@cluster.example", "JOBAWARE_MAIL_SPOOL": str(tmp_path / "spool"),
-           "JOBAWARE_ENV_FILE": str(tmp_path / "none.env")}
+           "JOBAWARE_CONFIG": str(tmp_path / "none.env")}
     dry = run("digest", "--store", store_uri, "--since", "all", "--mail", "--dry-run", "--user", "bob", env=env)
     assert dry.returncode == 0 and "To: bob@cluster.example" in dry.stdout and "Jobs of user bob" in dry.stdout
     assert not (tmp_path / "spool" / "queue").exists()  # a dry run spools nothing
