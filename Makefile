@@ -43,7 +43,8 @@ fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per
 		tests/jobaware/similarity/test_generated_requests.py -k "mutated or service_answers_400 or generated"
 
 image: venv  # the project image with podman, on a Debian base built from Debian's packages where no registry answers;
-	# BASE_IMAGE=python:3.11-slim-bookworm to choose the base, JOBAWARE_IMAGE=NAME:TAG to choose the tag
+	# BASE_IMAGE=NAME@sha256:DIGEST to choose the base (the Dockerfile's default names one by digest),
+	# JOBAWARE_IMAGE=NAME:TAG to choose the tag
 	$(BIN)/python -m jobaware.containers
 
 image-requirements: venv  # requirements-image.txt: the image's packages, each pinned with its SHA-256 (pip's resolver
