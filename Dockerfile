@@ -1,8 +1,11 @@
 # The image every jobaware component and service runs in. CPU-only torch; no secrets; runs as uid 10001;
 # the root file system may be read-only (state only under JOBAWARE_HOME, scratch in /tmp).
-# BASE_IMAGE: any Debian bookworm with python3 3.11 (the public python:3.11-slim-bookworm, or the base that
-# `make image` builds from Debian's packages where no registry can be reached). Build with `make image`.
-ARG BASE_IMAGE=python:3.11-slim-bookworm
+# BASE_IMAGE: any Debian bookworm with python3 3.11, named by digest so that a build takes the base it was written
+# for: by default the public python:3.11-slim-bookworm (its multi-platform index, as Docker Hub served it on
+# 2024-04-25: refresh it with `podman pull python:3.11-slim-bookworm` and `podman image inspect --format
+# '{{.Digest}}'`, or skopeo inspect); where no registry can be reached, `make image` builds a base from Debian's
+# packages and labels it with what pins it (k8s/README.md). Build with `make image`.
+ARG BASE_IMAGE=docker.io/library/python:3.11-slim-bookworm@sha256:6d2502238109c929569ae99355e28890c438cb11bc88ef02cd189c173b3db07c
 
 FROM ${BASE_IMAGE} AS build
 # Where the CPU torch wheel is found: PyTorch's CPU index page, or a local folder holding the wheel.
@@ -11,25 +14,24 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN python3 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
-COPY constraints.txt pyproject.toml ./
-# The dependencies first, in a layer that changes only with them (an empty package and README stand in)...
-RUN mkdir jobaware components pipelines serving \
-    && touch README.md jobaware/__init__.py components/__init__.py pipelines/__init__.py serving/__init__.py \
-    && pip install --find-links "$TORCH_FIND_LINKS" torch==2.13.0+cpu \
-    && pip install -c constraints.txt . \
-    && pip uninstall --yes jobaware \
-    && rm -rf build jobaware.egg-info jobaware components pipelines serving \
+# The dependencies first, in a layer that changes only with them: every package pinned and checked against its
+# SHA-256 (requirements-image.txt, written by `make image-requirements`), none resolved or fetched beside them...
+COPY requirements-image.txt ./
+RUN pip install --require-hashes --no-deps --find-links "$TORCH_FIND_LINKS" -r requirements-image.txt \
     && python3 -c "import torch; assert not torch.version.cuda, torch.version.cuda"
-# ...then the project itself.
-COPY README.md ./
+# ...then the project itself, built with the setuptools just installed: no index, no build environment fetched.
+COPY pyproject.toml README.md ./
 COPY jobaware jobaware
 COPY components components
 COPY pipelines pipelines
 COPY serving serving
 COPY adapters adapters
-RUN pip install --no-deps -c constraints.txt .
+RUN pip install --no-deps --no-build-isolation --no-index . \
+    && pip check
 
 FROM ${BASE_IMAGE}
+ARG BASE_IMAGE
+LABEL org.opencontainers.image.base.name="${BASE_IMAGE}"
 # The user exists in /etc/passwd without useradd (Debian's minbase has no `passwd` package).
 RUN echo "jobaware:x:10001:10001:jobaware:/home/jobaware:/usr/sbin/nologin" >> /etc/passwd \
     && echo "jobaware:x:10001:" >> /etc/group \

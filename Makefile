@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export JOBAWARE_HOME ?= $(CURDIR)/.jobaware
 
-.PHONY: run test test-fast fuzz venv bench clean image test-containers
+.PHONY: run test test-fast fuzz venv bench clean image image-requirements test-containers
 
 # The venv is built only when what it was installed from changed: its stamp holds a checksum of pyproject.toml
 # and constraints.txt, and the folder the project is installed (editable) from. File times are no guide: a fresh
@@ -44,8 +44,13 @@ fuzz: venv  # the long run of the fuzz tests: FUZZ_EXAMPLES generated inputs per
 		-k "mutated or service_answers_400 or generated or fuzzed"
 
 image: venv  # the project image with podman, on a Debian base built from Debian's packages where no registry answers;
-	# BASE_IMAGE=python:3.11-slim-bookworm to choose the base, JOBAWARE_IMAGE=NAME:TAG to choose the tag
+	# BASE_IMAGE=NAME@sha256:DIGEST to choose the base (the Dockerfile's default names one by digest),
+	# JOBAWARE_IMAGE=NAME:TAG to choose the tag
 	$(BIN)/python -m jobaware.containers
+
+image-requirements: venv  # requirements-image.txt: the image's packages, each pinned with its SHA-256 (pip's resolver
+	# over pyproject.toml's dependencies, the pins of constraints.txt and requirements-image.in)
+	$(BIN)/python -m jobaware.containers requirements
 
 test-containers: image  # each pipeline step and each service in the image (`make test` runs them when the image is fresh)
 	JOBAWARE_REQUIRE_PODMAN=1 $(BIN)/python -m pytest -q --durations=10 tests/test_containers.py

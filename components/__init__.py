@@ -4,5 +4,8 @@ own steps in a module named by its key (`hold`: the sweep)."""
 
 import os
 
-# The image every component and service runs in (see Dockerfile); override when compiling for a registry.
-IMAGE = os.environ.get("JOBAWARE_IMAGE", "ghcr.io/jobaware/jobaware:0.1.0")
+# The image every component and service runs in (see Dockerfile): a site's own, pushed to its registry, named in
+# JOBAWARE_IMAGE when compiling or submitting (k8s/README.md). The default is a placeholder under example.org, a
+# domain no one can register: a pipeline compiled without it fails to pull, where a plausible public name would
+# pull whatever someone published under it.
+IMAGE = os.environ.get("JOBAWARE_IMAGE", "registry.example.org/jobaware:0.1.0")

@@ -1,8 +1,9 @@
 """The Kubernetes manifests that follow from the registry, rendered (`python -m jobaware.manifests` writes them under
 `k8s/`; `--check` says which differ): each capability's service (Deployment, Service, HorizontalPodAutoscaler,
 PodDisruptionBudget) in `k8s/base/<key>.yaml`, the base's list of them, the job-card gateway with every service's
-in-cluster URL, and each overlay's patches of the services (`k8s/overlays/<overlay>/services.yaml`). A capability
-joins the manifests by registering; `tests/test_k8s.py` holds the committed files equal to what this renders."""
+in-cluster URL, each overlay's patches of the services (`k8s/overlays/<overlay>/services.yaml`), and the production
+Ingress with a path per service (`k8s/overlays/production/ingress.yaml`). A capability joins the manifests by
+registering; `tests/test_k8s.py` holds the committed files equal to what this renders."""
 
 from __future__ import annotations
 
@@ -12,6 +13,15 @@ from pathlib import Path
 from jobaware import capabilities
 
 PORT = 3000
+# The shared service token (the Secret `jobaware-service-token`, key `token`): mounted read-only at one fixed path in
+# every service and the gateway, which read it from JOBAWARE_SERVICE_TOKEN_FILE.
+TOKEN_DIR = "/var/run/secrets/jobaware"
+TOKEN_FILE = f"{TOKEN_DIR}/service-token"
+TOKEN_VOLUME = """\
+        - name: service-token
+          secret: {secretName: jobaware-service-token, defaultMode: 288, items: [{key: token, path: service-token}]}
+"""  # 288 is 0440: read by the pod's user and group (fsGroup), no one else
+INGRESS_HOST = "jobaware.example.org"  # a placeholder: a site sets its own in overlays/production/ingress-host.yaml
 GENERATED = "# Generated from the capability registry by `python -m jobaware.manifests`: do not edit by hand.\n"
 
 SERVICE = """\
@@ -43,6 +53,11 @@ spec:
           command: ["jobaware", "serve", "{key}", "--host", "0.0.0.0", "--port", "{port}"]
           env:
             - {{name: MLFLOW_TRACKING_URI, value: "http://mlflow:5000"}}
+            - name: MLFLOW_TRACKING_USERNAME
+              valueFrom: {{secretKeyRef: {{name: mlflow-reader, key: username}}}}
+            - name: MLFLOW_TRACKING_PASSWORD
+              valueFrom: {{secretKeyRef: {{name: mlflow-reader, key: password}}}}
+            - {{name: JOBAWARE_SERVICE_TOKEN_FILE, value: {token_file}}}
             - {{name: JOBAWARE_HOME, value: /home/jobaware/.jobaware}}
           ports: [{{containerPort: {port}, name: http}}]
           startupProbe: {{httpGet: {{path: /livez, port: http}}, periodSeconds: 5, failureThreshold: 60}}
@@ -58,10 +73,11 @@ spec:
           volumeMounts:
             - {{name: home, mountPath: /home/jobaware/.jobaware}}
             - {{name: tmp, mountPath: /tmp}}
+            - {{name: service-token, mountPath: {token_dir}, readOnly: true}}
       volumes:
         - {{name: home, emptyDir: {{sizeLimit: 2Gi}}}}
         - {{name: tmp, emptyDir: {{sizeLimit: 1Gi}}}}
----
+{token_volume}---
 apiVersion: v1
 kind: Service
 metadata:
@@ -125,7 +141,8 @@ spec:
           image: jobaware
           command: ["bentoml", "serve", "serving.card:CardService", "--host", "0.0.0.0", "--port", "{port}"]
           env:
-{urls}            - {{name: JOBAWARE_HOME, value: /home/jobaware/.jobaware}}
+{urls}            - {{name: JOBAWARE_SERVICE_TOKEN_FILE, value: {token_file}}}
+            - {{name: JOBAWARE_HOME, value: /home/jobaware/.jobaware}}
           ports: [{{containerPort: {port}, name: http}}]
           startupProbe: {{httpGet: {{path: /livez, port: http}}, periodSeconds: 5, failureThreshold: 24}}
           livenessProbe: {{httpGet: {{path: /livez, port: http}}, periodSeconds: 20, timeoutSeconds: 5}}
@@ -140,10 +157,11 @@ spec:
           volumeMounts:
             - {{name: home, mountPath: /home/jobaware/.jobaware}}
             - {{name: tmp, mountPath: /tmp}}
+            - {{name: service-token, mountPath: {token_dir}, readOnly: true}}
       volumes:
         - {{name: home, emptyDir: {{sizeLimit: 256Mi}}}}
         - {{name: tmp, emptyDir: {{sizeLimit: 256Mi}}}}
----
+{token_volume}---
 apiVersion: v1
 kind: Service
 metadata:
@@ -176,9 +194,11 @@ spec:
 """
 
 KUSTOMIZATION = """\
-# The whole platform in one namespace: the MLflow server, one service per registered capability and the job-card
-# gateway (each a Deployment, Service, HorizontalPodAutoscaler, PodDisruptionBudget). Secrets are only referenced:
-# `mlflow-db` (key `uri`) for the MLflow server, `jobaware-mlflow` (key `tracking_uri`) for pipeline steps.
+# The whole platform in one namespace: the MLflow server (with authentication) and the Job that gives the services
+# their read-only MLflow user, one service per registered capability and the job-card gateway (each a Deployment,
+# Service, HorizontalPodAutoscaler, PodDisruptionBudget), and the NetworkPolicies that say who reaches what.
+# Secrets are only referenced, never written here: k8s/README.md says how a site creates each one.
+# The image is named `jobaware` here; each overlay says which image that is, in one `images:` entry.
 # Written for kustomize v2.0 (Debian's kubectl 1.20) up to v5: `bases`, `patchesStrategicMerge`.
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
@@ -189,10 +209,44 @@ resources:
   - namespace.yaml
   - mlflow.yaml
 {services}  - card.yaml
-images:
-  - name: jobaware
-    newName: ghcr.io/jobaware/jobaware
-    newTag: "0.1.0"
+  - networkpolicies.yaml
+"""
+
+INGRESS = """\
+# The way in for the scheduler-side adapters, which run outside the cluster (on the login, controller or schedd
+# hosts): one host over TLS (the Secret `jobaware-tls`), HTTP basic authentication at the ingress controller (the
+# Secret `jobaware-ingress-auth`, an htpasswd file under the key `auth`), one path per service: the adapters set
+# JOBAWARE_<KEY>_URL=https://USER:PASSWORD@HOST/<key> (in the 0640 credentials file, never in jobaware.env), the
+# card gateway is HOST/card. Written for ingress-nginx (its annotations); the host is set in ingress-host.yaml.
+# networkpolicy-ingress.yaml lets the controller's pods, and nothing else outside, reach the services.
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: jobaware
+  labels: {{app.kubernetes.io/name: jobaware, app.kubernetes.io/part-of: jobaware}}
+  annotations:
+    nginx.ingress.kubernetes.io/use-regex: "true"
+    nginx.ingress.kubernetes.io/rewrite-target: /$2
+    nginx.ingress.kubernetes.io/auth-type: basic
+    nginx.ingress.kubernetes.io/auth-secret: jobaware-ingress-auth
+    nginx.ingress.kubernetes.io/auth-realm: jobaware
+    nginx.ingress.kubernetes.io/force-ssl-redirect: "true"
+    nginx.ingress.kubernetes.io/proxy-body-size: 16m
+spec:
+  ingressClassName: nginx
+  tls:
+    - hosts: [{host}]
+      secretName: jobaware-tls
+  rules:
+    - host: {host}
+      http:
+        paths:
+{paths}"""
+
+INGRESS_PATH = """\
+          - path: /{key}(/|$)(.*)
+            pathType: ImplementationSpecific
+            backend: {{service: {{name: jobaware-{key}, port: {{name: http}}}}}}
 """
 
 # Each overlay's patch of one capability's service (the overlay's hand-written patches hold the rest).
@@ -259,14 +313,17 @@ spec: {{minAvailable: 2}}
 def rendered() -> dict[str, str]:
     """Every generated file's text, by its path under `k8s/`."""
     registry = capabilities.registry()
+    token = {"token_dir": TOKEN_DIR, "token_file": TOKEN_FILE, "token_volume": TOKEN_VOLUME}
     files = {f"base/{key}.yaml": GENERATED + SERVICE.format(
         key=key, question=capability.question, port=PORT, memory_request=capability.service_memory[0],
-        memory_limit=capability.service_memory[1]) for key, capability in registry.items()}
+        memory_limit=capability.service_memory[1], **token) for key, capability in registry.items()}
     files["base/kustomization.yaml"] = GENERATED + KUSTOMIZATION.format(
         services="".join(f"  - {key}.yaml\n" for key in registry))
-    files["base/card.yaml"] = GENERATED + GATEWAY.format(port=PORT, urls="".join(
+    files["base/card.yaml"] = GENERATED + GATEWAY.format(port=PORT, **token, urls="".join(
         f'            - {{name: JOBAWARE_{key.upper()}_URL, value: "http://jobaware-{key}:{PORT}"}}\n'
         for key in registry))
+    files["overlays/production/ingress.yaml"] = GENERATED + INGRESS.format(
+        host=INGRESS_HOST, paths="".join(INGRESS_PATH.format(key=key) for key in [*registry, "card"]))
     for overlay, (head, patch) in OVERLAYS.items():
         files[f"overlays/{overlay}/services.yaml"] = GENERATED + head + "".join(patch.format(key=key) for key in registry)
     return files

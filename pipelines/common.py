@@ -9,15 +9,23 @@ from components.register import register
 from components.train import train
 from components.validate import validate
 
-# On a cluster the steps that talk to MLflow read the tracking URI from this Secret (key `tracking_uri`);
-# locally the `tracking_uri` argument carries it.
+# On a cluster the steps that talk to MLflow read the tracking URI and MLflow's admin user (they register and promote)
+# from this Secret, in the namespace the pipelines run in (k8s/README.md); locally the `tracking_uri` argument
+# carries the URI.
 TRACKING_SECRET = "jobaware-mlflow"
+TRACKING_ENV = {"tracking_uri": "MLFLOW_TRACKING_URI", "username": "MLFLOW_TRACKING_USERNAME",
+                "password": "MLFLOW_TRACKING_PASSWORD"}
+# The labels of those steps' pods: MLflow's NetworkPolicy (k8s/base/networkpolicies.yaml) lets in these pods alone
+# from the pipelines' namespace.
+TRACKED_POD_LABELS = {"app.kubernetes.io/part-of": "jobaware", "app.kubernetes.io/component": "pipeline-step"}
 
 
 def tracked(task):
-    """A task that reads or writes MLflow: tracking URI from the Secret; never cached (it has side effects)."""
-    kubernetes.use_secret_as_env(task, secret_name=TRACKING_SECRET,
-                                 secret_key_to_env={"tracking_uri": "MLFLOW_TRACKING_URI"}, optional=True)
+    """A task that reads or writes MLflow: tracking URI and user from the Secret, its pod labelled as one that MLflow
+    lets in; never cached (it has side effects)."""
+    kubernetes.use_secret_as_env(task, secret_name=TRACKING_SECRET, secret_key_to_env=TRACKING_ENV, optional=True)
+    for key, value in TRACKED_POD_LABELS.items():
+        kubernetes.add_pod_label(task, key, value)
     return task.set_caching_options(False)
 
 

@@ -53,7 +53,11 @@ def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
 
 
 @pytest.mark.parametrize("key", KEYS)
-def test_every_mlflow_step_reads_the_tracking_uri_from_the_secret(key):
+def test_every_mlflow_step_reads_the_tracking_uri_and_user_from_the_secret_and_is_labelled_for_mlflow(key):
+    """MLflow's NetworkPolicy lets in the pipeline steps' pods by these labels (tests/test_k8s.py checks the policy
+    against them), and MLflow's authentication wants the admin user, from the same Secret as the URI."""
+    from pipelines.common import TRACKED_POD_LABELS
+
     golden = yaml.safe_load_all((ROOT / "pipelines" / "golden" / f"{key}.yaml").read_text())
     spec, platform = list(golden)
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
@@ -63,7 +67,10 @@ def test_every_mlflow_step_reads_the_tracking_uri_from_the_secret(key):
     for name in tracked:
         (secret,) = executors[name]["secretAsEnv"]
         assert secret["secretName"] == "jobaware-mlflow"
-        assert secret["keyToEnv"] == [{"envVar": "MLFLOW_TRACKING_URI", "secretKey": "tracking_uri"}]
+        assert secret["keyToEnv"] == [{"envVar": "MLFLOW_TRACKING_URI", "secretKey": "tracking_uri"},
+                                      {"envVar": "MLFLOW_TRACKING_USERNAME", "secretKey": "username"},
+                                      {"envVar": "MLFLOW_TRACKING_PASSWORD", "secretKey": "password"}]
+        assert executors[name]["podMetadata"]["labels"] == TRACKED_POD_LABELS
 
 
 def _bad_values(capability) -> list[tuple[str, object]]:

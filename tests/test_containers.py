@@ -185,3 +185,27 @@ def test_service_answers_from_its_container_as_uid_10001(key, container_home, sm
         assert [p["HostIp"] for p in ports] == ["127.0.0.1"]
     finally:
         podman("rm", "--force", "--time=10", name)
+
+
+def test_a_debian_base_is_labelled_with_its_release_snapshot_and_packages(tmp_path):
+    """The Debian base `make image` builds where no registry answers has no registry digest: its labels say what pins
+    it, from the root file system itself (dpkg's status: installed packages only) and the Release file's date."""
+    import hashlib
+    import io
+    import tarfile
+
+    status = ("Package: python3\nStatus: install ok installed\nVersion: 3.11.2-1+b1\nDescription: x\n continued\n\n"
+              "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9+deb12u10\n\n"
+              "Package: gone\nStatus: deinstall ok config-files\nVersion: 1.0\n")
+    tar = tmp_path / "rootfs.tar"
+    with tarfile.open(tar, "w") as archive:
+        member = tarfile.TarInfo("./var/lib/dpkg/status")
+        member.size = len(status.encode())
+        archive.addfile(member, io.BytesIO(status.encode()))
+    assert containers.installed_packages(tar) == ["libc6=2.36-9+deb12u10", "python3=3.11.2-1+b1"]
+    labels = containers.base_labels(tar, "Sat, 10 May 2025 09:12:01 UTC")
+    assert labels == {
+        containers.BASE_RELEASE_LABEL: "bookworm Sat, 10 May 2025 09:12:01 UTC",
+        containers.BASE_SNAPSHOT_LABEL: "http://snapshot.debian.org/archive/debian/20250510T091201Z",
+        containers.BASE_PACKAGES_LABEL: hashlib.sha256(b"libc6=2.36-9+deb12u10\npython3=3.11.2-1+b1\n").hexdigest(),
+    }
