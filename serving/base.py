@@ -7,7 +7,8 @@ or locked registry stalls no request and no probe; `/readyz` answers from what i
 once per outage and the loaded champion keeps serving); reads each body once, as the route's body model; answers
 every error in one shape, `{"error": "<one line>", "field": "<JSON path>" | null}`, never echoing the body: 400 for
 bad input, 413 over a limit, 415 for a body that is not JSON, 503 with the reason while no champion exists; serves
-its OpenAPI document at `/docs.json` and a page that shows it at `/docs` (and `/`), loading nothing from elsewhere.
+its OpenAPI document at `/docs.json` and a page that shows it at `/docs` (and `/`), loading nothing from elsewhere;
+proves on every answer that it is the deployment's own service (`jobaware.identity`, with the site's token).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pydantic import BaseModel, Field
 from pydantic_settings import SettingsConfigDict
 from starlette.responses import Response
 
-from jobaware import tracking
+from jobaware import config, identity, tracking
 from jobaware.bodies import Limits, openapi_schema, read_json
 from jobaware.errors import InputError, JobawareError, TooLargeError
 from jobaware.model import Served
@@ -402,8 +403,49 @@ class Docs:
         return await self.app(scope, receive, send)
 
 
+class Proof:
+    """ASGI middleware: with the site's service token, the answer to every request that carries a nonce
+    (`jobaware.identity`) carries its proof, errors and probes included; such an answer is held whole to hash it.
+    Without a token, or to a request without a nonce, answers go as they are."""
+
+    def __init__(self, app, token: bytes | None):
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or self.token is None:
+            return await self.app(scope, receive, send)
+        nonce = next((value.decode("latin-1") for name, value in scope.get("headers") or [] if name == NONCE), None)
+        if not identity.is_nonce(nonce):
+            return await self.app(scope, receive, send)
+        held: dict = {}
+        chunks: list[bytes] = []
+
+        async def proven(message):
+            if message["type"] == "http.response.start":
+                held["start"] = message
+                return None
+            if message["type"] != "http.response.body":
+                return await send(message)
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return None
+            body = b"".join(chunks)
+            start = held["start"]
+            sign = (PROOF, identity.proof(self.token, nonce, body).encode())
+            await send({**start, "headers": [*start.get("headers", []), sign]})
+            return await send({"type": "http.response.body", "body": body})
+
+        return await self.app(scope, receive, proven)
+
+
+NONCE, PROOF = identity.NONCE.encode(), identity.PROOF.encode()
+
+
 def harden(built) -> None:
-    """The shared middleware of a `@bentoml.service`: the body limit, the one error shape, the docs page."""
+    """The shared middleware of a `@bentoml.service`: the identity proof (outermost, so that it covers every answer
+    of the ones below), the body limit, the one error shape, the docs page."""
+    built.add_asgi_middleware(Proof, token=config.service_token())
     built.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     key = built.inner.key
     built.add_asgi_middleware(OneErrorShape, unavailable=no_champion(key) if key else "not ready")

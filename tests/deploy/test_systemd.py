@@ -136,3 +136,11 @@ def test_no_secret_in_the_settings_every_user_reads():
     assert not [value for value in settings.values() if re.search(r"://[^/@\s]*:[^/@\s]*@", value)]
     assert settings["JOBAWARE_CREDENTIALS"] == "/etc/jobaware/credentials.env"
     assert "PASSWORD" in (UNITS / "credentials.env").read_text()
+
+
+
+def test_every_unit_has_the_service_token():
+    """The settings every unit reads name the service token, in the credentials file: the daemons' group reads it,
+    users do not."""
+    credentials = _environment(UNITS / "credentials.env")
+    assert credentials["JOBAWARE_SERVICE_TOKEN_FILE"] == "/etc/jobaware/service.token"
