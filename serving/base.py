@@ -8,7 +8,8 @@ once per outage and the loaded champion keeps serving); reads each body once, as
 every error in one shape, `{"error": "<one line>", "field": "<JSON path>" | null}`, never echoing the body: 400 for
 bad input, 413 over a limit, 415 for a body that is not JSON, 503 with the reason while no champion exists; serves
 its OpenAPI document at `/docs.json` and a page that shows it at `/docs` (and `/`), loading nothing from elsewhere;
-proves on every answer that it is the deployment's own service (`jobaware.identity`, with the site's token).
+proves on every answer that it is the deployment's own service (`jobaware.identity`, with the site's token); cuts
+off a client that sends its request slowly and caps the connections open at once (`serving.connections`).
 """
 
 from __future__ import annotations
@@ -37,18 +38,25 @@ from jobaware import config, identity, tracking
 from jobaware.bodies import Limits, openapi_schema, read_json
 from jobaware.errors import InputError, JobawareError, TooLargeError
 from jobaware.model import Served
+from serving import connections
 
 logger = logging.getLogger("jobaware.serving")
 MAX_ERROR_CHARS = 500
 
 
 class ServingLimits(Limits):
-    """What every service shares: JOBAWARE_MAX_BODY_BYTES (a larger body is answered 413 before it is read whole)
-    and JOBAWARE_RELOAD_SECONDS (how often the registry is asked for a new champion)."""
+    """What every service shares: JOBAWARE_MAX_BODY_BYTES (a larger body is answered 413 before it is read whole),
+    JOBAWARE_RELOAD_SECONDS (how often the registry is asked for a new champion), and per connection
+    (`serving.connections`): JOBAWARE_HEADER_TIMEOUT_S (a request's headers are due within it), JOBAWARE_BODY_TIMEOUT_S
+    (then its body within this more), JOBAWARE_MAX_CONNECTIONS (open at once, per server process; keep the process's
+    file descriptor limit, systemd's LimitNOFILE, well above it)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBAWARE_")
     max_body_bytes: int = Field(16 << 20, ge=1024)
     reload_seconds: float = Field(5.0, gt=0)
+    header_timeout_s: float = Field(5.0, gt=0, le=300)
+    body_timeout_s: float = Field(5.0, gt=0, le=3600)
+    max_connections: int = Field(1024, ge=1, le=1_000_000)
 
 
 SERVING = ServingLimits.load()
@@ -251,6 +259,7 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)
     built = bentoml.service(name=f"jobaware-{name}", traffic={"timeout": timeout})(cls)
     harden(built)
+    connections.install(SERVING.header_timeout_s, SERVING.body_timeout_s, SERVING.max_connections)
     return built
 
 

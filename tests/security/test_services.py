@@ -4,16 +4,21 @@
 - the user binds the port a service URL names before the service starts, and answers for it (a forged failure risk
   that would be written into every job's comment, card and sbatch line, and could hold jobs): the adapter's client,
   the card gateway, `jobaware card`, the HTCondor follower and `slurm doctor` refuse it, having the site's token;
+- half-sent requests (1,100 of them) and a body sent a byte at a time: cut off within the read deadlines, and the
+  connections held at once capped, while /readyz answers;
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from harness.ports import free_port, stop, wait_for
@@ -215,3 +220,61 @@ def test_a_user_who_cannot_read_the_token_is_told_the_answers_are_unverified(tmp
     assert token is None and why.startswith(f"{config.TOKEN_FILE_ENV}={tmp_path / 'not-theirs'}: cannot read")
     monkeypatch.delenv(config.TOKEN_FILE_ENV)
     assert readable_token() == (None, f"{config.TOKEN_FILE_ENV} is not set")
+
+
+# ---------------------------------------------------------------- read deadlines and the connection cap
+def _closed(sock: socket.socket) -> bool:
+    """Whether the server closed this connection (end of file or reset), without waiting."""
+    try:
+        return sock.recv(1024, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def test_half_sent_requests_are_cut_off_and_capped_while_readyz_answers(gateway):
+    """1,100 requests that stop half-way through their headers: the service holds at most its cap of them, /readyz
+    from another client still answers 200 at once, and every half-sent one is closed by the service within the
+    header deadline (5 s)."""
+    host, port = "127.0.0.1", int(gateway["url"].rsplit(":", 1)[1])
+    held = []
+    try:
+        started = time.monotonic()
+        for _ in range(1100):
+            sock = socket.create_connection((host, port), timeout=10)
+            sock.sendall(b"POST /card HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n")
+            sock.setblocking(False)
+            held.append(sock)
+        asked = time.monotonic()
+        assert httpx.get(f"{gateway['url']}/readyz", timeout=10).status_code == 200
+        answered = time.monotonic() - asked
+        assert answered < 4.0, f"/readyz took {answered:.1f} s"
+        open_now = sum(not _closed(sock) for sock in held)
+        assert open_now <= MAX_CONNECTIONS, f"{open_now} half-sent connections held, the cap is {MAX_CONNECTIONS}"
+        deadline = started + 5.0 + 10.0  # the header deadline, and time for a loaded machine
+        while time.monotonic() < deadline and not all(_closed(sock) for sock in held):
+            time.sleep(0.25)
+        left = sum(not _closed(sock) for sock in held)
+        assert left == 0, f"{left} half-sent connections still open {time.monotonic() - started:.0f} s on"
+    finally:
+        for sock in held:
+            sock.close()
+    assert httpx.get(f"{gateway['url']}/readyz", timeout=10).status_code == 200
+
+
+def test_a_body_sent_a_byte_at_a_time_is_cut_off(gateway):
+    host, port = "127.0.0.1", int(gateway["url"].rsplit(":", 1)[1])
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(b"POST /card HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n"
+                     b"\r\n{")
+        sock.setblocking(False)
+        started = time.monotonic()
+        while time.monotonic() - started < 30 and not _closed(sock):
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            time.sleep(0.5)
+        cut = time.monotonic() - started
+    assert cut < 5.0 + 5.0 + 5.0, f"a body trickling for {cut:.0f} s was not cut off"  # header + body deadlines
