@@ -6,10 +6,12 @@
   the card gateway, `jobaware card`, the HTCondor follower and `slurm doctor` refuse it, having the site's token;
 - half-sent requests (1,100 of them) and a body sent a byte at a time: cut off within the read deadlines, and the
   connections held at once capped, while /readyz answers;
+- a POST without `Content-Type: application/json` (what a browser sends across sites without asking) is not read;
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -278,3 +280,16 @@ def test_a_body_sent_a_byte_at_a_time_is_cut_off(gateway):
             time.sleep(0.5)
         cut = time.monotonic() - started
     assert cut < 5.0 + 5.0 + 5.0, f"a body trickling for {cut:.0f} s was not cut off"  # header + body deadlines
+
+
+# ---------------------------------------------------------------- JSON only as JSON
+@pytest.mark.parametrize("headers", [{}, {"content-type": "text/plain"}, {"content-type": "application/x-www-form-urlencoded"}])
+def test_a_body_not_sent_as_json_is_not_read(gateway, headers):
+    """What a page on any site can make a browser post to loopback without asking (no preflight): refused, 415,
+    in the one error shape, the body unread."""
+    response = httpx.post(f"{gateway['url']}/card", content=json.dumps({"job_id": 1, "job": JOB}).encode(),
+                          headers=headers, timeout=30)
+    assert response.status_code == 415, response.text[:300]
+    assert response.json() == {"error": "body: expected JSON (content-type: application/json), got "
+                                        + (repr(headers["content-type"]) if headers else "no content-type"),
+                               "field": None}
