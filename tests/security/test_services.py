@@ -7,6 +7,7 @@
 - half-sent requests (1,100 of them) and a body sent a byte at a time: cut off within the read deadlines, and the
   connections held at once capped, while /readyz answers;
 - a POST without `Content-Type: application/json` (what a browser sends across sites without asking) is not read;
+- a caller of /card cannot grow the audit without bound;
 """
 
 from __future__ import annotations
@@ -293,3 +294,18 @@ def test_a_body_not_sent_as_json_is_not_read(gateway, headers):
     assert response.json() == {"error": "body: expected JSON (content-type: application/json), got "
                                         + (repr(headers["content-type"]) if headers else "no content-type"),
                                "field": None}
+
+
+# ---------------------------------------------------------------- the audit stays bounded
+def test_many_cards_keep_the_audit_within_its_bound(gateway):
+    audit = gateway["home"] / "audit"
+    with httpx.Client(timeout=30) as client:
+        for number in range(300):
+            response = client.post(f"{gateway['url']}/card", json={"job_id": number, "job": {**JOB, "job_id": number}})
+            assert response.status_code == 200
+    files = sorted(path for path in audit.iterdir() if path.name.startswith("card.jsonl") and path.suffix != ".lock")
+    sizes = {path.name: path.stat().st_size for path in files}
+    assert set(sizes) == {"card.jsonl", "card.jsonl.1", "card.jsonl.2"}, sizes  # rotated, two kept
+    assert all(size <= AUDIT_MAX_BYTES for size in sizes.values()), sizes
+    newest = [json.loads(line) for line in (audit / "card.jsonl").read_text().splitlines()]
+    assert newest[-1]["job_id"] == 299
