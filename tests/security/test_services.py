@@ -1,5 +1,5 @@
 """Attacks on the services and their clients, by an ordinary user of the login node, against a real `bentoml serve`
-(the card gateway, started here on a free loopback port):
+(the card gateway, started here on a free loopback port; the failure service of the session for /predict):
 
 - the user binds the port a service URL names before the service starts, and answers for it (a forged failure risk
   that would be written into every job's comment, card and sbatch line, and could hold jobs): the adapter's client,
@@ -8,6 +8,7 @@
   connections held at once capped, while /readyz answers;
 - a POST without `Content-Type: application/json` (what a browser sends across sites without asking) is not read;
 - a caller of /card cannot grow the audit without bound;
+- callers of /predict naming a user cannot change what a later caller is answered about that user.
 """
 
 from __future__ import annotations
@@ -309,3 +310,21 @@ def test_many_cards_keep_the_audit_within_its_bound(gateway):
     assert all(size <= AUDIT_MAX_BYTES for size in sizes.values()), sizes
     newest = [json.loads(line) for line in (audit / "card.jsonl").read_text().splitlines()]
     assert newest[-1]["job_id"] == 299
+
+
+# ---------------------------------------------------------------- /predict keeps nothing a caller sent
+def test_requests_naming_a_user_do_not_change_what_is_answered_about_them(failure_service):
+    """A caller sends 40 requests of 25 new jobs of user0001, all in the second the probe job is submitted: the
+    probe's answer is the same before and after (failure's submission counts came from callers)."""
+    probe = {**JOB, "job_id": 10**9, "user": "user0001", "account": "account0001", "partition": "partition002"}
+
+    def asked() -> dict:
+        response = httpx.post(f"{failure_service}/predict", json={"jobs": [probe]}, timeout=60)
+        assert response.status_code == 200, response.text[:300]
+        return response.json()["predictions"][0]
+
+    before = asked()
+    for request in range(40):
+        jobs = [{**probe, "job_id": 2 * 10**9 + request * 25 + number} for number in range(25)]
+        assert httpx.post(f"{failure_service}/predict", json={"jobs": jobs}, timeout=60).status_code == 200
+    assert asked() == before
