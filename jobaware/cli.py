@@ -558,9 +558,16 @@ def predict(
         warning(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}")
 
 
+GATEWAY = "card"  # `jobaware serve card`: the card gateway, beside the capabilities' services
+ServedName = Literal[(*capabilities.keys(), GATEWAY)]
+Served = Annotated[ServedName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}; or "
+                                        f"{GATEWAY}, the card gateway (it asks the services JOBAWARE_<KEY>_URL name)")]
+
+
 def service_command(key: str, port: int, host: str) -> list[str]:
     bentoml = Path(sys.executable).with_name("bentoml")
-    return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
+    served = "serving.card:CardService" if key == GATEWAY else capabilities.get(key).service
+    return [str(bentoml), "serve", served, "--port", str(port), "--host", host]
 
 
 def service_env(key: str, port: int) -> dict:
@@ -573,12 +580,12 @@ def service_env(key: str, port: int) -> dict:
 
 @app.command("serve")
 def serve(
-    key: Key,
+    key: Served,
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server. With
-    JOBAWARE_SERVICE_TOKEN_FILE, every answer proves it is the deployment's service.
+    """Serve the champion over HTTP with BentoML (or, as `card`, the card gateway); stopping this command, however,
+    stops the server. With JOBAWARE_SERVICE_TOKEN_FILE, every answer proves it is the deployment's service.
 
     Example: jobaware serve failure --port 3000
     """
