@@ -8,6 +8,12 @@ Cases: one live job (submitted after the bundled history), one job submitted ins
 example), and batches of live jobs (an adapter sending its pending jobs), one request at a time and then with
 `--in-flight` requests in flight. Targets (issue 7): single-job p99
 <= 10 ms, batches >= 20,000 jobs/s.
+
+What the service's identity costs (issue 50), in the same run: the service is started with a service token, and one
+live job is asked in alternating requests with a nonce (the service hashes its answer and signs it, the client
+checks the proof: `jobaware.card.Services.request`) and without one (answered as it is); the medians and their
+ratio. The Content-Type check is one string comparison (`serving.base.is_json`), timed in process beside the
+request's median.
 """
 
 from __future__ import annotations
@@ -63,6 +69,32 @@ def predict(client: httpx.Client, url: str, jobs: list[dict]) -> None:
     client.post(f"{url}/predict", json={"jobs": jobs}).raise_for_status()
 
 
+def identity_cost(url: str, bodies: list[list[dict]]) -> dict:
+    """Medians of one-job requests with the identity proof (nonce sent, answer signed and checked) and without,
+    alternated; and the Content-Type check's own time in process."""
+    import timeit
+
+    from jobaware.card import Services
+    from serving.base import is_json
+
+    proven, plain = [], []
+    with Services({}, timeout=60) as checked, httpx.Client(timeout=60) as client:
+        for body in bodies:
+            for verify, times in ((True, proven), (False, plain)):
+                start = time.perf_counter()
+                if verify:
+                    checked.request("POST", f"{url}/predict", json={"jobs": body}).raise_for_status()
+                else:
+                    predict(client, url, body)
+                times.append(time.perf_counter() - start)
+    rounds = 100_000
+    check_us = timeit.timeit(lambda: is_json("application/json; charset=utf-8"), number=rounds) / rounds * 1e6
+    with_p50, without_p50 = ms(proven, 50), ms(plain, 50)
+    return {"requests_each": len(bodies), "with_proof_p50_ms": with_p50, "without_proof_p50_ms": without_p50,
+            "proof_ratio_p50": round(with_p50 / without_p50, 3), "content_type_check_us": round(check_us, 3),
+            "content_type_share_of_p50": round(check_us / 1000 / without_p50, 5)}
+
+
 def in_flight(url: str, bodies: list[list[dict]], clients: int) -> int:
     """Jobs per second with `clients` requests in flight (an adapter with several pollers, or several
     adapters): each client sends its share of the bodies one after another; all jobs over the wall time."""
@@ -87,10 +119,12 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--in-flight", type=int, default=2, help="batch requests in flight in the loaded run")
     args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # harness/ and serving/ of this tree
     home = tempfile.mkdtemp(prefix="jobaware-bench-")
     os.environ["JOBAWARE_HOME"] = home
     os.environ.pop("MLFLOW_TRACKING_URI", None)
-    from jobaware import gate, tracking
+    from harness.ports import free_port
+    from jobaware import config, gate, tracking
     from jobaware.failure.reader import read_jobs
     from jobaware.failure.reader.slurm import parse_request
     from jobaware.failure.service import answer_rows
@@ -112,7 +146,9 @@ def main() -> None:
         f"{args.batch_size} live jobs": requests_for(jobs, after, args.batches, args.batch_size, 3 * 10**9),
     }
     loaded = requests_for(jobs, after, args.batches, args.batch_size, 4 * 10**9)  # new jobs again, for the loaded run
-    port = 3900 + os.getpid() % 1000
+    proof_bodies = requests_for(jobs, after, args.single, 1, 5 * 10**9)
+    os.environ["JOBAWARE_SERVICE_TOKEN_FILE"] = str(config.make_service_token(Path(home) / "service.token"))
+    port = free_port()
     process = subprocess.Popen([str(Path(sys.executable).with_name("jobaware")), "serve", "failure", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -147,7 +183,8 @@ def main() -> None:
                     "http_over_in_process_p50": round(statistics.median(http) / statistics.median(local), 2),
                 }
             results[f"{args.batch_size} live jobs"]["jobs_per_second_in_flight"] = in_flight(url, loaded, args.in_flight)
-        print(json.dumps({"history_jobs": len(bundle.history), **results}, indent=2))
+        identity = identity_cost(url, proof_bodies)
+        print(json.dumps({"history_jobs": len(bundle.history), **results, "identity": identity}, indent=2))
         for name, r in results.items():
             if r["jobs_per_request"] == 1:
                 target = f"p99 target {TARGET_P99_MS} ms {verdict(r['http_p99_ms'] / TARGET_P99_MS)}"
@@ -159,6 +196,9 @@ def main() -> None:
             print(f"{name}: HTTP p50 {r['http_p50_ms']} ms, p99 {r['http_p99_ms']} ms; in-process p50 "
                   f"{r['in_process_p50_ms']} ms ({r['http_over_in_process_p50']}x); /livez p50 {r['livez_p50_ms']} ms; "
                   f"{r['jobs_per_second']:,} jobs/s; {target}")
+        print(f"identity proof, 1 live job: p50 {identity['with_proof_p50_ms']} ms with, "
+              f"{identity['without_proof_p50_ms']} ms without ({identity['proof_ratio_p50']}x); Content-Type check "
+              f"{identity['content_type_check_us']} us a request ({identity['content_type_share_of_p50']:.3%} of p50)")
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(30)

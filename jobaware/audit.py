@@ -9,11 +9,12 @@ the caller's `subject` function names it: a held job, say), and iteration over t
 
 In a file, a line cut short by a crash (no newline at its end) is left out when the audit is read, and cut off
 when a daemon opens it again: its record was never complete, so nothing followed from it. One-shot writers
-(`jobaware card`, the card gateway) `append` without reading the file.
+(`jobaware card`, the card gateway) `append` without reading the file, to an audit bounded in size and rotated.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import socket
@@ -21,11 +22,17 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from jobaware.bodies import Limits
 from jobaware.errors import InputError
 from jobaware.jsonable import dumps
 from jobaware.store import JobStore
 
 Subject = Callable[[dict], "str | None"]  # what a record is about (a job), or None
+MAX_LINE_BYTES = 4096  # a line of `append` (one-shot writers' audits)
+MAX_FIELD_CHARS = 512  # a field of a line cut to fit
 
 
 def _no_subject(record: dict) -> None:
@@ -41,17 +48,81 @@ def _line(record: dict) -> str:
     return dumps(record) + "\n"
 
 
-def append(path: str | Path, record: dict) -> None:
-    """Append one record durably (the file and its folder created when missing)."""
-    path = Path(path)
+class AppendLimits(Limits):
+    """How large the files of `append` may grow: JOBAWARE_AUDIT_MAX_BYTES a file (a line that would take it past the
+    bound starts a new one) and JOBAWARE_AUDIT_BACKUPS older files kept beside it (`card.jsonl.1` the newest of
+    them); with every line at most MAX_LINE_BYTES, an audit holds at most (backups + 1) x max_bytes."""
+
+    model_config = SettingsConfigDict(env_prefix="JOBAWARE_AUDIT_")
+    max_bytes: int = Field(64 << 20, ge=4 * MAX_LINE_BYTES)
+    backups: int = Field(5, ge=0, le=1000)
+
+
+APPEND_LIMITS = AppendLimits.load()
+
+
+def bounded_line(record: dict) -> bytes:
+    """`record` as one JSON line of at most MAX_LINE_BYTES: a longer one keeps each of its fields to MAX_FIELD_CHARS
+    (a longer field is cut and marked `cut`), and if it is still too long, only who, when and what (`action`)."""
+    line = _line(record).encode()
+    if len(line) <= MAX_LINE_BYTES:
+        return line
+    fields = {name: dumps(value) for name, value in record.items()}
+    kept = {name: value if len(fields[name]) <= MAX_FIELD_CHARS else fields[name][:MAX_FIELD_CHARS] + "..."
+            for name, value in record.items()}
+    line = _line({**kept, "cut": True}).encode()
+    if len(line) <= MAX_LINE_BYTES:
+        return line
+    return _line({**{name: kept[name] for name in ("at", "host", "uid", "action") if name in kept}, "cut": True}).encode()
+
+
+def append(path: str | Path, record: dict, limits: AppendLimits | None = None) -> None:
+    """Append one record durably (the file and its folder created when missing) to an audit that several processes
+    may share (the card gateway's workers, an admin's `jobaware card`), bounded and rotated by size (`limits`, else
+    `APPEND_LIMITS`); each line is bounded too (`bounded_line`).
+
+    Not the standard library's RotatingFileHandler: each process keeps its own handle and its own view of the size
+    there, so a second process goes on writing into a file another has rotated away (unbounded) or rotates it once
+    more over the other's backup. Here the size check, the renames and the write are one step under an exclusive
+    lock (`flock` on `<path>.lock`), and the file is opened by name for each record, so no process writes into a
+    rotated file."""
+    path, limits = Path(path), limits or APPEND_LIMITS
+    line = bounded_line(record)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(_line(record))
-            handle.flush()
-            os.fsync(handle.fileno())
+        lock = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o640)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            _rotate(path, len(line), limits)
+            descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o640)
+            try:
+                os.write(descriptor, line)
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
+        finally:
+            os.close(lock)  # the lock goes with its descriptor
     except OSError as exc:
         raise InputError(f"audit {path}: {exc.strerror or exc}") from None
+
+
+def _rotate(path: Path, adding: int, limits: AppendLimits) -> None:
+    """Under the lock: when `adding` bytes would take `path` past max_bytes, it becomes `path.1` (each older one moving
+    up, the oldest beyond `backups` dropped) and the record starts a new file."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0 or size + adding <= limits.max_bytes:
+        return
+    if limits.backups == 0:
+        path.unlink()
+        return
+    for number in range(limits.backups - 1, 0, -1):
+        older = path.with_name(f"{path.name}.{number}")
+        if older.exists():
+            os.replace(older, path.with_name(f"{path.name}.{number + 1}"))
+    os.replace(path, path.with_name(f"{path.name}.1"))
 
 
 def read_records(path: str | Path) -> Iterator[dict]:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import httpx
 
-from jobaware import capabilities, config
+from jobaware import capabilities, config, identity
 from jobaware.audit import append, stamp
 from jobaware.capabilities import CardPart
 
@@ -46,6 +46,10 @@ MAX_DEPTH = 2  # a part may ask another part (`Asking.part`); that one may not a
 
 class NotApplicable(Exception):
     """Raised by a part's `answer`: this job cannot have the part; the message says why."""
+
+
+class Unproven(Exception):
+    """An answer that does not prove it comes from the deployment's service (`jobaware.identity`)."""
 
 
 class Missing(Exception):
@@ -66,22 +70,48 @@ class Reply:
     code: int | None = None  # the HTTP status, when there was one
 
 
+SITE_TOKEN = object()  # Services' default token: the site's (`config.service_token()`)
+
+
 class Services:
     """The capabilities' services over HTTP (`urls` by key): one POST with a timeout; whatever happens, a Reply.
-    A capability without a URL here is not deployed: its parts are `unavailable` and it is never asked."""
+    A capability without a URL here is not deployed: its parts are `unavailable` and it is never asked.
 
-    def __init__(self, urls: dict[str, str], timeout: float = 5.0):
+    With a service `token` (by default the site's, `config.service_token()`), every answer must prove that it comes
+    from the deployment's own service (`jobaware.identity`): one without a valid proof is `unavailable`, as an outage
+    is. Without one (`token=None`, or none configured), answers are taken unverified (`verified` is False)."""
+
+    def __init__(self, urls: dict[str, str], timeout: float = 5.0, token: bytes | None | object = SITE_TOKEN):
         self.urls = dict(urls)
         self.http = httpx.Client(timeout=timeout)
+        self.token: bytes | None = config.service_token() if token is SITE_TOKEN else token  # type: ignore[assignment]
+
+    @property
+    def verified(self) -> bool:
+        """Whether answers are checked to come from the deployment's services."""
+        return self.token is not None
+
+    def request(self, method: str, url: str, **kwargs) -> httpx.Response:
+        """One request; with a token, a fresh nonce goes with it and the answer must prove itself (`Unproven` if
+        not). httpx's errors pass through."""
+        if self.token is None:
+            return self.http.request(method, url, **kwargs)
+        nonce = identity.new_nonce()
+        response = self.http.request(method, url, headers={identity.NONCE: nonce}, **kwargs)
+        if not identity.proven(self.token, nonce, response.content, response.headers.get(identity.PROOF)):
+            raise Unproven(f"{url}: {identity.NO_PROOF}")
+        return response
 
     def post(self, key: str, route: str, body: dict) -> Reply:
         if key not in self.urls:
             return Reply("unavailable", reason=f"no {key} service here")
         url = f"{self.urls[key].rstrip('/')}{route}"
         try:
-            response = self.http.post(url, json=body)
+            response = self.request("POST", url, json=body)
         except httpx.HTTPError as exc:
             return Reply("unavailable", reason=f"{url} unreachable: {type(exc).__name__}")
+        except Unproven as exc:
+            return Reply("unavailable", reason=str(exc))
         code = response.status_code
         if code >= 500 or code == 429:
             return Reply("unavailable", reason=f"{url}: HTTP {code}", code=code)
@@ -107,10 +137,10 @@ class Services:
 
 
 def service_urls(given: dict[str, str] | None = None) -> dict[str, str]:
-    """Where the service of every capability with a card part answers: `given`, else JOBAWARE_<KEY>_URL, else the
-    port `jobaware demo` gives it."""
-    keys = capabilities.keys()
-    return {key: (given or {}).get(key) or config.service_url(key, keys) for key in declared()}
+    """Where the service of each capability with a card part answers: `given`, else JOBAWARE_<KEY>_URL; a capability
+    named by neither is not deployed, and left out (never asked)."""
+    urls = {key: (given or {}).get(key) or config.service_url(key) for key in declared()}
+    return {key: url for key, url in urls.items() if url}
 
 
 def declared() -> dict[str, CardPart]:

@@ -558,9 +558,16 @@ def predict(
         warning(f"{summary.bad_records:,} bad record(s) not predicted, listed in {summary.quarantine}{first}")
 
 
+GATEWAY = "card"  # `jobaware serve card`: the card gateway, beside the capabilities' services
+ServedName = Literal[(*capabilities.keys(), GATEWAY)]
+Served = Annotated[ServedName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}; or "
+                                        f"{GATEWAY}, the card gateway (it asks the services JOBAWARE_<KEY>_URL name)")]
+
+
 def service_command(key: str, port: int, host: str) -> list[str]:
     bentoml = Path(sys.executable).with_name("bentoml")
-    return [str(bentoml), "serve", capabilities.get(key).service, "--port", str(port), "--host", host]
+    served = "serving.card:CardService" if key == GATEWAY else capabilities.get(key).service
+    return [str(bentoml), "serve", served, "--port", str(port), "--host", host]
 
 
 def service_env(key: str, port: int) -> dict:
@@ -573,16 +580,18 @@ def service_env(key: str, port: int) -> dict:
 
 @app.command("serve")
 def serve(
-    key: Key,
+    key: Served,
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML; stopping this command, however, stops the server.
+    """Serve the champion over HTTP with BentoML (or, as `card`, the card gateway); stopping this command, however,
+    stops the server. With JOBAWARE_SERVICE_TOKEN_FILE, every answer proves it is the deployment's service.
 
     Example: jobaware serve failure --port 3000
     """
     from jobaware import supervise
 
+    config.service_token()  # a token named but unsound is refused here, in one line, before anything starts
     code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
                            say=_say_to_a_person)
     if code:
@@ -597,7 +606,9 @@ def demo(
                                           "cores, at most 2)")] = min(2, os.cpu_count() or 1),
 ):
     """What `make run` does: every pipeline on its default data (PARALLEL at a time), each champion served on
-    localhost as soon as its pipeline is done; it says when each service is ready and how long the whole took.
+    localhost as soon as its pipeline is done; it says when each service is ready and how long the whole took, and
+    prints the services' URLs and the service token it made in JOBAWARE_HOME (what `jobaware card` and the adapters
+    need in another shell: no service has a default URL).
 
     Example: jobaware demo --first-port 3000
     """
@@ -610,6 +621,10 @@ def demo(
     ports = {key: first_port + offset for offset, key in enumerate(keys)}
     for port in ports.values():
         supervise.wait_for_port("127.0.0.1", port, say=_say_to_a_person)
+    deployment = {**{f"JOBAWARE_{key.upper()}_URL": f"http://127.0.0.1:{port}" for key, port in ports.items()},
+                  config.TOKEN_FILE_ENV: str(config.make_service_token(config.home() / "service.token"))}
+    os.environ.update(deployment)  # what the services (the card gateway among them) and this command are given
+    config.service_token()
     runs = {key: _arguments(key, [], [], 0.01, remote=False) for key in keys}  # the default data, made once
     started: dict[str, supervise.Guarded] = {}
     lock = threading.Lock()
@@ -625,7 +640,7 @@ def demo(
         _training_summary({key: outputs[key].get("Output") for key in keys}, False)
         _wait_ready(ports, [started[key] for key in keys])
         out.print(f"every capability serving {time.monotonic() - started_at:.0f} s after `jobaware demo` began")
-        _print_examples(ports)
+        _print_examples(ports, deployment)
         while all(p.poll() is None for p in started.values()):
             time.sleep(1)
         raise JobawareError("a service stopped; see its log under " + str(config.logs_dir()))
@@ -690,12 +705,16 @@ def _say_to_a_person(line: str) -> None:
         err.print(line, highlight=False, soft_wrap=True)
 
 
-def _print_examples(ports: dict[str, int]) -> None:
+def _print_examples(ports: dict[str, int], deployment: dict[str, str]) -> None:
     for key, port in ports.items():
         path, body = capabilities.get(key).example
         out.print(f"\n{key}: http://127.0.0.1:{port} (OpenAPI: http://127.0.0.1:{port}/docs)", highlight=False)
         out.print(f"  curl -s -X POST http://127.0.0.1:{port}{path} -H 'content-type: application/json' "
                   f"-d '{json.dumps(body)}'", soft_wrap=True, highlight=False)
+    out.print("\nWhere these services answer, and the token they prove themselves with (for `jobaware card`, "
+              "`jobaware slurm adapt` and the card gateway in another shell):", highlight=False, soft_wrap=True)
+    for name, value in deployment.items():
+        out.print(f"  export {name}={value}", highlight=False, soft_wrap=True)
     out.print("\nCtrl-C stops every service.")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import stat
 from pathlib import Path
 
@@ -157,10 +158,52 @@ def logs_dir() -> Path:
     return trusted(path, "the logs folder")
 
 
-def service_url(key: str, keys: list[str]) -> str:
-    """Where the service of capability `key` answers: JOBAWARE_<KEY>_URL, else the port `jobaware demo` gives it
-    on localhost (3000 for the first registered capability, then one port per capability in registry order)."""
-    return os.environ.get(f"JOBAWARE_{key.upper()}_URL") or f"http://127.0.0.1:{3000 + keys.index(key)}"
+def service_url(key: str) -> str | None:
+    """Where the service of capability `key` answers: JOBAWARE_<KEY>_URL; None when it is not set (the capability
+    is not deployed here, and nothing asks it: no port is assumed, since any local user may bind one first)."""
+    return os.environ.get(f"JOBAWARE_{key.upper()}_URL") or None
+
+
+TOKEN_FILE_ENV = "JOBAWARE_SERVICE_TOKEN_FILE"
+MIN_TOKEN_BYTES = 32
+
+
+def service_token() -> bytes | None:
+    """The secret the services prove themselves with (`jobaware.identity`): the file JOBAWARE_SERVICE_TOKEN_FILE
+    names (a site's is /etc/jobaware/service.token, root:jobaware 0640), stripped; None when it names none. A file
+    that cannot be read, that others may read or its group write, owned by neither root nor the caller, or holding
+    fewer than 32 bytes is refused in one line."""
+    name = os.environ.get(TOKEN_FILE_ENV)
+    if not name:
+        return None
+    where = f"{TOKEN_FILE_ENV}={name}"
+    try:
+        descriptor = os.open(name, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise JobawareError(f"{where}: cannot read the service token ({exc.strerror or exc})") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise JobawareError(f"{where}: not a regular file")
+        if found.st_uid not in (0, os.geteuid()):
+            raise JobawareError(f"{where}: owned by uid {found.st_uid}, neither root nor the caller")
+        if found.st_mode & 0o027:
+            raise JobawareError(f"{where}: mode {found.st_mode & 0o777:04o} lets others read it or its group write "
+                                f"it; expected 0640 (chmod 0640 {name})")
+        token = handle.read(4096).strip()
+    if len(token) < MIN_TOKEN_BYTES:
+        raise JobawareError(f"{where}: holds {len(token)} bytes, expected at least {MIN_TOKEN_BYTES} (make one: "
+                            f"`openssl rand -hex 32 > {name}`)")
+    return token
+
+
+def make_service_token(path: Path) -> Path:
+    """A new random service token in `path` (0640), unless one is there already; the path."""
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o640)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+    return path
 
 
 def audit_dir() -> Path:

@@ -7,7 +7,9 @@ or locked registry stalls no request and no probe; `/readyz` answers from what i
 once per outage and the loaded champion keeps serving); reads each body once, as the route's body model; answers
 every error in one shape, `{"error": "<one line>", "field": "<JSON path>" | null}`, never echoing the body: 400 for
 bad input, 413 over a limit, 415 for a body that is not JSON, 503 with the reason while no champion exists; serves
-its OpenAPI document at `/docs.json` and a page that shows it at `/docs` (and `/`), loading nothing from elsewhere.
+its OpenAPI document at `/docs.json` and a page that shows it at `/docs` (and `/`), loading nothing from elsewhere;
+proves on every answer that it is the deployment's own service (`jobaware.identity`, with the site's token); cuts
+off a client that sends its request slowly and caps the connections open at once (`serving.connections`).
 """
 
 from __future__ import annotations
@@ -32,22 +34,29 @@ from pydantic import BaseModel, Field
 from pydantic_settings import SettingsConfigDict
 from starlette.responses import Response
 
-from jobaware import tracking
+from jobaware import config, identity, tracking
 from jobaware.bodies import Limits, openapi_schema, read_json
 from jobaware.errors import InputError, JobawareError, TooLargeError
 from jobaware.model import Served
+from serving import connections
 
 logger = logging.getLogger("jobaware.serving")
 MAX_ERROR_CHARS = 500
 
 
 class ServingLimits(Limits):
-    """What every service shares: JOBAWARE_MAX_BODY_BYTES (a larger body is answered 413 before it is read whole)
-    and JOBAWARE_RELOAD_SECONDS (how often the registry is asked for a new champion)."""
+    """What every service shares: JOBAWARE_MAX_BODY_BYTES (a larger body is answered 413 before it is read whole),
+    JOBAWARE_RELOAD_SECONDS (how often the registry is asked for a new champion), and per connection
+    (`serving.connections`): JOBAWARE_HEADER_TIMEOUT_S (a request's headers are due within it), JOBAWARE_BODY_TIMEOUT_S
+    (then its body within this more), JOBAWARE_MAX_CONNECTIONS (open at once, per server process; keep the process's
+    file descriptor limit, systemd's LimitNOFILE, well above it)."""
 
     model_config = SettingsConfigDict(env_prefix="JOBAWARE_")
     max_body_bytes: int = Field(16 << 20, ge=1024)
     reload_seconds: float = Field(5.0, gt=0)
+    header_timeout_s: float = Field(5.0, gt=0, le=300)
+    body_timeout_s: float = Field(5.0, gt=0, le=3600)
+    max_connections: int = Field(1024, ge=1, le=1_000_000)
 
 
 SERVING = ServingLimits.load()
@@ -182,8 +191,9 @@ def json_body(route: Route) -> type[JsonBody]:
 
 
 def is_json(media_type: str | None) -> bool:
-    kind = (media_type or "application/json").split(";")[0].strip().lower()
-    return kind == "application/json" or (kind.startswith("application/") and kind.endswith("+json"))
+    """Whether a request's content type says JSON: `application/json` (with parameters, such as a charset) only. A
+    body without one is not read as JSON: a browser posts text/plain (or no type) across sites without asking."""
+    return (media_type or "").split(";")[0].strip().lower() == "application/json"
 
 
 class ModelService:
@@ -207,8 +217,8 @@ class ModelService:
         try:
             model = self.champion.get() if self.champion is not None else self.built
             if not is_json(media_type):
-                return error_response(415, f"body: expected JSON (content-type: application/json), got "
-                                           f"{str(media_type)[:100]!r}")
+                given = repr(media_type[:100]) if media_type else "no content-type"
+                return error_response(415, f"body: expected JSON (content-type: application/json), got {given}")
             if len(raw or b"") <= route.inline_bytes:
                 answer = self.answer(route, raw, model)
             else:
@@ -250,6 +260,7 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)
     built = bentoml.service(name=f"jobaware-{name}", traffic={"timeout": timeout})(cls)
     harden(built)
+    connections.install(SERVING.header_timeout_s, SERVING.body_timeout_s, SERVING.max_connections)
     return built
 
 
@@ -402,8 +413,49 @@ class Docs:
         return await self.app(scope, receive, send)
 
 
+class Proof:
+    """ASGI middleware: with the site's service token, the answer to every request that carries a nonce
+    (`jobaware.identity`) carries its proof, errors and probes included; such an answer is held whole to hash it.
+    Without a token, or to a request without a nonce, answers go as they are."""
+
+    def __init__(self, app, token: bytes | None):
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or self.token is None:
+            return await self.app(scope, receive, send)
+        nonce = next((value.decode("latin-1") for name, value in scope.get("headers") or [] if name == NONCE), None)
+        if not identity.is_nonce(nonce):
+            return await self.app(scope, receive, send)
+        held: dict = {}
+        chunks: list[bytes] = []
+
+        async def proven(message):
+            if message["type"] == "http.response.start":
+                held["start"] = message
+                return None
+            if message["type"] != "http.response.body":
+                return await send(message)
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return None
+            body = b"".join(chunks)
+            start = held["start"]
+            sign = (PROOF, identity.proof(self.token, nonce, body).encode())
+            await send({**start, "headers": [*start.get("headers", []), sign]})
+            return await send({"type": "http.response.body", "body": body})
+
+        return await self.app(scope, receive, proven)
+
+
+NONCE, PROOF = identity.NONCE.encode(), identity.PROOF.encode()
+
+
 def harden(built) -> None:
-    """The shared middleware of a `@bentoml.service`: the body limit, the one error shape, the docs page."""
+    """The shared middleware of a `@bentoml.service`: the identity proof (outermost, so that it covers every answer
+    of the ones below), the body limit, the one error shape, the docs page."""
+    built.add_asgi_middleware(Proof, token=config.service_token())
     built.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
     key = built.inner.key
     built.add_asgi_middleware(OneErrorShape, unavailable=no_champion(key) if key else "not ready")

@@ -1,7 +1,9 @@
 """The job-card gateway: one answer per job from the other services, part by part (`jobaware.card`).
 
-It holds no model: it asks every capability whose registration declares a card part over HTTP (JOBAWARE_<KEY>_URL,
-else the ports `jobaware demo` gives them) and says which part is missing when one is down, instead of failing.
+It holds no model: it asks every capability whose registration declares a card part over HTTP (JOBAWARE_<KEY>_URL;
+a capability without one is not deployed, never asked), checks that each answer is the deployment's own service's
+(`jobaware.identity`, with JOBAWARE_SERVICE_TOKEN_FILE) and says which part is missing when one is down, instead of
+failing.
 """
 
 from __future__ import annotations

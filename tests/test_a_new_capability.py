@@ -165,7 +165,10 @@ found["k8s"] = ["base/sixth.yaml" in rendered, "- sixth.yaml" in rendered["base/
                 all("jobaware-sixth" in rendered[f"overlays/{o}/services.yaml"] for o in manifests.OVERLAYS)]
 
 from jobaware import card, config
-found["card"] = ["sixth" in card.declared(), card.service_urls()["sixth"] == config.service_url("sixth", capabilities.keys())]
+import os
+os.environ["JOBAWARE_SIXTH_URL"] = "http://sixth.invalid"
+found["card"] = ["sixth" in card.declared(),
+                 card.service_urls().get("sixth") == config.service_url("sixth") == "http://sixth.invalid"]
 print(json.dumps(found))
 """
 

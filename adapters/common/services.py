@@ -8,6 +8,8 @@ with, per capability:
   the service answers again, as it does when any request gets an answer;
 - one warning when an outage begins, at most one a minute while it lasts, and one line when it ends.
 A capability without a URL is not deployed here (the site switched it off): never asked, never warned about.
+With the site's service token (`jobaware.identity`), an answer or probe that does not prove it comes from the
+deployment's service counts as an outage: "unavailable: not the deployment's service (no identity proof)".
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Callable
 import httpx
 
 from adapters.common.pacing import Backoff
-from jobaware.card import Reply, Services
+from jobaware.card import SITE_TOKEN, Reply, Services, Unproven
 
 WARN_EVERY_S = 60.0
 
@@ -28,8 +30,8 @@ WARN_EVERY_S = 60.0
 class FailOpen(Services):
     def __init__(self, urls: dict[str, str], timeout: float = 5.0, *, backoff_s: float = 5.0,
                  backoff_max_s: float = 300.0, probe_s: float | None = None, log: logging.Logger | None = None,
-                 clock: Callable[[], float] = time.monotonic):
-        super().__init__(urls, timeout)
+                 clock: Callable[[], float] = time.monotonic, token: bytes | None | object = SITE_TOKEN):
+        super().__init__(urls, timeout, token)
         self.backoff = Backoff(backoff_s, backoff_max_s, clock)
         self.probe_s = backoff_s if probe_s is None else probe_s
         self.log = log or logging.getLogger(__name__)
@@ -48,8 +50,8 @@ class FailOpen(Services):
             return False
         self.probed[key] = self.clock()
         try:
-            ready = self.http.get(f"{self.urls[key].rstrip('/')}/readyz").status_code == 200
-        except httpx.HTTPError:
+            ready = self.request("GET", f"{self.urls[key].rstrip('/')}/readyz").status_code == 200
+        except (httpx.HTTPError, Unproven):
             ready = False
         if ready:
             self._answered(key)

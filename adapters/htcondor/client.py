@@ -1,5 +1,6 @@
 """The hold service over HTTP: `POST /hold-decision`, failing open (`adapters.common.services.FailOpen`: a
-timeout, a back-off while the service is down that ends the moment it answers again, one warning per outage)."""
+timeout, a back-off while the service is down that ends the moment it answers again, one warning per outage; with
+the site's service token, an answer that does not prove it is the deployment's hold service counts as an outage)."""
 
 from __future__ import annotations
 

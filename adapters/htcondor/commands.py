@@ -105,8 +105,10 @@ def follow_command(
     try:
         adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
                               on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
-        err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}); audit {place}",
-                  highlight=False, soft_wrap=True)
+        unverified = "" if client is None or client.services.verified else \
+            "; the hold service's answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
+        err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}){unverified}; audit "
+                  f"{place}", highlight=False, soft_wrap=True)
         try:
             total = adapter.run(seconds=seconds, once=once)
         finally:

@@ -22,7 +22,10 @@ Rules the cluster can rely on:
   warns once per outage) and its part left out; without a part its registration marks required, a job gets no
   verdict yet and is judged when the service answers again, and the verdict cache is not rewritten (its header
   keeps its age, so the plugins see it go stale instead of fresh). A capability the policy switches off is never
-  asked. The scheduler never waits on the adapter, and a job never waits for a verdict.
+  asked, and so is one the deployment names no URL for. The scheduler never waits on the adapter, and a job never
+  waits for a verdict.
+- Asks only the deployment's services: with the site's service token, an answer that does not prove it comes from
+  the deployment's service is an outage (`jobaware.identity`), never a verdict.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from adapters.slurm.verdicts import ADVICE_MAX, COMMENT_MAX, NAME, Shape, Verdic
 from jobaware import card as cards
 from jobaware import settings
 from jobaware.audit import Audit, StoreAudit, stamp
+from jobaware.errors import JobawareError
 from jobaware.failure.reader.slurm import FieldError, from_squeue
 from jobaware.store import JobKey, JobStore
 
@@ -226,11 +230,18 @@ class PendingJobAdapter:
         self.store, self.cluster, self.policy, self.act = store, cluster, policy, act
         self.cache = Path(cache) if cache else None
         self.slurm = slurm or Slurm()
-        self.keys = policy.keys()
+        self.keys = [key for key in policy.keys() if key in urls]  # without a URL: not deployed, never asked
+        undeployed = [key for key in policy.keys() if key not in urls and cards.declared()[key].required]
+        if undeployed:
+            key = undeployed[0]
+            raise JobawareError(f"{key}: every verdict needs its part, but no JOBAWARE_{key.upper()}_URL names its "
+                                f"service; set it (or --service {key}=URL), or switch {key} off in the policy")
         self.required = [key for key in self.keys if cards.declared()[key].required]
         self.services = FailOpen({key: url for key, url in urls.items() if key in self.keys},
                                  policy.service_timeout_s, backoff_s=policy.backoff_s,
                                  backoff_max_s=policy.backoff_max_s, log=log, clock=clock)
+        if not self.services.verified:
+            log.warning("no service token (JOBAWARE_SERVICE_TOKEN_FILE): the services' answers are not verified")
         self.rate = RateLimit(policy.max_acts_per_minute, clock)
         # the audit: a JSON Lines file when given, else the store's stream (acts known once across the site's adapters)
         self.audit = Audit(audit) if audit is not None else StoreAudit(store, STREAM)

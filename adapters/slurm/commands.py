@@ -91,8 +91,8 @@ def collect(
 
 
 def _urls(given: list[str]) -> dict[str, str]:
-    """The services of the capabilities with a card part: `--service KEY=URL`, else JOBAWARE_<KEY>_URL, else the
-    port `jobaware demo` gives each."""
+    """The services of the capabilities with a card part: `--service KEY=URL`, else JOBAWARE_<KEY>_URL; one named by
+    neither is not deployed (never asked)."""
     from jobaware import card
 
     urls = {}
@@ -106,7 +106,7 @@ def _urls(given: list[str]) -> dict[str, str]:
 
 ServiceURLs = Annotated[list[str], option("--service", role=SERVICE, metavar="KEY=URL",
                                           help="a capability's service, repeatable: KEY=URL (default: "
-                                               "$JOBAWARE_<KEY>_URL, else the demo's port)")]
+                                               "$JOBAWARE_<KEY>_URL; neither: not deployed, never asked)")]
 
 
 @slurm_app.command("adapt")
@@ -148,11 +148,13 @@ def adapt(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
-    err.print(f"adapter on {cluster}, {mode}; audit in {audited}", highlight=False, soft_wrap=True)
     done = 0
     urls = _urls(service)
     with open_store(store) as opened, PendingJobAdapter(opened, cluster, urls, chosen, act=act, audit=audit,
                                                         cache=cache, slurm=slurm) as adapter:
+        unverified = "" if adapter.services.verified else "; answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
+        err.print(f"adapter on {cluster}, {mode}; asking {', '.join(adapter.keys) or 'no service'}{unverified}; "
+                  f"audit in {audited}", highlight=False, soft_wrap=True)
         while not stop.is_set() and (forever or done < passes):
             started = time.monotonic()
             result = adapter.run_pass()
@@ -271,10 +273,19 @@ def show_cards(job_id: str, similarity_jobid: int | None, gateway: str, service:
             raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)" if not store
                                 else f"job {name}: not known to squeue, nor among the store's jobs submitted in the "
                                      f"last {since} days (--since)")
+    token, unverified = readable_token()
+    if unverified and len(gone) < len(wanted):  # said to a person at a terminal; a script's output stays as it was
+        import logging
+        import sys
+
+        said = f"the answers below are not verified to come from the site's services ({unverified})"
+        logging.getLogger("jobaware").warning(said)
+        if sys.stderr.isatty():
+            notice(said)
     answers = []
     for j, task in wanted:
         record = arrays.find(listed, j, task)
-        answer = _card(slurm, record, queue, similarity_jobid, gateway, service, keys) if record is not None \
+        answer = _card(slurm, record, queue, similarity_jobid, gateway, service, keys, token) if record is not None \
             else stored[j, task] if keys is None else _only(stored[j, task], keys, "no such part in the card kept")
         answers.append((_name(j, task), answer))
     if as_json:
@@ -335,9 +346,9 @@ def _only(answer: dict, keys: list[str], reason: str = "the card gateway gave no
 
 
 def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, gateway: str,
-          service: list[str], keys: list[str] | None = None) -> dict:
+          service: list[str], keys: list[str] | None = None, token: bytes | None = None) -> dict:
     """The card of one squeue record (of the parts of `keys` only, when given), from the gateway or the services
-    (audited)."""
+    (audited); with `token`, only answers that prove they are the deployment's services' are taken."""
     import httpx
 
     from adapters.slurm import arrays
@@ -348,18 +359,33 @@ def _card(slurm, record: dict, queue: list[dict], similarity_jobid: int | None, 
     context = {"job_id": job_id, "job": record, "script": slurm.run("scontrol", "write", "batch_script",
                                                                      str(job_id), "-"),
                "similarity_jobid": similarity_jobid, "queue": queue}
-    if gateway:
-        try:
-            response = httpx.post(f"{gateway.rstrip('/')}/card", json=context, timeout=60)
-        except httpx.HTTPError as exc:
-            raise JobawareError(f"card gateway {gateway}: {type(exc).__name__}") from None
-        if response.status_code != 200:
-            raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
-        return response.json() if keys is None else _only(response.json(), keys)
-    with cards.Services(_urls(service)) as services:
+    with cards.Services(_urls(service), 60 if gateway else 5, token) as services:
+        if gateway:
+            try:
+                response = services.request("POST", f"{gateway.rstrip('/')}/card", json=context)
+            except httpx.HTTPError as exc:
+                raise JobawareError(f"card gateway {gateway}: {type(exc).__name__}") from None
+            except cards.Unproven as exc:
+                raise JobawareError(f"card gateway {exc}") from None
+            if response.status_code != 200:
+                raise JobawareError(f"card gateway {gateway}: HTTP {response.status_code}: {response.text[:300]}")
+            return response.json() if keys is None else _only(response.json(), keys)
         answer = cards.make_card(context, services, keys=keys)
     cards.audit(answer, config.audit_dir() / "card.jsonl")
     return answer
+
+
+def readable_token() -> tuple[bytes | None, str | None]:
+    """The site's service token for `jobaware card`, and why the answers go unverified when there is none: a
+    user may not read the site's token (it is the services' and daemons' alone), so a user's card takes the
+    answers as they come, marked so."""
+    from jobaware import config
+
+    try:
+        token = config.service_token()
+    except JobawareError as exc:
+        return None, str(exc)
+    return token, None if token is not None else f"{config.TOKEN_FILE_ENV} is not set"
 
 
 @slurm_app.command("plugins")
@@ -397,18 +423,22 @@ def doctor(
         "/etc/slurm/slurm.conf"),
     cache: Annotated[Path, typer.Option(help="the verdict cache the adapter writes")] = Path(DEFAULT_CACHE),
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
+    policy: Annotated[Path | None, option(role=FILE, help="the adapter's policy (YAML or TOML): a capability it "
+                                          "switches off is not checked")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
     """Check the deployment end to end: the plugins in slurm.conf and beside it, the verdict cache (fresh, readable
-    by SlurmUser and sbatch's users), the services' /readyz, the store, accounting and out-of-memory kills. One line
-    per check with what to fix; exits 1 when any fails.
+    by SlurmUser and sbatch's users), the service token, the services the deployment names (those the adapter's
+    --policy leaves on) answering /readyz with their identity proof, the store, accounting and out-of-memory kills.
+    One line per check with what to fix; exits 1 when any fails.
 
     Example: jobaware slurm doctor --store sqlite:/var/lib/jobaware/store.db --conf /etc/slurm/slurm.conf
     """
+    from adapters.slurm.adapter import read_policy
     from adapters.slurm.doctor import doctor as run_checks
     from jobaware.console import show
 
-    checks = run_checks(conf, cache, store, _urls(service))
+    checks = run_checks(conf, cache, store, _urls(service), policy=read_policy(policy) if policy else None)
     rows = [{"check": c.name, "status": "ok" if c.ok else "FIX", "found / fix": c.detail} for c in checks]
     failed = sum(not c.ok for c in checks)
     show(rows, as_json, rows, title=f"jobaware slurm doctor: {len(checks) - failed} ok, {failed} to fix")

@@ -1,12 +1,14 @@
 """`jobaware slurm doctor`: checks a Slurm deployment of jobaware end to end and says what to fix, one line each.
 
-Each check reads what is there (slurm.conf as written, the plugins beside it, the verdict cache, the services'
-`/readyz`, the store) and changes nothing; a store that does not exist is not created.
+Each check reads what is there (slurm.conf as written, the plugins beside it, the verdict cache, the service token and
+the services' `/readyz` with their identity proof, the store) and changes nothing; a store that does not exist is
+not created.
 """
 
 from __future__ import annotations
 
 import grp
+import os
 import pwd
 import re
 import stat
@@ -14,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapters.slurm.adapter import Policy
 from adapters.slurm.plugins import COMPILED, DEFAULT_PLUGIN_DIRS, read_slurm_conf, sbatch_refuses, slurm_version
 from adapters.slurm.verdicts import (
     ACL_GROUP,
@@ -25,6 +28,7 @@ from adapters.slurm.verdicts import (
     read_cache,
     users_folder,
 )
+from jobaware import config, identity
 from jobaware.errors import JobawareError
 from jobaware.text import redacted
 
@@ -218,19 +222,51 @@ def _known(user: str) -> bool:
     return True
 
 
-def check_services(urls: dict[str, str], timeout: float = 3.0) -> list[Check]:
-    """Each capability's service answers `/readyz` with 200."""
+def check_identity() -> tuple[Check, bytes | None]:
+    """The service token is named and sound (`config.service_token`); the check and the token."""
+    try:
+        token = config.service_token()
+    except JobawareError as exc:
+        return Check("service identity", False, str(exc)), None
+    if token is None:
+        return Check("service identity", False, f"{config.TOKEN_FILE_ENV} is not set, so any local user who binds a "
+                     "service's port first answers for it: make /etc/jobaware/service.token (root:jobaware 0640, "
+                     f"`openssl rand -hex 32`) and set {config.TOKEN_FILE_ENV} to it in /etc/jobaware/credentials.env"), None
+    return Check("service identity", True, f"answers proven with the token of {os.environ[config.TOKEN_FILE_ENV]}"), token
+
+
+def check_services(urls: dict[str, str], token: bytes | None, policy: Policy | None = None,
+                   timeout: float = 3.0) -> list[Check]:
+    """Each service the deployment names (and the adapter's policy leaves on) answers `/readyz` with 200, proving
+    with `token` that it is the deployment's own; a capability the policy switches off is not checked, and one it
+    leaves on without a URL is named (a fault when the adapter needs its part for every verdict)."""
     import httpx
 
+    from jobaware import card as cards
+
+    keys = policy.keys() if policy is not None else list(cards.declared())
     checks = []
-    for key, url in urls.items():
-        try:
-            status = httpx.get(f"{url.rstrip('/')}/readyz", timeout=timeout).status_code
-            ok, said = status == 200, f"HTTP {status}"
-        except httpx.HTTPError as exc:
-            ok, said = False, type(exc).__name__
-        checks.append(Check(f"service {key}", ok, f"{url}/readyz: {said}" + ("" if ok else
-                            f": start `jobaware serve {key}` there or point JOBAWARE_{key.upper()}_URL at it")))
+    with cards.Services(urls, timeout, token) as services:
+        for key in keys:
+            name = f"JOBAWARE_{key.upper()}_URL"
+            if key not in urls:
+                required = cards.declared()[key].required
+                checks.append(Check(f"service {key}", not required, f"not deployed (no {name}): " + (
+                    f"the adapter needs its part for every verdict; set {name}, or switch {key} off in the adapter's "
+                    "policy" if required else "the adapter never asks it")))
+                continue
+            url = urls[key].rstrip("/")
+            try:
+                status = services.request("GET", f"{url}/readyz").status_code
+                ok, said = status == 200, f"HTTP {status}"
+            except httpx.HTTPError as exc:
+                ok, said = False, type(exc).__name__
+            except cards.Unproven:
+                checks.append(Check(f"service {key}", False, f"{url}/readyz: {identity.NO_PROOF}: another process "
+                                    f"answers there; stop it and start `jobaware serve {key}`, or fix {name}"))
+                continue
+            checks.append(Check(f"service {key}", ok, f"{url}/readyz: {said}" + ("" if ok else
+                                f": start `jobaware serve {key}` there or point {name} at it")))
     return checks
 
 
@@ -288,10 +324,12 @@ def check_accounting(conf_path: Path, conf: dict[str, str]) -> list[Check]:
     return checks
 
 
-def doctor(conf_path: Path, cache: Path, store: str, urls: dict[str, str], now: float | None = None) -> list[Check]:
-    """Every check, in the order an admin fixes them."""
+def doctor(conf_path: Path, cache: Path, store: str, urls: dict[str, str], now: float | None = None,
+           policy: Policy | None = None) -> list[Check]:
+    """Every check, in the order an admin fixes them; the services as `policy` (the adapter's) leaves them on."""
     conf = read_slurm_conf(conf_path)
     cli_filter = bool({"lua", "jobaware"} & _plugins(conf.get("clifilterplugins", ""), "cli_filter"))
+    identified, token = check_identity()
     return [*check_plugins(conf_path, conf, cache),
             *check_cache(cache, conf.get("slurmuser", "root"), cli_filter, now),
-            *check_services(urls), *check_store(store), *check_accounting(conf_path, conf)]
+            identified, *check_services(urls, token, policy), *check_store(store), *check_accounting(conf_path, conf)]

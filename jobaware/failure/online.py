@@ -7,14 +7,14 @@ history): each entity's state after every end event is folded once, by the batch
 code's way (the last state from an event strictly before the submit second).
 
 Submission counts follow training's rule: a user's jobs submitted in the same second, hour and day up to and
-including the submit second, counting the bundled jobs and every job asked about since the model was loaded,
-each job once by its id. Jobs older than `KEEP_SECONDS` before the newest submission are forgotten once the log
-holds more than `MAX_SUBMISSIONS`.
+including the submit second, counting the history's jobs (the bundled ones, or the site's store's, which the
+collector writes as they are submitted) and the request's own, each job once by its id. What one request names is
+never kept for another: no caller changes what a later caller is answered. Jobs older than `KEEP_SECONDS` before
+the newest submission are forgotten once the history holds more than `MAX_SUBMISSIONS`.
 """
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left, bisect_right, insort
 
 import numpy as np
@@ -38,13 +38,13 @@ MAX_SUBMISSIONS = 1_000_000
 
 
 class SubmitLog:
-    """Submit seconds per user (sorted lists), each job counted once by its id; safe to share between request
-    threads under `lock`."""
+    """Submit seconds per user (sorted lists) of a history, each job counted once by its id. Built once per history
+    and only read after: a request's own jobs are counted for that request alone (`counts`), so that no caller
+    changes what a later one is answered (any caller could otherwise add submissions to any user's counts)."""
 
     def __init__(self, jobs: JobColumns):
         self.times: dict[str, list[int]] = {}
         self.seen: dict = {}  # job id -> submit second
-        self.lock = threading.Lock()
         self.add(jobs)
 
     def add(self, jobs: JobColumns) -> None:
@@ -63,24 +63,37 @@ class SubmitLog:
         self.times = {u: t[bisect_left(t, cutoff):] for u, t in self.times.items() if t and t[-1] >= cutoff}
         self.seen = {job: second for job, second in self.seen.items() if second >= cutoff}
 
-    def counts(self, users: np.ndarray, submit: np.ndarray) -> np.ndarray:
-        """Per job: its user's submissions in the same second, the hour and the day up to it (NaN: no user)."""
+    def counts(self, jobs: JobColumns) -> np.ndarray:
+        """Per job: its user's submissions in the same second, the hour and the day up to it (NaN: no user), of the
+        logged jobs and of `jobs` themselves (those not logged, each once by its id), as training counts them. The
+        log is not changed."""
+        users, submit = jobs["user"], jobs["submit_time"]
+        own: dict[str, list[int]] = {}  # the request's own submissions, beside the log's
+        counted = set()
+        for job_id, user, second in zip(jobs["job_id"].tolist(), users.tolist(), submit.tolist(), strict=True):
+            if user is not None and job_id == job_id and job_id not in self.seen and job_id not in counted:
+                counted.add(job_id)
+                insort(own.setdefault(user, []), second)
         hour, day = SUBMIT_WINDOWS["user_submits_1h"], SUBMIT_WINDOWS["user_submits_24h"]
         found: dict[tuple, tuple] = {}
         rows = []
         for user, second in zip(users.tolist(), submit.tolist(), strict=True):
             row = found.get((user, second))
             if row is None:
-                times = self.times.get(user) if isinstance(user, str) else None
-                if times is None:
+                logged, asked = (self.times.get(user), own.get(user)) if isinstance(user, str) else (None, None)
+                if logged is None and asked is None:
                     row = _NO_USER
                 else:
-                    upto = bisect_right(times, second)
-                    row = (upto - bisect_left(times, second), upto - bisect_left(times, second - hour),
-                           upto - bisect_left(times, second - day))
+                    row = tuple(_within(logged, second, window) + _within(asked, second, window)
+                                for window in (0, hour, day))
                 found[user, second] = row
             rows.append(row)
         return np.array(rows, dtype=float).reshape(len(rows), 3)
+
+
+def _within(times: list[int] | None, second: int, window: int) -> int:
+    """How many of the sorted `times` fall in [second - window, second]."""
+    return 0 if not times else bisect_right(times, second) - bisect_left(times, second - window)
 
 
 _NO_USER = (np.nan, np.nan, np.nan)
@@ -94,12 +107,10 @@ class OnlineFeatures:
         self.submissions = SubmitLog(JobColumns.from_frame(history))
 
     def block(self, jobs: JobColumns) -> np.ndarray:
-        """The NUMERIC features (`feature_block`: features x jobs) of jobs that have not ended; the jobs join the
-        submission log first."""
+        """The NUMERIC features (`feature_block`: features x jobs) of jobs that have not ended; their submission counts
+        include the jobs themselves (for this answer only)."""
         submit = jobs["submit_time"]
-        with self.submissions.lock:
-            self.submissions.add(jobs)
-            counts = self.submissions.counts(jobs["user"], submit)
+        counts = self.submissions.counts(jobs)
         keys = {key: jobs[key] for key in ("user", "account", "name", "qos", "partition")}
         keys["job_class"] = job_class_keys(jobs["user"].tolist(), jobs["processors_req"].tolist(),
                                            jobs["wallclock_req"].tolist())

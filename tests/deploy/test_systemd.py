@@ -136,3 +136,15 @@ def test_no_secret_in_the_settings_every_user_reads():
     assert not [value for value in settings.values() if re.search(r"://[^/@\s]*:[^/@\s]*@", value)]
     assert settings["JOBAWARE_CREDENTIALS"] == "/etc/jobaware/credentials.env"
     assert "PASSWORD" in (UNITS / "credentials.env").read_text()
+
+
+def test_a_service_runs_out_of_connections_before_file_descriptors_and_every_unit_has_the_service_token():
+    """The file descriptor limit of a service is well above its connection cap (serving/connections.py), so a flood
+    of connections meets the cap; the settings every unit reads name the service token (in the credentials file:
+    the daemons' group reads it, users do not)."""
+    from serving.base import ServingLimits
+
+    limit = re.search(r"^LimitNOFILE=(\d+)$", (UNITS / "jobaware-serve@.service").read_text(), re.MULTILINE)
+    assert limit is not None and int(limit.group(1)) >= 4 * ServingLimits.model_fields["max_connections"].default
+    credentials = _environment(UNITS / "credentials.env")
+    assert credentials["JOBAWARE_SERVICE_TOKEN_FILE"] == "/etc/jobaware/service.token"

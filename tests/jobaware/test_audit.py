@@ -55,3 +55,41 @@ def test_a_file_and_a_store_stream_are_one_audit(tmp_path, sink):
         assert again.has_subject("7.0.0") and not again.has_subject("8.0.0") and not again.has_subject("9.0.0")
         assert [(r["id"], r["p"] if "p" in r else "-") for r in again] == [("h1", None), ("o1", "-")]
     store.close()
+
+
+def _append_many(path, writer: int, count: int) -> None:
+    from jobaware.audit import AppendLimits
+
+    limits = AppendLimits(max_bytes=16_384, backups=3)
+    for number in range(count):
+        append(path, stamp({"action": "card", "writer": writer, "number": number, "pad": "x" * (number % 200)}), limits)
+
+
+def test_appends_of_several_processes_stay_within_the_bound_rotated_and_whole(tmp_path):
+    """Four processes append at once (the gateway's workers, an admin's `jobaware card`): the audit is rotated, at most
+    four files of at most 16 KiB each, every line whole, and the newest file ends with the last records written."""
+    import multiprocessing
+
+    path = tmp_path / "audit" / "card.jsonl"
+    writers = [multiprocessing.get_context("fork").Process(target=_append_many, args=(path, w, 300)) for w in range(4)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(120)
+    assert [writer.exitcode for writer in writers] == [0, 0, 0, 0]
+    files = sorted(p.name for p in path.parent.iterdir() if not p.name.endswith(".lock"))
+    assert files == ["card.jsonl", "card.jsonl.1", "card.jsonl.2", "card.jsonl.3"]
+    assert all((path.parent / name).stat().st_size <= 16_384 for name in files)
+    kept = [record for name in files for record in read_records(path.parent / name)]  # a torn line would not read
+    assert len(kept) == sum(len((path.parent / name).read_bytes().splitlines()) for name in files)
+    assert list(read_records(path))[-1]["number"] == 299  # the last record written: each writer's last is its 299th
+
+
+def test_a_record_too_long_for_a_line_is_cut_to_fit(tmp_path):
+    from jobaware.audit import MAX_LINE_BYTES
+
+    path = tmp_path / "card.jsonl"
+    append(path, stamp({"action": "card", "short": "x" * 100_000, "versions": {str(n): "v" * 50 for n in range(500)}}))
+    [record] = read_records(path)
+    assert len(path.read_bytes()) <= MAX_LINE_BYTES and record["cut"] and record["action"] == "card"
+    assert record["short"].startswith('"xxx') and record["short"].endswith("...")

@@ -15,7 +15,7 @@ import pytest
 from adapters.slurm.doctor import doctor
 from adapters.slurm.plugins import write_plugins
 from adapters.slurm.verdicts import users_folder, write_cache
-from jobaware import capabilities
+from jobaware import capabilities, config, identity
 from jobaware.store import open_store
 from tests.adapters.slurm.test_verdicts import verdict
 from tests.test_cli import run
@@ -36,8 +36,16 @@ PartitionName=debug Nodes=n1 \\
 
 
 class Ready(BaseHTTPRequestHandler):
+    """A service of the deployment: it answers /readyz and proves it with the site's token (`jobaware.identity`)."""
+
+    token = b""
+
     def do_GET(self):  # noqa: N802 - the standard library's name
         self.send_response(200 if self.path == "/readyz" else 404)
+        nonce = self.headers.get(identity.NONCE)
+        if identity.is_nonce(nonce):
+            self.send_header(identity.PROOF, identity.proof(self.token, nonce, b""))
+        self.send_header("content-length", "0")
         self.end_headers()
 
     def log_message(self, *args):
@@ -45,8 +53,16 @@ class Ready(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def service():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Ready)
+def token(tmp_path, monkeypatch) -> bytes:
+    """The site's service token, named as the units name it."""
+    monkeypatch.setenv(config.TOKEN_FILE_ENV, str(config.make_service_token(tmp_path / "service.token")))
+    return config.service_token()
+
+
+@pytest.fixture
+def service(token):
+    handler = type("SiteReady", (Ready,), {"token": token})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -89,9 +105,9 @@ def test_a_good_deployment_passes_every_check_through_the_cli(site, service):
     assert [c["status"] for c in checks] == ["ok"] * len(checks)
     assert {c["check"] for c in checks} >= {"JobSubmitPlugins=lua", "CliFilterPlugins=lua", "job_submit.lua",
                                             "cli_filter.lua", "verdict cache fresh", "readable by SlurmUser root",
-                                            "readable by sbatch users", "verdicts private", "service failure",
-                                            "store shared",
-                                            "AccountingStorageType", "JobAcctGatherType", "OOM visible"}
+                                            "readable by sbatch users", "verdicts private", "service identity",
+                                            "service failure", "store shared", "AccountingStorageType",
+                                            "JobAcctGatherType", "OOM visible"}
 
 
 def test_each_broken_part_is_named_with_its_fix(site, tmp_path):
@@ -111,6 +127,7 @@ def test_each_broken_part_is_named_with_its_fix(site, tmp_path):
     assert "the adapter has not rewritten it" in problems["verdict cache fresh"]
     assert problems["readable by SlurmUser nobody"].startswith(str(cache))
     assert problems["service failure"].startswith(f"{closed}/readyz: ConnectError: start `jobaware serve failure`")
+    assert problems["service identity"].startswith("JOBAWARE_SERVICE_TOKEN_FILE is not set, so any local user")
     assert problems["store"].startswith(f"{tmp_path / 'absent'} does not exist")
     assert problems["AccountingStorageType"].startswith("accounting_storage/none: sacct has no end states")
     assert problems["JobAcctGatherType"].startswith("jobacct_gather/none")

@@ -134,8 +134,10 @@ def test_the_serving_path_equals_the_batch_featurizer_before_inside_and_after_th
     assert (fast["user_n"] == 0).any() and (fast["user_n"] > 100).any() and (fast["burst_size"] > 5).any()
 
 
-def test_submissions_count_once_per_job_across_requests(jobs):
-    """A job asked about again (an adapter polling squeue) is not counted twice; a new job is, as in training."""
+def test_a_request_counts_its_own_submissions_and_changes_no_later_answer(jobs):
+    """A request's jobs count among its user's submissions, once each, as in training; what it names is never kept:
+    a later request (any caller's) is answered as if it had not come (a caller could otherwise add submissions to
+    any user's counts)."""
     from jobaware.failure.bundle import FailureBundle
 
     history = FailureBundle.history_tail(jobs.iloc[:3000])
@@ -145,12 +147,14 @@ def test_submissions_count_once_per_job_across_requests(jobs):
     asked["user"], asked["submit_time"] = "newcomer", after
     asked["job_id"] = [10**9, 10**9 + 1, 10**9 + 2]
     bundle = FailureBundle(model=None, history=history)
+    alone = bundle.features(asked.iloc[[2]])
     first = bundle.features(asked.iloc[:2])
-    again = bundle.features(asked.iloc[:2])
+    again = bundle.features(asked.iloc[[0, 0, 1]])  # a job named twice is one submission
+    assert first["user_submits_1h"].tolist() == [2.0, 2.0] and again["burst_size"].tolist() == [2.0, 2.0, 2.0]
+    assert_same(bundle.features(asked.iloc[[2]]), alone, exact=True)  # the two before left nothing behind
     both = bundle.features(asked.iloc[[0, 2]])
-    assert first["user_submits_1h"].tolist() == again["user_submits_1h"].tolist() == [2.0, 2.0]
-    assert both["user_submits_24h"].tolist() == [3.0, 3.0] and both["burst_size"].tolist() == [3.0, 3.0]
-    assert_same(both, build_features(asked, history).iloc[[0, 2]], exact=True)
+    assert both["user_submits_24h"].tolist() == [2.0, 2.0]
+    assert_same(both, build_features(asked.iloc[[0, 2]], history), exact=True)
 
 
 def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice(monkeypatch):
@@ -165,10 +169,11 @@ def test_the_submission_log_forgets_old_jobs_but_never_counts_a_recent_one_twice
 
     log = online.SubmitLog(submitted([1, 2], 0))
     log.add(submitted([3, 4], 10))  # four jobs, more than three: those of day 0 are more than 8 days old, forgotten
-    log.add(submitted([3], 10))  # asked about again: still counted once
+    log.add(submitted([3], 10))  # listed again: still counted once
     assert set(log.seen) == {3, 4}
-    second = np.array(["2020-01-11"], dtype="datetime64[s]").astype(np.int64)
-    assert log.counts(np.array(["u"], dtype=object), second)[0].tolist() == [2.0, 2.0, 2.0]
+    assert log.counts(submitted([3], 10))[0].tolist() == [2.0, 2.0, 2.0]  # a logged job asked about: not twice
+    assert log.counts(submitted([5], 10))[0].tolist() == [3.0, 3.0, 3.0]  # a new one counts, for itself alone
+    assert set(log.seen) == {3, 4}
 
 
 def test_featurizing_a_file_window_by_window_equals_featurizing_it_in_memory(many_jobs, tmp_path):
