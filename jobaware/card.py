@@ -35,6 +35,7 @@ import httpx
 from jobaware import capabilities, config, identity
 from jobaware.audit import append, stamp
 from jobaware.capabilities import CardPart
+from jobaware.text import redacted
 
 log = logging.getLogger(__name__)
 MARK = "jobaware: "  # every text the scheduler side writes starts with it
@@ -99,31 +100,32 @@ class Services:
         nonce = identity.new_nonce()
         response = self.http.request(method, url, headers={identity.NONCE: nonce}, **kwargs)
         if not identity.proven(self.token, nonce, response.content, response.headers.get(identity.PROOF)):
-            raise Unproven(f"{url}: {identity.NO_PROOF}")
+            raise Unproven(f"{redacted(url)}: {identity.NO_PROOF}")
         return response
 
     def post(self, key: str, route: str, body: dict) -> Reply:
         if key not in self.urls:
             return Reply("unavailable", reason=f"no {key} service here")
         url = f"{self.urls[key].rstrip('/')}{route}"
+        shown = redacted(url)  # a URL may carry the ingress's password: never into a reason a card shows
         try:
             response = self.request("POST", url, json=body)
         except httpx.HTTPError as exc:
-            return Reply("unavailable", reason=f"{url} unreachable: {type(exc).__name__}")
+            return Reply("unavailable", reason=f"{shown} unreachable: {type(exc).__name__}")
         except Unproven as exc:
             return Reply("unavailable", reason=str(exc))
         code = response.status_code
         if code >= 500 or code == 429:
-            return Reply("unavailable", reason=f"{url}: HTTP {code}", code=code)
+            return Reply("unavailable", reason=f"{shown}: HTTP {code}", code=code)
         try:
             answer = response.json()
         except ValueError:
-            return Reply("error", reason=f"{url}: HTTP {code}, not JSON", code=code)
+            return Reply("error", reason=f"{shown}: HTTP {code}, not JSON", code=code)
         if code != 200:
             message = answer.get("error") if isinstance(answer, dict) else None
             return Reply("refused", reason=f"HTTP {code}: {str(message or answer)[:200]}", code=code)
         if not isinstance(answer, dict):
-            return Reply("error", reason=f"{url}: the answer is not a JSON object", code=code)
+            return Reply("error", reason=f"{shown}: the answer is not a JSON object", code=code)
         return Reply("ok", answer=answer, code=code)
 
     def close(self) -> None:

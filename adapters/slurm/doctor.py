@@ -262,10 +262,10 @@ def check_services(urls: dict[str, str], token: bytes | None, policy: Policy | N
             except httpx.HTTPError as exc:
                 ok, said = False, type(exc).__name__
             except cards.Unproven:
-                checks.append(Check(f"service {key}", False, f"{url}/readyz: {identity.NO_PROOF}: another process "
+                checks.append(Check(f"service {key}", False, f"{redacted(url)}/readyz: {identity.NO_PROOF}: another process "
                                     f"answers there; stop it and start `jobaware serve {key}`, or fix {name}"))
                 continue
-            checks.append(Check(f"service {key}", ok, f"{url}/readyz: {said}" + ("" if ok else
+            checks.append(Check(f"service {key}", ok, f"{redacted(url)}/readyz: {said}" + ("" if ok else
                                 f": start `jobaware serve {key}` there or point {name} at it")))
     return checks
 

@@ -154,3 +154,13 @@ def test_the_mail_settings_never_show_the_smtp_password():
     settings = Settings.from_env({"JOBAWARE_SMTP": "mail.example.org:587", "JOBAWARE_SMTP_USER": "jobaware",
                                   "JOBAWARE_SMTP_PASSWORD": PASSWORD})
     assert settings.password == PASSWORD and PASSWORD not in repr(settings) and PASSWORD not in str(settings)
+
+
+def test_a_service_url_s_password_never_reaches_a_card_s_reason():
+    """The adapters reach services behind an ingress with its password in the URL (the credentials file): a part's
+    reason, which users read on their cards and in their comments, names the service without it."""
+    from jobaware.card import Services
+
+    with Services({"failure": "https://jobaware:s3cret@127.0.0.1:9/failure"}, 1, token=None) as services:
+        reason = services.post("failure", "/predict", {}).reason
+    assert "s3cret" not in reason and "jobaware:***@127.0.0.1:9/failure/predict unreachable" in reason
