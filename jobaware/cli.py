@@ -528,7 +528,11 @@ def predict(
 
     Example: jobaware predict failure --input jobs.csv --output predictions.jsonl
     """
-    from jobaware import fit, registry_read, sources
+    from jobaware import cli_contract, fit, registry_read, sources
+    from jobaware.reading import quarantine_path
+
+    if (quarantine := quarantine_path(output)) is not None:  # written beside the output, by the same rules
+        cli_contract.check_output(str(quarantine), overwrite, False, "--output")
 
     def model():  # MLflow is imported only once the input held something to predict
         from jobaware import tracking

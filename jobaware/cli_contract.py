@@ -150,17 +150,19 @@ def _check_text(head: bytes, text: str) -> None:
 
 
 def check_output(value: str, overwrite: bool, stdout: bool, name: str) -> None:
-    """A file to write whole: `-` only where standard output is allowed; never a folder; an existing file only with
-    --overwrite; its folder creatable (no file in the way)."""
+    """A file to write whole: `-` only where standard output is allowed; never a folder or a symbolic link; an existing
+    file only with --overwrite; its folder creatable (no file in the way)."""
     text = str(value)
     if text == "-":
         if not stdout:
             raise UsageError(f"{name}: this command writes files; give a path, not -")
         return
     path = Path(text)
+    if path.is_symlink():
+        raise InputError(f"{text}: a symbolic link is there; it is never followed nor replaced")
     if path.is_dir():
         raise InputError(f"{text}: a folder is there; give a new path (a folder is never replaced)")
-    if path.exists() or path.is_symlink():
+    if path.exists():
         if not overwrite:
             raise InputError(f"{text}: exists; give --overwrite to replace it")
         if not path.is_file():

@@ -63,7 +63,7 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
             yield temporary
             with open(temporary, "rb+") as handle:
                 os.fsync(handle.fileno())
-            if target.exists():
+            if target.is_file() and not target.is_symlink():  # a link is replaced, never followed
                 os.chmod(temporary, target.stat().st_mode & 0o7777)
             else:
                 os.chmod(temporary, 0o666 & ~_umask())

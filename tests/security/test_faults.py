@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import NREL_CSV, ROOT
 
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 
@@ -49,3 +49,43 @@ def test_a_full_stdout_ends_with_exit_1_and_one_line_on_stderr(args, empty_regis
     assert "standard output: No space left on device" in one_error_line(result)
     assert "Traceback" not in result.stderr
 
+
+# ---------------------------------------------------------------- what predict writes beside its output
+@pytest.fixture
+def one_bad_record(tmp_path) -> Path:
+    """The NREL sample with one bad record: predict writes it to OUTPUT.quarantine.jsonl."""
+    lines = NREL_CSV.read_text().splitlines()
+    lines[3] = "not-a-number" + lines[3][lines[3].index(","):]
+    path = tmp_path / "jobs.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_predict_leaves_an_existing_quarantine_file_alone_without_overwrite(one_bad_record, champion, tmp_path):
+    """Before, `predict` replaced OUTPUT.quarantine.jsonl whatever was there, --overwrite or not."""
+    output, quarantine = tmp_path / "out.jsonl", tmp_path / "out.jsonl.quarantine.jsonl"
+    quarantine.write_text("kept\n")
+    refused = jobaware("predict", "failure", "--input", one_bad_record, "--output", output)
+    assert refused.returncode == 1
+    assert one_error_line(refused) == f"error: {quarantine}: exists; give --overwrite to replace it"
+    assert quarantine.read_text() == "kept\n" and not output.exists()
+    done = jobaware("predict", "failure", "--input", one_bad_record, "--output", output, "--overwrite")
+    assert done.returncode == 0, done.stderr
+    assert "not-a-number" in quarantine.read_text() and output.stat().st_size
+
+
+def test_predict_never_follows_a_link_planted_at_its_quarantine_file(one_bad_record, champion, tmp_path):
+    """A link at OUTPUT.quarantine.jsonl (to a file of the victim's) is refused, --overwrite or not; the file it points
+    to keeps its bytes and mode."""
+    output, quarantine = tmp_path / "out.jsonl", tmp_path / "out.jsonl.quarantine.jsonl"
+    victim = tmp_path / "victim"
+    victim.write_text("the victim's\n")
+    victim.chmod(0o600)
+    quarantine.symlink_to(victim)
+    for extra in ((), ("--overwrite",)):
+        refused = jobaware("predict", "failure", "--input", one_bad_record, "--output", output, *extra)
+        assert refused.returncode == 1
+        assert one_error_line(refused) == (f"error: {quarantine}: a symbolic link is there; it is never followed nor "
+                                           "replaced")
+        assert quarantine.is_symlink() and victim.read_text() == "the victim's\n"
+        assert victim.stat().st_mode & 0o777 == 0o600 and not output.exists()
