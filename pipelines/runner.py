@@ -303,8 +303,11 @@ def schedule(name: str, arguments: dict, host: str, experiment: str, cron: str) 
 def _child(spec: str) -> None:
     """Entry of the child process started by `run_watched`."""
     spec = json.loads(spec)
+    from jobaware.outputs import atomic_text
+
     outputs = run_local(spec["name"], spec["arguments"], spec["root"], spec.get("runner", "subprocess"))
-    Path(spec["result"]).write_text(json.dumps(outputs, default=str))
+    with atomic_text(spec["result"]) as result:
+        result.write(json.dumps(outputs, default=str))
 
 
 if __name__ == "__main__":

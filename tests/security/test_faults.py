@@ -89,3 +89,75 @@ def test_predict_never_follows_a_link_planted_at_its_quarantine_file(one_bad_rec
                                            "replaced")
         assert quarantine.is_symlink() and victim.read_text() == "the victim's\n"
         assert victim.stat().st_mode & 0o777 == 0o600 and not output.exists()
+
+
+# ---------------------------------------------------------------- a full disk
+@pytest.fixture
+def small_disk(tmp_path) -> Path:
+    """A real 1 MiB file system (tmpfs), unmounted afterwards."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "--lazy", str(folder)], check=True)
+
+
+@pytest.fixture(scope="module")
+def big_store(tmp_path_factory) -> Path:
+    """A SQLite job store of 6,000 finished jobs, about 12 MB (its export about 1.3 MB): more than the small disk."""
+    from jobaware.store import JobKey, open_store
+
+    folder = tmp_path_factory.mktemp("big") / "store"
+    with open_store(str(folder)) as store, store.batch():
+        for i in range(6000):
+            key = JobKey("c1", i, 1_700_000_000 + i)
+            store.put_job(key, {"job_id": i, "name": f"job-{i:05d}-" + "x" * 200, "submit_time": key.submit_time,
+                                "user": "u", "state": "COMPLETED"})
+            store.put_script(key, "#!/bin/bash\n" + "echo hello\n" * 150)
+            store.put_final(key, "COMPLETED", "sacct", exit_code=0)
+    return folder
+
+
+def test_failure_export_on_a_full_disk_leaves_nothing(big_store, small_disk):
+    """Before, a 0-byte (or cut) `.partial` was left beside the output."""
+    output = small_disk / "jobs.csv"
+    result = jobaware("failure", "export", "--store", big_store, "--output", output)
+    assert result.returncode == 1
+    assert one_error_line(result) == (f"error: {output}: cannot be written (No space left on device); nothing was "
+                                      "left of it")
+    assert list(small_disk.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "folder"])
+def test_a_store_copy_on_a_full_disk_leaves_no_half_store(kind, big_store, small_disk):
+    """Before: a partial SQLite store behind 'unexpected OperationalError', or a cut folder log."""
+    destination = f"{kind}:{small_disk / 'sub' / 'store'}"
+    result = jobaware("store", "copy", "--input", big_store, "--output", destination)
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == f"copying 6,000 jobs from {big_store} to {destination}"
+    assert result.stderr.splitlines()[1].startswith(f"error: store copy: {destination}: the copy stopped (")
+    assert result.stderr.splitlines()[1].endswith("); nothing was left of it") and len(result.stderr.splitlines()) == 2
+    assert list(small_disk.iterdir()) == []
+
+
+def test_a_store_copy_into_an_existing_store_says_what_it_holds_and_how_to_finish(big_store, small_disk):
+    """Into a store that exists, what was copied stays (each job whole) and the line says how to finish."""
+    existing = small_disk / "store"
+    existing.mkdir()
+    result = jobaware("store", "copy", "--input", big_store, "--output", f"folder:{existing}")
+    assert result.returncode == 1
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith(f"error: store copy: folder:{existing}: the copy stopped (No space left on device); it "
+                           "holds the ") and line.endswith("of 6,000 jobs copied before, each whole: run the same "
+                                                           "command with --merge to finish")
+    subprocess.run(["mount", "-o", "remount,size=32m", str(small_disk)], check=True)
+    finished = jobaware("store", "copy", "--input", big_store, "--output", f"folder:{existing}", "--merge")
+    assert finished.returncode == 0, finished.stderr
+    from jobaware.store import open_store
+
+    with open_store(f"folder:{existing}") as copied, open_store(str(big_store)) as original:
+        assert list(copied.records()) == list(original.records())
