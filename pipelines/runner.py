@@ -105,8 +105,8 @@ def _outputs(name: str, arguments: dict) -> dict:
 def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     """How each step's container runs: on the host's network (an MLflow server on loopback answers), the
     JOBAWARE_HOME (where artifacts go) and a SQLite tracking store mounted at their own paths (read-write) and
-    named by the same JOBAWARE_HOME inside, local data read-only,
-    as a user that may write those folders (see `containers.writable_by_image_user`)."""
+    named by the same JOBAWARE_HOME inside, local data read-only, as the caller's own uid and gid
+    (`containers.caller_user`: nothing on the host changes owner or mode)."""
     from docker.types import Mount
 
     from jobaware import config, containers, sources
@@ -115,7 +115,6 @@ def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     if store := config.local_store(str(arguments.get("tracking_uri") or "")):
         writable.add(store.parent)
     Path(pipeline_root).mkdir(parents=True, exist_ok=True)
-    user = containers.writable_by_image_user(sorted(writable))
     readable = set()
     for key, value in arguments.items():
         if key == "data" or key.endswith("_data"):
@@ -123,7 +122,7 @@ def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     mounts = [Mount(str(p), str(p), type="bind") for p in sorted(writable)]
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(readable)
                if not any(p.is_relative_to(w) for w in writable)]
-    return {"network_mode": "host", "user": user, "environment": {"JOBAWARE_HOME": str(config.home())},
+    return {"network_mode": "host", "user": containers.caller_user(), "environment": {"JOBAWARE_HOME": str(config.home())},
             "mounts": [m for m in mounts if m["Target"] != str(pipeline_root)]}  # kfp mounts the root itself
 
 
