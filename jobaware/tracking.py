@@ -6,12 +6,16 @@ promotion gate and rollback live in `jobaware.gate`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import math
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import joblib
@@ -218,9 +222,49 @@ def registry_call(call, what: str):
         raise RegistryError(f"the registry could not answer for {what}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
+LOCK_SECONDS = 1800.0  # how long a promotion, rollback or registration waits for another one of the same model
+
+
+@contextlib.contextmanager
+def registry_lock(key: str) -> Iterator[None]:
+    """Promotions, rollbacks and registrations of one model, one at a time: on the embedded store, an exclusive
+    `flock` on a file beside it (`.mlflow.db.jobaware-<key>.lock`), waited for up to LOCK_SECONDS and freed when the
+    process ends, however it ends. A tracking server offers no lock: there `jobaware.gate` re-reads the champion
+    right before moving it instead (see its docstring for what that leaves)."""
+    store = config.local_store(config.tracking_uri(create=False))
+    if store is None:
+        yield
+        return
+    path = store.with_name(f".{store.name}.{capabilities.get(key).model_name}.lock")
+    try:
+        handle = open(path, "a")
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot open the registry lock ({exc.strerror or exc})") from None
+    with handle:
+        deadline = time.monotonic() + LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RegistryError(f"{path}: another promotion, rollback or registration of "
+                                        f"{capabilities.get(key).model_name} held the registry lock for "
+                                        f"{LOCK_SECONDS:.0f} s; nothing was changed") from None
+                time.sleep(0.1)
+        yield
+
+
 def register(key: str, run_id: str) -> str:
     """Register the run's model as a new version of `jobaware-<key>` (tagged with its primary metric, feature
-    version and operating point) and point `challenger` at it."""
+    version and operating point) and point `challenger` at it, unless a newer version is the challenger already
+    (two pipelines that register at once leave the newest one there)."""
+    mlflow_client(create=True)  # the store (and its folder, where the lock goes) first
+    with registry_lock(key):
+        return _register(key, run_id)
+
+
+def _register(key: str, run_id: str) -> str:
     mlflow, client = mlflow_client(create=True)
     capability = capabilities.get(key)
     name = capability.model_name
@@ -233,7 +277,9 @@ def register(key: str, run_id: str) -> str:
     for tag, value in run_tags.items():
         if tag.startswith((OPERATING_TAG, TRAINED_ON_TAG)):
             client.set_model_version_tag(name, version.version, tag, value)
-    client.set_registered_model_alias(name, "challenger", version.version)
+    challenger = alias_version(client, name, "challenger")
+    if challenger is None or int(challenger) < int(version.version):
+        client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
 
 

@@ -3,6 +3,7 @@ and exit 1, and leaves nothing half-written behind."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -197,3 +198,48 @@ def test_failure_export_neutralises_spreadsheet_formulas_and_reads_back_the_same
     jobs, _ = read_jobs(output)
     assert sorted(jobs["name"]) == sorted(FORMULAS)
     assert set(jobs["account"]) == {"@acct"} and set(jobs["work_dir"]) == {"=cwd"}
+
+
+# ---------------------------------------------------------------- two promotions at once
+@pytest.fixture
+def three_versions(synthetic, tmp_path, monkeypatch) -> Path:
+    """A home whose registry holds versions 1 (champion), 2 and 3 of failure: one model, registered three times."""
+    from jobaware import gate, tracking
+    from jobaware.failure.reader import read_jobs
+    from jobaware.failure.train import log_trained, train_in_memory
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("JOBAWARE_HOME", str(home))
+    jobs, _ = read_jobs(synthetic[0])
+    bundle, evaluation = train_in_memory(jobs, {"max_iter": 40}, plot_dir=tmp_path / "plots")
+    run_id = log_trained(bundle, evaluation, {"max_iter": 40}, tmp_path / "train")
+    assert [tracking.register("failure", run_id) for _ in range(3)] == ["1", "2", "3"]
+    assert gate.promote("failure", "1")["promoted"]
+    return home
+
+
+def test_two_promotions_at_once_leave_the_newer_champion_and_a_true_history(three_versions):
+    """Two `models promote` of versions 2 and 3 started together (two pipelines of one capability on one home).
+    Before, both gates judged against version 1 and both moved the champion: whichever finished last stayed (the
+    older one, at times), and the history kept one entry where there had been two moves, so that `models rollback`
+    skipped a champion. Now they take turns: 3 stays champion, and rolling back walks every champion there was."""
+    from mlflow import MlflowClient
+
+    from jobaware import config
+
+    both = [subprocess.Popen([JOBAWARE, "models", "promote", "failure", version, "--json"], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for version in ("2", "3")]
+    said = [process.communicate(timeout=600) for process in both]
+    assert all("Traceback" not in err for _, err in said), said
+    uri = config.tracking_uri(create=False)
+    client = MlflowClient(uri, uri)
+    experiment = client.get_experiment_by_name("jobaware-failure").experiment_id
+    promotions = client.search_runs([experiment], "tags.`jobaware.action` = 'promote' and metrics.promoted = 1",
+                                    order_by=["attributes.start_time ASC"])
+    champions = [run.data.params["candidate"] for run in promotions]  # each move, in the order it happened
+    assert champions[0] == "1" and champions[-1] == "3", champions
+    assert str(client.get_model_version_by_alias("jobaware-failure", "champion").version) == "3"
+    for earlier in reversed(champions[:-1]):  # rollback walks back every champion there was, none skipped
+        back = jobaware("models", "rollback", "failure", "--json")
+        assert back.returncode == 0 and json.loads(back.stdout)["champion"] == earlier, back.stderr
+    assert "no earlier champion" in one_error_line(jobaware("models", "rollback", "failure"))
