@@ -49,6 +49,7 @@ from jobaware.tracking import (
     model_version,
     registry_call,
     registry_lock,
+    run_tags,
     version_score,
 )
 
@@ -75,7 +76,8 @@ def _history(client, name: str) -> list[str]:
 
 def _log_action(key: str, action: str, params: dict, metrics: dict) -> None:
     mlflow, _ = mlflow_client()
-    with mlflow.start_run(experiment_id=experiment_id(key), run_name=action, tags={"jobaware.action": action}):
+    with mlflow.start_run(experiment_id=experiment_id(key), run_name=action,
+                          tags=run_tags(**{"jobaware.action": action})):
         mlflow.log_params(params)
         mlflow.log_metrics({k: v for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
 

@@ -36,6 +36,7 @@ EVAL_TAG = "jobaware.eval_sha256"
 EVAL_DIR = "eval"
 OPERATING_TAG = "jobaware.operating."  # + objective, threshold, ...: copied from the run onto its registered version
 PROFILE = "fit/profile.json"
+PIPELINE_RUN_TAG = "jobaware.pipeline_run"  # on every MLflow run those steps open: `end_unfinished` finds them
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
@@ -81,6 +82,32 @@ def experiment_id(key: str) -> str:
     return client.create_experiment(name, artifact_location=f"{config.artifact_root(uri)}/{name}" if local else None)
 
 
+def run_tags(**tags: str) -> dict[str, str]:
+    """`tags`, and the pipeline run this process is a step of (PIPELINE_RUN_TAG), where it is one."""
+    if pipeline_run := os.environ.get(config.PIPELINE_RUN_ENV):
+        tags[PIPELINE_RUN_TAG] = pipeline_run
+    return tags
+
+
+def end_unfinished(pipeline_run: str, status: str) -> int:
+    """Mark the MLflow runs a pipeline run's steps left RUNNING (a step killed, the pipeline stopped by Ctrl-C or
+    SIGTERM) with `status` (KILLED or FAILED), so that none stays RUNNING for ever; how many."""
+    store = config.local_store(config.tracking_uri(create=False))
+    if store is not None and not store.is_file():
+        return 0  # stopped before any run was opened
+    _, client = mlflow_client()
+    experiments = [e.experiment_id for e in registry_call(lambda: client.search_experiments(
+        filter_string="name LIKE 'jobaware-%'"), "the experiments")]
+    if not experiments:
+        return 0
+    left = registry_call(lambda: client.search_runs(
+        experiments, f"tags.`{PIPELINE_RUN_TAG}` = '{pipeline_run}' and attributes.status = 'RUNNING'",
+        max_results=1000), f"the runs of pipeline run {pipeline_run}")
+    for run in left:
+        registry_call(lambda run=run: client.set_terminated(run.info.run_id, status), f"run {run.info.run_id}")
+    return len(left)
+
+
 class BundleModel(mlflow.pyfunc.PythonModel):
     """MLflow pyfunc over a capability's bundle, stored with joblib (the explicit serialization format)."""
 
@@ -98,7 +125,7 @@ def start_run(key: str, params: dict, validation: dict | None = None, quarantine
     `dataset` folder and the sources in `params["data"]`)."""
     mlflow, _ = mlflow_client(create=True)
     validation = validation or {}
-    with mlflow.start_run(experiment_id=experiment_id(key)) as run:
+    with mlflow.start_run(experiment_id=experiment_id(key), tags=run_tags()) as run:
         params = {k: redacted(v) if isinstance(v, str) else v for k, v in params.items()}  # a source URI's password
         mlflow.log_params({k: v if len(str(v)) < 500 else str(v)[:497] + "..." for k, v in params.items()})
         mlflow.set_tag(FEATURE_TAG, capabilities.get(key).feature_version)
@@ -397,7 +424,7 @@ SWEEP_TAG = "jobaware.sweep_run_id"
 def open_sweep(key: str, space: dict, trials: list[dict]) -> str:
     """A parent run for a hyper-parameter sweep (left running until `close_sweep`); returns its id."""
     _, client = mlflow_client(create=True)
-    run = client.create_run(experiment_id(key), run_name="sweep", tags={"jobaware.action": "sweep"})
+    run = client.create_run(experiment_id(key), run_name="sweep", tags=run_tags(**{"jobaware.action": "sweep"}))
     client.log_param(run.info.run_id, "trials", len(trials))
     client.log_dict(run.info.run_id, {"space": jsonable(space), "trials": jsonable(trials)}, "sweep/space.json")
     return run.info.run_id
@@ -410,8 +437,8 @@ def log_trial(key: str, sweep_run: str, number: int, params: dict, metrics: dict
 
     _, client = mlflow_client(create=True)
     run = client.create_run(experiment_id(key), run_name=f"trial-{number}",
-                            tags={MLFLOW_PARENT_RUN_ID: sweep_run, "jobaware.action": "trial",
-                                  "jobaware.trial": str(number)})
+                            tags=run_tags(**{MLFLOW_PARENT_RUN_ID: sweep_run, "jobaware.action": "trial",
+                                             "jobaware.trial": str(number)}))
     now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
     client.log_batch(run.info.run_id,
                      params=[Param(k, str(v)[:500]) for k, v in params.items()],

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -218,6 +221,7 @@ def three_versions(synthetic, tmp_path, monkeypatch) -> Path:
     return home
 
 
+@pytest.mark.slow
 def test_two_promotions_at_once_leave_the_newer_champion_and_a_true_history(three_versions):
     """Two `models promote` of versions 2 and 3 started together (two pipelines of one capability on one home).
     Before, both gates judged against version 1 and both moved the champion: whichever finished last stayed (the
@@ -243,3 +247,47 @@ def test_two_promotions_at_once_leave_the_newer_champion_and_a_true_history(thre
         back = jobaware("models", "rollback", "failure", "--json")
         assert back.returncode == 0 and json.loads(back.stdout)["champion"] == earlier, back.stderr
     assert "no earlier champion" in one_error_line(jobaware("models", "rollback", "failure"))
+
+
+# ---------------------------------------------------------------- a pipeline stopped during training
+TRIAL_STARTED = re.compile(r"Executing task (?:\x1b\[[0-9;]*m)?'trial-hold'")  # kfp.local colours the task's name
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_pipeline_stopped_during_training_leaves_no_mlflow_run_running(signum, tmp_path):
+    """Ctrl-C (SIGINT) or SIGTERM to `pipeline run hold` while its sweep's trials train. The runner kills the steps
+    (SIGKILL: nothing of theirs can run on the way out), so the sweep's MLflow run, open across its trials, stayed
+    RUNNING for ever. Now the runner marks every run the pipeline's steps left RUNNING as KILLED."""
+    from mlflow import MlflowClient
+
+    from jobaware import capabilities
+
+    capability = capabilities.get("hold")
+    rows, params = capability.smoke
+    data, home = tmp_path / "data", tmp_path / "home"
+    capability.synth(data, rows, seed=5, fmt=None, progress=None)
+    env = {**os.environ, "JOBAWARE_HOME": str(home)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    args = [f"--param={name}={value if isinstance(value, str) else json.dumps(value)}" for name, value in params.items()]
+    process = subprocess.Popen([JOBAWARE, "pipeline", "run", "hold", "--input", data, *args], cwd=ROOT, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 900
+        while not any(TRIAL_STARTED.search(log.read_text(errors="replace"))
+                      for log in (home / "logs").glob("pipeline-hold-*.log")):
+            assert process.poll() is None and time.monotonic() < deadline, "no trial started"
+            time.sleep(0.5)
+        process.send_signal(signum)
+        _, stderr = process.communicate(timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode in (130, 128 + signum), stderr
+    uri = f"sqlite:///{home / 'mlflow.db'}"
+    client = MlflowClient(uri, uri)
+    runs = client.search_runs([client.get_experiment_by_name("jobaware-hold").experiment_id], "")
+    status = {run.info.run_name: run.info.status for run in runs}
+    assert status.get("sweep") == "KILLED" and "RUNNING" not in status.values(), status
