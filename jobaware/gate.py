@@ -2,6 +2,8 @@
 
 `promote` moves `champion` to a candidate version only when all of these hold:
 - the registry answered every question (an error other than "no such alias" stops the gate; nothing moves);
+- both models' files are the ones their training logged (`tracking.load_bundle` checks the digest recorded on
+  each version before it deserialises anything; a mismatch, or no digest, stops the gate, `--force` included);
 - both models can be scored by this jobaware: each bundle records the feature-code version it was trained
   with, and a bundle from other feature code is never scored through this code;
 - each evaluation set the decision rests on holds at least the capability's `min_eval_rows` rows;
@@ -41,6 +43,7 @@ from jobaware.tracking import (
     EVAL_DIR,
     EVAL_TAG,
     TRAINED_ON_TAG,
+    IntegrityError,
     RegistryError,
     alias_version,
     experiment_id,
@@ -92,7 +95,7 @@ def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[
         bundles = {candidate: load_bundle(key, candidate)[0]}
         if champion is not None:
             bundles[champion] = load_bundle(key, champion)[0]
-    except RegistryError:
+    except (RegistryError, IntegrityError):  # a registry that does not answer, files not as recorded: nothing moves
         raise
     except JobawareError as exc:
         return [], [str(exc)]
