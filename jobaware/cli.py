@@ -469,6 +469,24 @@ def models_promote(
     raise typer.Exit(0 if decision["promoted"] else 1)
 
 
+@models_app.command("verify")
+def models_verify(
+    key: Key,
+    version: Annotated[str, typer.Argument(metavar="VERSION", help="model version to check")],
+    record: Annotated[bool, typer.Option("--record", help="record the digest of its files as they are now, on a "
+                                         "version that has none (after you checked them)")] = False,
+    as_json: JsonFlag = False,
+):
+    """Check that VERSION's files are the ones recorded when it was registered (a model is loaded only then); with
+    --record, record them on a version registered before jobaware recorded digests. Exit 1 when they do not match.
+
+    Example: jobaware models verify failure 3
+    """
+    from jobaware import tracking
+
+    show(tracking.verify(key, version, record), as_json)
+
+
 @models_app.command("rollback")
 def models_rollback(key: Key, as_json: JsonFlag = False):
     """Point champion back at the previous champion.
@@ -528,7 +546,11 @@ def predict(
 
     Example: jobaware predict failure --input jobs.csv --output predictions.jsonl
     """
-    from jobaware import fit, registry_read, sources
+    from jobaware import cli_contract, fit, registry_read, sources
+    from jobaware.reading import quarantine_path
+
+    if (quarantine := quarantine_path(output)) is not None:  # written beside the output, by the same rules
+        cli_contract.check_output(str(quarantine), overwrite, False, "--output")
 
     def model():  # MLflow is imported only once the input held something to predict
         from jobaware import tracking

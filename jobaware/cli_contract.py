@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -149,17 +150,19 @@ def _check_text(head: bytes, text: str) -> None:
 
 
 def check_output(value: str, overwrite: bool, stdout: bool, name: str) -> None:
-    """A file to write whole: `-` only where standard output is allowed; never a folder; an existing file only with
-    --overwrite; its folder creatable (no file in the way)."""
+    """A file to write whole: `-` only where standard output is allowed; never a folder or a symbolic link; an existing
+    file only with --overwrite; its folder creatable (no file in the way)."""
     text = str(value)
     if text == "-":
         if not stdout:
             raise UsageError(f"{name}: this command writes files; give a path, not -")
         return
     path = Path(text)
+    if path.is_symlink():
+        raise InputError(f"{text}: a symbolic link is there; it is never followed nor replaced")
     if path.is_dir():
         raise InputError(f"{text}: a folder is there; give a new path (a folder is never replaced)")
-    if path.exists() or path.is_symlink():
+    if path.exists():
         if not overwrite:
             raise InputError(f"{text}: exists; give --overwrite to replace it")
         if not path.is_file():
@@ -301,36 +304,78 @@ TyperOption.display_type_rich = _display_type
 def run(root, args: list[str], prog_name: str = "jobaware") -> int:
     """Run the click command `root` on `args`: the exit code by the kind of mistake, and one error line (or a JSON
     object on stdout with `--json`). JOBAWARE_DEBUG=1 shows a traceback instead of the one line."""
+    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
+    stdout = sys.stdout = _Stdout(sys.stdout)
+    try:
+        return _run(root, args, prog_name, as_json, stdout)
+    finally:
+        sys.stdout = stdout.stream
+
+
+def _run(root, args: list[str], prog_name: str, as_json: bool, stdout: _Stdout) -> int:
     from typer._click import exceptions as click_errors
 
-    as_json = "--json" in args[: args.index("--")] if "--" in args else "--json" in args
     try:
         code = root.main(args, prog_name=prog_name, standalone_mode=False)
+        stdout.flush()  # here, where a full disk or a closed pipe is one line: not at exit, as a traceback
         return code if isinstance(code, int) else 0
     except typer.Exit as exc:
+        stdout.flush()
         return exc.exit_code
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()
         return exc.exit_code
     except click_errors.UsageError as exc:
-        return _fail(_usage_line(exc), 2, as_json)
+        return _fail(_usage_line(exc), 2, as_json, stdout)
     except click_errors.ClickException as exc:
-        return _fail(exc.format_message(), exc.exit_code, as_json)
+        return _fail(exc.format_message(), exc.exit_code, as_json, stdout)
     except UsageError as exc:
-        return _fail(str(exc), 2, as_json)
+        return _fail(str(exc), 2, as_json, stdout)
     except JobawareError as exc:  # ContractError included: its message is the readable report
-        return _fail(str(exc), 1, as_json, whole=True)
+        return _fail(str(exc), 1, as_json, stdout, whole=True)
     except (typer.Abort, KeyboardInterrupt):
         return 130
     except OSError as exc:  # a disk full, a pipe closed, a file gone meanwhile: the file and the reason
         if os.environ.get("JOBAWARE_DEBUG"):
             raise
+        if stdout.lost:  # standard output itself: said on stderr, where it can be read
+            console.error(f"standard output: {exc.strerror or exc}")
+            return 1
         where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(f"{where}{exc.strerror or exc}", 1, as_json)
+        return _fail(f"{where}{exc.strerror or exc}", 1, as_json, stdout)
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
         if os.environ.get("JOBAWARE_DEBUG"):
             raise
-        return _fail(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)", 1, as_json)
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)", 1, as_json,
+                     stdout)
+
+
+class _Stdout:
+    """Standard output, remembering whether it refused a write (a full disk, a closed pipe): then it is pointed at
+    /dev/null, so that what is left in its buffer does not fail again, with a traceback, when Python exits."""
+
+    def __init__(self, stream):
+        self.stream, self.lost = stream, False
+
+    def write(self, text: str) -> int:
+        return self._guarded(self.stream.write, text)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
+
+    def _guarded(self, call, *args):
+        try:
+            return call(*args)
+        except OSError:
+            self.lost = True
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self.stream.fileno())
+                os.close(devnull)
+            raise
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def _usage_line(exc) -> str:
@@ -340,18 +385,21 @@ def _usage_line(exc) -> str:
     return text + where
 
 
-def _fail(message: str, code: int, as_json: bool, whole: bool = False) -> int:
-    """The error: one JSON object on stdout with --json; else one line on stderr (a contract report, whose lines
-    are the point, keeps them); a URI's password never shows."""
+def _fail(message: str, code: int, as_json: bool, stdout: _Stdout, whole: bool = False) -> int:
+    """The error: one JSON object on stdout with --json (on stderr, one line, where stdout refuses it); else one line
+    on stderr (a contract report, whose lines are the point, keeps them); a URI's password never shows."""
     message = console.redacted(message)
-    if as_json:
-        print(json.dumps({"error": console.escaped(message), "exit_code": code}))
-    elif whole and "\n" in message:
+    if as_json and not stdout.lost:
+        try:
+            print(json.dumps({"error": console.escaped(message), "exit_code": code}), flush=True)
+            return code
+        except OSError as exc:
+            message = f"{message} (standard output: {exc.strerror or exc})"
+    if whole and "\n" in message:
         lines = message.splitlines()
         console.error(lines[0])
         for line in lines[1:]:
             console.err.print(console.one_line(line), soft_wrap=True)
     else:
         console.error(message)
-    sys.stdout.flush()
     return code

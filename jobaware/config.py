@@ -210,3 +210,6 @@ def audit_dir() -> Path:
     path = home() / "audit"
     path.mkdir(exist_ok=True)
     return trusted(path, "the audit folder")
+
+
+PIPELINE_RUN_ENV = "JOBAWARE_PIPELINE_RUN"  # the local runner names each pipeline run to its steps (tracking tags it)

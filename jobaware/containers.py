@@ -41,7 +41,6 @@ DEBIAN_PACKAGES = "python3,python3-venv,python3-pip,ca-certificates"
 BASE_RELEASE_LABEL = "org.jobaware.base.debian-release"  # the suite and the date of its Release file
 BASE_SNAPSHOT_LABEL = "org.jobaware.base.debian-snapshot"  # the snapshot.debian.org archive of that date
 BASE_PACKAGES_LABEL = "org.jobaware.base.packages-sha256"  # SHA-256 of its sorted `package=version` lines
-USER_ID = 10001  # the image's user (see Dockerfile)
 # what the Dockerfile copies from the project: the image is stale when any of it changed since the build
 SOURCES = ("constraints.txt", "requirements-image.txt", "pyproject.toml", "Dockerfile", "jobaware", "components", "pipelines",
            "serving", "adapters", "data_contracts", "data/real/scripts")
@@ -199,15 +198,11 @@ def image_size(tag: str = IMAGE) -> int:
     return int(podman("image", "inspect", "--format", "{{.Size}}", tag).stdout.strip())
 
 
-def writable_by_image_user(folders: list[Path]) -> str:
-    """The user a step's container runs as, with `folders` (mounted read-write) writable by it: for root, the
-    image's own uid 10001, given the folders (root keeps its access); for anyone else, their own uid and gid."""
-    if os.getuid() != 0:
-        return f"{os.getuid()}:{os.getgid()}"
-    for folder in folders:
-        for path in [folder, *folder.rglob("*")]:
-            os.lchown(path, USER_ID, USER_ID)
-    return f"{USER_ID}:{USER_ID}"
+def caller_user() -> str:
+    """The user a pipeline step's container runs as: the caller's own uid and gid (root's for root), so that what a
+    step writes into the mounted folders is the caller's, and nothing on the host changes owner or mode. (Running
+    as the image's uid 10001 needed those folders made its own: root's JOBAWARE_HOME was chowned on the host.)"""
+    return f"{os.getuid()}:{os.getgid()}"
 
 
 @contextlib.contextmanager

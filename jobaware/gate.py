@@ -2,6 +2,8 @@
 
 `promote` moves `champion` to a candidate version only when all of these hold:
 - the registry answered every question (an error other than "no such alias" stops the gate; nothing moves);
+- both models' files are the ones their training logged (`tracking.load_bundle` checks the digest recorded on
+  each version before it deserialises anything; a mismatch, or no digest, stops the gate, `--force` included);
 - both models can be scored by this jobaware: each bundle records the feature-code version it was trained
   with, and a bundle from other feature code is never scored through this code;
 - each evaluation set the decision rests on holds at least the capability's `min_eval_rows` rows;
@@ -14,9 +16,18 @@
   (candidate - champion) reaches no lower than -`gate_margin` (not worse beyond the margin, at the interval's
   confidence; a smaller evaluation set gives a wider interval, and the reason says about how many more rows would
   decide); else the candidate's point score is at least the champion's;
+- the candidate is not older than the champion (a lower version number): going back is `rollback`'s, so that of
+  two pipelines promoting at once the newer version stays champion whichever finishes last;
 - or the person forced it (`--force`), which is logged as such.
 Every promotion and rollback is an MLflow run of its own; the registered model keeps the list of earlier
 champions (a tag) for `rollback`.
+
+Promotions and rollbacks of one model happen one at a time (`tracking.registry_lock`: a file lock beside the
+embedded store), so that the champion and its history stay true when two pipelines promote at once. A tracking
+server has no lock to offer: there the champion is read again right before it is moved, and a promotion that finds
+it moved meanwhile moves nothing. What stays racy on a server: two promotions that both pass that last read within
+the same moment (one request apart), and the history tag, written after that read (MLflow has no compare-and-set);
+run one pipeline of a capability at a time there.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from jobaware.tracking import (
     EVAL_DIR,
     EVAL_TAG,
     TRAINED_ON_TAG,
+    IntegrityError,
     RegistryError,
     alias_version,
     experiment_id,
@@ -39,6 +51,8 @@ from jobaware.tracking import (
     mlflow_client,
     model_version,
     registry_call,
+    registry_lock,
+    run_tags,
     version_score,
 )
 
@@ -65,7 +79,8 @@ def _history(client, name: str) -> list[str]:
 
 def _log_action(key: str, action: str, params: dict, metrics: dict) -> None:
     mlflow, _ = mlflow_client()
-    with mlflow.start_run(experiment_id=experiment_id(key), run_name=action, tags={"jobaware.action": action}):
+    with mlflow.start_run(experiment_id=experiment_id(key), run_name=action,
+                          tags=run_tags(**{"jobaware.action": action})):
         mlflow.log_params(params)
         mlflow.log_metrics({k: v for k, v in metrics.items() if isinstance(v, float) and math.isfinite(v)})
 
@@ -80,7 +95,7 @@ def _gate(key: str, client, candidate: str, champion: str | None) -> tuple[list[
         bundles = {candidate: load_bundle(key, candidate)[0]}
         if champion is not None:
             bundles[champion] = load_bundle(key, champion)[0]
-    except RegistryError:
+    except (RegistryError, IntegrityError):  # a registry that does not answer, files not as recorded: nothing moves
         raise
     except JobawareError as exc:
         return [], [str(exc)]
@@ -139,6 +154,11 @@ def _trained_kind(client, name: str, version: str) -> str:
 def promote(key: str, version: str | None = None, force: bool = False) -> dict:
     """The promotion gate (see the module docstring); returns the decision, logged as an MLflow run."""
     _, client = mlflow_client()
+    with registry_lock(key):
+        return _promote(key, client, version, force)
+
+
+def _promote(key: str, client, version: str | None, force: bool) -> dict:
     capability = capabilities.get(key)
     name = capability.model_name
     candidate = str(version) if version else alias_version(client, name, "challenger")
@@ -149,10 +169,14 @@ def promote(key: str, version: str | None = None, force: bool = False) -> dict:
     if champion == candidate:  # no gate to run: the scores quoted are the registry's
         score = version_score(client, found, capability.primary_metric)
         checks, reasons = [{"eval_data_of": candidate, "rows": 0, "candidate": score, "champion": score}], []
+    elif champion is not None and int(candidate) < int(champion):
+        checks, reasons = [], [f"version {candidate} is older than the champion (version {champion}); "
+                                f"`jobaware models rollback {key}` goes back, or --force"]
     else:
         checks, reasons = _gate(key, client, candidate, champion)
     promoted = not reasons or force
     if promoted and champion != candidate:
+        _unmoved(client, name, champion)
         history = _history(client, name)
         if champion:
             registry_call(lambda: client.set_registered_model_tag(name, HISTORY_TAG, json.dumps(history + [champion])),
@@ -179,9 +203,23 @@ def promote(key: str, version: str | None = None, force: bool = False) -> dict:
     return decision
 
 
+def _unmoved(client, name: str, champion: str | None) -> None:
+    """Refuse to move the champion when it is no longer the one the gate judged against (another promotion or
+    rollback moved it meanwhile: only possible on a tracking server, which offers no lock)."""
+    now = alias_version(client, name, "champion")
+    if now != champion:
+        raise RegistryError(f"the champion of {name} moved from version {champion or 'none'} to {now or 'none'} "
+                            "while the gate ran; nothing was changed: run the promotion again")
+
+
 def rollback(key: str) -> dict:
     """Point champion back at the previous champion; logged like a promotion."""
     _, client = mlflow_client()
+    with registry_lock(key):
+        return _rollback(key, client)
+
+
+def _rollback(key: str, client) -> dict:
     name = capabilities.get(key).model_name
     history = _history(client, name)
     if not history:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, JobawareError
 
 STDOUT = "-"
 
@@ -60,16 +60,60 @@ def atomic_path(path: str | Path, suffix: str = "") -> Iterator[Path]:
         os.close(fd)
         temporary = Path(name)
         try:
-            yield temporary
-            with open(temporary, "rb+") as handle:
-                os.fsync(handle.fileno())
-            if target.exists():
+            with _named(target, temporary):
+                yield temporary
+                with open(temporary, "rb+") as handle:
+                    os.fsync(handle.fileno())
+            if target.is_file() and not target.is_symlink():  # a link is replaced, never followed
                 os.chmod(temporary, target.stat().st_mode & 0o7777)
             else:
                 os.chmod(temporary, 0o666 & ~_umask())
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _named(target: Path, temporary: Path) -> Iterator[None]:
+    """An OSError of writing `temporary` (a full disk, a quota: no file named, or the temporary one) as a one-line
+    error naming `target`, the file it was for."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None and not str(exc.filename).startswith(str(temporary)):
+            raise
+        raise JobawareError(f"{target}: cannot be written ({exc.strerror or exc}); nothing was left of it") from None
+
+
+@contextlib.contextmanager
+def new_folder(path: str | Path) -> Iterator[Path]:
+    """For a writer that makes a whole folder (a new job store): a fresh temporary folder beside `path`, renamed to
+    `path` when the block ends without an exception; removed with everything in it otherwise (a full disk
+    included), so that `path` is whole or absent. `path` must not exist yet."""
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        raise InputError(f"{target}: exists; a new folder is made only where none is")
+    with parents(target):
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        try:
+            os.chmod(staging, 0o777 & ~_umask())  # as mkdir would make it
+            yield staging
+            try:
+                os.rename(staging, target)  # onto nothing (or a folder made empty meanwhile): never a file or a store
+            except OSError as exc:
+                raise JobawareError(f"{target}: cannot be made ({exc.strerror or exc}); nothing was left of it"
+                                    ) from None
+            _sync_folder(target.parent)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _sync_folder(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 @contextlib.contextmanager
@@ -103,7 +147,8 @@ def staged(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
     with parents(target):
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
         try:
-            yield staging / target.name
+            with _named(target, staging):
+                yield staging / target.name
             moves = [move for entry in sorted(staging.iterdir()) for move in _moves(entry, target.parent / entry.name)]
             for source, destination in moves:
                 if destination.is_dir() and not source.is_dir():
@@ -112,10 +157,11 @@ def staged(path: str | Path, overwrite: bool = False) -> Iterator[Path]:
                     raise InputError(f"{destination}: a file is there, where a folder goes")
                 if (destination.exists() or destination.is_symlink()) and not overwrite:
                     raise InputError(f"{destination}: exists; give --overwrite to replace it")
-            for written in staging.rglob("*"):
-                if written.is_file():
-                    with open(written, "rb+") as handle:
-                        os.fsync(handle.fileno())
+            with _named(target, staging):
+                for written in staging.rglob("*"):
+                    if written.is_file():
+                        with open(written, "rb+") as handle:
+                            os.fsync(handle.fileno())
             for source, destination in moves:
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(source, destination)

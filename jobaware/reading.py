@@ -118,18 +118,23 @@ def _left(handle: BinaryIO) -> int:
         return 1 << 62
 
 
+def quarantine_path(output: str | Path) -> Path | None:
+    """Where a prediction's bad records go: `<output>.quarantine.jsonl` beside it; None for standard output (they
+    then go under JOBAWARE_HOME's logs, in a file of their own)."""
+    from jobaware.outputs import is_stdout
+
+    return None if is_stdout(output) else Path(output).with_name(f"{Path(output).name}.{QUARANTINE}")
+
+
 def write_quarantine(output: str | Path, records: list[dict]) -> str | None:
-    """The bad records of a prediction as `<output>.quarantine.jsonl` beside it (under JOBAWARE_HOME's logs
-    when the predictions go to standard output); its path (None when none)."""
+    """The bad records of a prediction at `quarantine_path(output)`, written whole; its path (None when none).
+    `jobaware predict` checks that path as it checks the output (`--overwrite`, never a link) before it reads."""
     from jobaware import config
-    from jobaware.outputs import atomic_text, is_stdout
+    from jobaware.outputs import atomic_text
 
     if not records:
         return None
-    if is_stdout(output):
-        quarantine = config.logs_dir() / f"predict-{time.strftime('%Y%m%d-%H%M%S')}.{QUARANTINE}"
-    else:
-        quarantine = Path(output).with_name(f"{Path(output).name}.{QUARANTINE}")
+    quarantine = quarantine_path(output) or config.logs_dir() / f"predict-{time.strftime('%Y%m%d-%H%M%S')}.{QUARANTINE}"
     with atomic_text(quarantine) as handle:
         for record in records:
             handle.write(json.dumps(record, default=str) + "\n")

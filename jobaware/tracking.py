@@ -6,12 +6,16 @@ promotion gate and rollback live in `jobaware.gate`.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import math
 import os
 import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import joblib
@@ -29,9 +33,12 @@ MODEL_URI_TAG = "jobaware.model_uri"
 FEATURE_TAG = "jobaware.feature_version"
 TRAINED_ON_TAG = "jobaware.trained_on"  # the data's kind and tables; `.bundle`: a bundle's own `trained_on`, as JSON
 EVAL_TAG = "jobaware.eval_sha256"
+MODEL_DIGEST_TAG = "jobaware.model_sha256"  # SHA-256 of a model's files (`model_digest`): on its run, then its version
+REGISTERED_MODEL_META = "registered_model_meta"  # written by MLflow's download of `models:/...` on the caller's side
 EVAL_DIR = "eval"
 OPERATING_TAG = "jobaware.operating."  # + objective, threshold, ...: copied from the run onto its registered version
 PROFILE = "fit/profile.json"
+PIPELINE_RUN_TAG = "jobaware.pipeline_run"  # on every MLflow run those steps open: `end_unfinished` finds them
 
 os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
 logging.getLogger("mlflow").setLevel(logging.ERROR)
@@ -39,6 +46,11 @@ logging.getLogger("mlflow").setLevel(logging.ERROR)
 
 class RegistryError(JobawareError):
     """The tracking server or registry could not be read or written; nothing was changed."""
+
+
+class IntegrityError(JobawareError):
+    """A model version's files are not the ones recorded when it was logged (or no digest was recorded): they are
+    never deserialised, and no gate, not even a forced one, promotes the version."""
 
 
 def mlflow_client(create: bool = False):
@@ -77,6 +89,32 @@ def experiment_id(key: str) -> str:
     return client.create_experiment(name, artifact_location=f"{config.artifact_root(uri)}/{name}" if local else None)
 
 
+def run_tags(**tags: str) -> dict[str, str]:
+    """`tags`, and the pipeline run this process is a step of (PIPELINE_RUN_TAG), where it is one."""
+    if pipeline_run := os.environ.get(config.PIPELINE_RUN_ENV):
+        tags[PIPELINE_RUN_TAG] = pipeline_run
+    return tags
+
+
+def end_unfinished(pipeline_run: str, status: str) -> int:
+    """Mark the MLflow runs a pipeline run's steps left RUNNING (a step killed, the pipeline stopped by Ctrl-C or
+    SIGTERM) with `status` (KILLED or FAILED), so that none stays RUNNING for ever; how many."""
+    store = config.local_store(config.tracking_uri(create=False))
+    if store is not None and not store.is_file():
+        return 0  # stopped before any run was opened
+    _, client = mlflow_client()
+    experiments = [e.experiment_id for e in registry_call(lambda: client.search_experiments(
+        filter_string="name LIKE 'jobaware-%'"), "the experiments")]
+    if not experiments:
+        return 0
+    left = registry_call(lambda: client.search_runs(
+        experiments, f"tags.`{PIPELINE_RUN_TAG}` = '{pipeline_run}' and attributes.status = 'RUNNING'",
+        max_results=1000), f"the runs of pipeline run {pipeline_run}")
+    for run in left:
+        registry_call(lambda run=run: client.set_terminated(run.info.run_id, status), f"run {run.info.run_id}")
+    return len(left)
+
+
 class BundleModel(mlflow.pyfunc.PythonModel):
     """MLflow pyfunc over a capability's bundle, stored with joblib (the explicit serialization format)."""
 
@@ -94,7 +132,7 @@ def start_run(key: str, params: dict, validation: dict | None = None, quarantine
     `dataset` folder and the sources in `params["data"]`)."""
     mlflow, _ = mlflow_client(create=True)
     validation = validation or {}
-    with mlflow.start_run(experiment_id=experiment_id(key)) as run:
+    with mlflow.start_run(experiment_id=experiment_id(key), tags=run_tags()) as run:
         params = {k: redacted(v) if isinstance(v, str) else v for k, v in params.items()}  # a source URI's password
         mlflow.log_params({k: v if len(str(v)) < 500 else str(v)[:497] + "..." for k, v in params.items()})
         mlflow.set_tag(FEATURE_TAG, capabilities.get(key).feature_version)
@@ -139,6 +177,7 @@ def log_model(run_id: str, key: str, bundle: Bundle) -> str:
             pip_requirements=[f"jobaware=={__import__('jobaware').__version__}"],
         )
         mlflow.set_tag(MODEL_URI_TAG, info.model_uri)
+        mlflow.set_tag(MODEL_DIGEST_TAG, _stored_digest(mlflow, info.model_uri, f"the model of run {run_id}"))
         if bundle.trained_on:
             mlflow.set_tag(f"{TRAINED_ON_TAG}.bundle", json.dumps(bundle.trained_on, sort_keys=True))
     return info.model_uri
@@ -154,6 +193,35 @@ def log_operating(run_id: str, operating: dict) -> None:
         mlflow.log_metrics({k if k.startswith("validation_") else f"operating_{k}": float(v)
                             for k, v in operating.items()
                             if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)})
+
+
+def model_digest(folder: Path) -> str:
+    """SHA-256 over every file of a model's folder, in the order of their paths (each: its path relative to the
+    folder, its size, its bytes), so that a file changed, added, removed or renamed changes it; MLflow's
+    `registered_model_meta`, which its download writes (the name and version asked for), aside. Anything there but
+    plain files and folders (a link, a device) is an IntegrityError."""
+    digest = hashlib.sha256()
+    entries = sorted(folder.rglob("*"), key=lambda p: p.relative_to(folder).as_posix())
+    for path in entries:
+        if path.parent == folder and path.name == REGISTERED_MODEL_META:
+            continue
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            raise IntegrityError(f"{path}: not a plain file in a model's folder; not loaded")
+        if path.is_dir():
+            continue
+        relative = path.relative_to(folder).as_posix().encode()
+        digest.update(b"%d:%s:%d:" % (len(relative), relative, path.stat().st_size))
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):  # noqa: B023 - read here, in this iteration
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _stored_digest(mlflow, uri: str, what: str) -> str:
+    """The `model_digest` of the model at `uri` as the artifact store holds it (downloaded to a private folder)."""
+    with tempfile.TemporaryDirectory(prefix="jobaware-model-") as tmp:
+        local = registry_call(lambda: mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=tmp), what)
+        return model_digest(Path(local))
 
 
 def _folder_sha256(folder: Path) -> str:
@@ -218,13 +286,60 @@ def registry_call(call, what: str):
         raise RegistryError(f"the registry could not answer for {what}: {type(exc).__name__}: {str(exc)[:300]}") from None
 
 
+LOCK_SECONDS = 1800.0  # how long a promotion, rollback or registration waits for another one of the same model
+
+
+@contextlib.contextmanager
+def registry_lock(key: str) -> Iterator[None]:
+    """Promotions, rollbacks and registrations of one model, one at a time: on the embedded store, an exclusive
+    `flock` on a file beside it (`.mlflow.db.jobaware-<key>.lock`), waited for up to LOCK_SECONDS and freed when the
+    process ends, however it ends. A tracking server offers no lock: there `jobaware.gate` re-reads the champion
+    right before moving it instead (see its docstring for what that leaves)."""
+    store = config.local_store(config.tracking_uri(create=False))
+    if store is None:
+        yield
+        return
+    path = store.with_name(f".{store.name}.{capabilities.get(key).model_name}.lock")
+    try:
+        handle = open(path, "a")
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot open the registry lock ({exc.strerror or exc})") from None
+    with handle:
+        deadline = time.monotonic() + LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RegistryError(f"{path}: another promotion, rollback or registration of "
+                                        f"{capabilities.get(key).model_name} held the registry lock for "
+                                        f"{LOCK_SECONDS:.0f} s; nothing was changed") from None
+                time.sleep(0.1)
+        yield
+
+
 def register(key: str, run_id: str) -> str:
     """Register the run's model as a new version of `jobaware-<key>` (tagged with its primary metric, feature
-    version and operating point) and point `challenger` at it."""
+    version and operating point) and point `challenger` at it, unless a newer version is the challenger already
+    (two pipelines that register at once leave the newest one there)."""
+    mlflow_client(create=True)  # the store (and its folder, where the lock goes) first
+    with registry_lock(key):
+        return _register(key, run_id)
+
+
+def _register(key: str, run_id: str) -> str:
     mlflow, client = mlflow_client(create=True)
     capability = capabilities.get(key)
     name = capability.model_name
     version = mlflow.register_model(model_uri(run_id), name)
+    logged = client.get_run(run_id).data.tags.get(MODEL_DIGEST_TAG)
+    if logged is not None:  # a run logged before digests were recorded: its version has none (`models verify`)
+        stored = _stored_digest(mlflow, f"models:/{name}/{version.version}", f"{name} version {version.version}")
+        if stored != logged:
+            raise IntegrityError(f"{name} version {version.version}: its files changed since run {run_id} logged "
+                                 "them; it is registered without a digest and will not be loaded")
+        client.set_model_version_tag(name, version.version, MODEL_DIGEST_TAG, logged)
     metric = capability.primary_metric
     primary = client.get_run(run_id).data.metrics.get(metric, float("nan"))
     client.set_model_version_tag(name, version.version, metric, f"{primary:.6f}")
@@ -233,7 +348,9 @@ def register(key: str, run_id: str) -> str:
     for tag, value in run_tags.items():
         if tag.startswith((OPERATING_TAG, TRAINED_ON_TAG)):
             client.set_model_version_tag(name, version.version, tag, value)
-    client.set_registered_model_alias(name, "challenger", version.version)
+    challenger = alias_version(client, name, "challenger")
+    if challenger is None or int(challenger) < int(version.version):
+        client.set_registered_model_alias(name, "challenger", version.version)
     return str(version.version)
 
 
@@ -274,8 +391,10 @@ def model_version(client, name: str, version: str):
 def load_bundle(key: str, version: str | None = None, alias: str = "champion") -> tuple[Bundle, str]:
     """The bundle of a registered version (or of the version an alias points to), and that version.
 
-    A bundle trained with other feature code than this jobaware's is refused: it would be fed features
-    it was not trained on.
+    Its files are downloaded to a private folder and their digest (`model_digest`) checked against the one recorded
+    on the version before anything in them is deserialised: a file swapped in the artifact store (a planted pickle)
+    or a version without a digest is an IntegrityError, and nothing of it runs. A bundle trained with other feature
+    code than this jobaware's is refused: it would be fed features it was not trained on.
     """
     mlflow, client = mlflow_client()
     capability = capabilities.get(key)
@@ -283,8 +402,18 @@ def load_bundle(key: str, version: str | None = None, alias: str = "champion") -
     version = version or alias_version(client, name, alias)
     if version is None:
         raise JobawareError(f"no model version of {name} has alias '{alias}'; run `jobaware pipeline run {key}` first")
-    model_version(client, name, version)
-    model = registry_call(lambda: mlflow.pyfunc.load_model(f"models:/{name}/{version}"), f"{name} version {version}")
+    recorded = model_version(client, name, version).tags.get(MODEL_DIGEST_TAG)
+    if not recorded:
+        raise IntegrityError(f"{name} version {version}: no digest of its files was recorded (registered before "
+                             f"jobaware recorded them); not loaded. Check its files, then record it: `jobaware models "
+                             f"verify {key} {version} --record`")
+    with tempfile.TemporaryDirectory(prefix="jobaware-model-") as tmp:
+        local = Path(registry_call(lambda: mlflow.artifacts.download_artifacts(
+            artifact_uri=f"models:/{name}/{version}", dst_path=tmp), f"{name} version {version}"))
+        if model_digest(local) != recorded:
+            raise IntegrityError(f"{name} version {version}: its files do not match the digest recorded at "
+                                 "promotion; not loaded")
+        model = registry_call(lambda: mlflow.pyfunc.load_model(str(local)), f"{name} version {version}")
     bundle = model.unwrap_python_model().bundle
     trained_with = bundle.feature_version
     if trained_with != capability.feature_version:
@@ -293,6 +422,30 @@ def load_bundle(key: str, version: str | None = None, alias: str = "champion") -
     return bundle, str(version)
 
 
+def verify(key: str, version: str, record: bool = False) -> dict:
+    """`jobaware models verify`: whether a version's files match the digest recorded for them; with `record`, record
+    the digest of its files as they are now on a version that has none (a person's act, after checking them; logged
+    as an MLflow run). A recorded digest is never replaced: files that do not match it are restored, or retrained."""
+    mlflow, client = mlflow_client()
+    name = capabilities.get(key).model_name
+    with registry_lock(key):
+        recorded = model_version(client, name, version).tags.get(MODEL_DIGEST_TAG)
+        found = _stored_digest(mlflow, f"models:/{name}/{version}", f"{name} version {version}")
+        if recorded and found != recorded:
+            raise IntegrityError(f"{name} version {version}: its files do not match the digest recorded at "
+                                 "promotion; not loaded. Restore them, or retrain (a recorded digest is never "
+                                 "replaced)")
+        if not recorded and not record:
+            raise IntegrityError(f"{name} version {version}: no digest of its files was recorded; check them, then "
+                                 f"record it: `jobaware models verify {key} {version} --record`")
+        if not recorded:
+            registry_call(lambda: client.set_model_version_tag(name, version, MODEL_DIGEST_TAG, found),
+                          f"{name} version {version}")
+            with mlflow.start_run(experiment_id=experiment_id(key), run_name="record-digest",
+                                  tags=run_tags(**{"jobaware.action": "record-digest"})):
+                mlflow.log_params({"candidate": str(version), "reason": f"digest recorded by a person: {found}"})
+    return {"model": name, "version": str(version), "sha256": found,
+            "state": "recorded" if not recorded else "matches the digest recorded at promotion"}
 
 
 def list_models() -> list[dict]:
@@ -351,7 +504,7 @@ SWEEP_TAG = "jobaware.sweep_run_id"
 def open_sweep(key: str, space: dict, trials: list[dict]) -> str:
     """A parent run for a hyper-parameter sweep (left running until `close_sweep`); returns its id."""
     _, client = mlflow_client(create=True)
-    run = client.create_run(experiment_id(key), run_name="sweep", tags={"jobaware.action": "sweep"})
+    run = client.create_run(experiment_id(key), run_name="sweep", tags=run_tags(**{"jobaware.action": "sweep"}))
     client.log_param(run.info.run_id, "trials", len(trials))
     client.log_dict(run.info.run_id, {"space": jsonable(space), "trials": jsonable(trials)}, "sweep/space.json")
     return run.info.run_id
@@ -364,8 +517,8 @@ def log_trial(key: str, sweep_run: str, number: int, params: dict, metrics: dict
 
     _, client = mlflow_client(create=True)
     run = client.create_run(experiment_id(key), run_name=f"trial-{number}",
-                            tags={MLFLOW_PARENT_RUN_ID: sweep_run, "jobaware.action": "trial",
-                                  "jobaware.trial": str(number)})
+                            tags=run_tags(**{MLFLOW_PARENT_RUN_ID: sweep_run, "jobaware.action": "trial",
+                                             "jobaware.trial": str(number)}))
     now = int(pd.Timestamp.now(tz="UTC").timestamp() * 1000)
     client.log_batch(run.info.run_id,
                      params=[Param(k, str(v)[:500]) for k, v in params.items()],

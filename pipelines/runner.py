@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,8 +106,8 @@ def _outputs(name: str, arguments: dict) -> dict:
 def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     """How each step's container runs: on the host's network (an MLflow server on loopback answers), the
     JOBAWARE_HOME (where artifacts go) and a SQLite tracking store mounted at their own paths (read-write) and
-    named by the same JOBAWARE_HOME inside, local data read-only,
-    as a user that may write those folders (see `containers.writable_by_image_user`)."""
+    named by the same JOBAWARE_HOME inside, local data read-only, as the caller's own uid and gid
+    (`containers.caller_user`: nothing on the host changes owner or mode)."""
     from docker.types import Mount
 
     from jobaware import config, containers, sources
@@ -115,7 +116,6 @@ def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     if store := config.local_store(str(arguments.get("tracking_uri") or "")):
         writable.add(store.parent)
     Path(pipeline_root).mkdir(parents=True, exist_ok=True)
-    user = containers.writable_by_image_user(sorted(writable))
     readable = set()
     for key, value in arguments.items():
         if key == "data" or key.endswith("_data"):
@@ -123,7 +123,10 @@ def _container_args(arguments: dict, pipeline_root: str | Path) -> dict:
     mounts = [Mount(str(p), str(p), type="bind") for p in sorted(writable)]
     mounts += [Mount(str(p), str(p), type="bind", read_only=True) for p in sorted(readable)
                if not any(p.is_relative_to(w) for w in writable)]
-    return {"network_mode": "host", "user": user, "environment": {"JOBAWARE_HOME": str(config.home())},
+    environment = {"JOBAWARE_HOME": str(config.home())}
+    if pipeline_run := os.environ.get(config.PIPELINE_RUN_ENV):  # the steps tag their MLflow runs with it
+        environment[config.PIPELINE_RUN_ENV] = pipeline_run
+    return {"network_mode": "host", "user": containers.caller_user(), "environment": environment,
             "mounts": [m for m in mounts if m["Target"] != str(pipeline_root)]}  # kfp mounts the root itself
 
 
@@ -205,15 +208,21 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path, on_e
                 stopped: Callable[[], bool] = lambda: False) -> dict:
     """Run in a child process (with `env`, default this one's) logging to `log`; call `on_event(Event)` for each
     step's start, progress and end; return the outputs, or raise RuntimeError naming the failed step. The child
-    and every step it started are killed when this returns or raises, or as soon as `stopped()` is true."""
+    and every step it started are killed when this returns or raises, or as soon as `stopped()` is true; the MLflow
+    runs its steps left RUNNING are then marked KILLED (stopped, interrupted) or FAILED (a step failed)."""
+    from jobaware.config import PIPELINE_RUN_ENV
+
     result = log.with_suffix(".result.json")
     spec = json.dumps({"name": name, "arguments": arguments, "root": str(pipeline_root), "result": str(result),
                        "runner": runner})
+    pipeline_run = uuid.uuid4().hex
     with open(log, "wb") as sink:
         child = subprocess.Popen([sys.executable, "-m", "pipelines.runner", spec], stdout=sink,
-                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1], env=env,
+                                 stderr=subprocess.STDOUT, cwd=Path(__file__).resolve().parents[1],
+                                 env={**(os.environ if env is None else env), PIPELINE_RUN_ENV: pipeline_run},
                                  start_new_session=True)  # its own group: stopping it stops the steps too
     steps = StepEvents(on_event, lambda: children_cpu(child.pid))
+    ended = False
     try:
         with open(log, "rb") as source:
             pending = b""
@@ -233,14 +242,30 @@ def run_watched(name: str, arguments: dict, pipeline_root: Path, log: Path, on_e
                     if echo:
                         print(line, file=sys.stderr)
                     steps.feed(line)
+        ended = not stopped()
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)  # the runner and any step it left running
         child.wait()
+        if not ended or child.returncode != 0:
+            _end_unfinished(pipeline_run, "FAILED" if ended else "KILLED", log)
     if child.returncode != 0 or not result.is_file():
         where = f"step {steps.failed[0]}" if steps.failed else "the pipeline"
         raise RuntimeError(f"{where} failed; its log: {log}")
     return json.loads(result.read_text())
+
+
+def _end_unfinished(pipeline_run: str, status: str, log: Path) -> None:
+    """Mark the MLflow runs of a pipeline run that were left RUNNING; a registry that does not answer is noted in
+    the log (this runs on the way out: it never raises)."""
+    from jobaware import tracking
+
+    try:
+        marked = tracking.end_unfinished(pipeline_run, status)
+    except Exception as exc:  # noqa: BLE001 - on the way out of a failed or stopped run, whatever the registry says
+        marked = f"none ({type(exc).__name__}: {str(exc)[:300]})"
+    with contextlib.suppress(OSError), open(log, "a") as sink:
+        sink.write(f"jobaware: MLflow runs left RUNNING, now {status}: {marked}\n")
 
 
 def submit(name: str, arguments: dict, host: str, experiment: str) -> str:
@@ -303,8 +328,11 @@ def schedule(name: str, arguments: dict, host: str, experiment: str, cron: str) 
 def _child(spec: str) -> None:
     """Entry of the child process started by `run_watched`."""
     spec = json.loads(spec)
+    from jobaware.outputs import atomic_text
+
     outputs = run_local(spec["name"], spec["arguments"], spec["root"], spec.get("runner", "subprocess"))
-    Path(spec["result"]).write_text(json.dumps(outputs, default=str))
+    with atomic_text(spec["result"]) as result:
+        result.write(json.dumps(outputs, default=str))
 
 
 if __name__ == "__main__":

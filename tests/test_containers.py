@@ -124,6 +124,9 @@ def in_containers(key: str, home: Path, data: Path) -> str:
     require_image()
     if key not in _IN_CONTAINERS:
         _IN_CONTAINERS[key] = pipeline(key, home, data, "docker")
+        # the steps ran as the caller: everything in the home is the caller's (root's home was chowned to 10001)
+        strangers = [p for p in [home, *home.rglob("*")] if p.lstat().st_uid != os.getuid()]
+        assert not strangers, f"{strangers[0]} is owned by uid {strangers[0].lstat().st_uid}"
     return _IN_CONTAINERS[key]
 
 

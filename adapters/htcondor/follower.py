@@ -32,6 +32,7 @@ from pathlib import Path
 
 from jobaware.errors import InputError
 from jobaware.hold.reader import EventLogReader, ReadOptions, Source
+from jobaware.outputs import atomic_text
 
 logger = logging.getLogger("jobaware.adapters.htcondor")
 
@@ -177,13 +178,8 @@ class Follower:
             store, name = self.checkpoint
             store.put_checkpoint(name, state)
             return
-        self.state_file.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.state_file.with_name(self.state_file.name + ".tmp")
-        with open(temporary, "w") as handle:
+        with atomic_text(self.state_file) as handle:  # whole, or as it was (a full disk included)
             json.dump(state, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, self.state_file)
 
     def poll(self) -> list[Event]:
         """The whole events written since the last poll, log by log, each log in its order."""

@@ -27,14 +27,12 @@ def export(
     """
     from jobaware.errors import InputError
     from jobaware.failure.export import export as export_jobs
-    from jobaware.outputs import atomic_path
     from jobaware.store import open_store
 
     with open_store(store) as opened:
         if not any(record["final"] for record in opened.records()):
             raise InputError(f"{store}: no finished job in this store yet; nothing to export")
-        with atomic_path(out_path, ".csv") as written:
-            count = export_jobs(opened, written)
+        count = export_jobs(opened, out_path)
     out.print(f"wrote {count} finished job(s) to {out_path}")
 
 

@@ -11,6 +11,7 @@ import pandas as pd
 
 from jobaware.failure.writers import NrelWriter
 from jobaware.jobtable.common import JobColumns
+from jobaware.outputs import atomic_path
 from jobaware.store import JobStore, open_store
 
 
@@ -30,16 +31,15 @@ def recent_jobs(store: JobStore, days: float, now: float | None = None) -> pd.Da
 
 
 def export(store: JobStore, out: str | Path) -> int:
-    """Write the finished jobs to an NREL-format CSV (replaced atomically). Returns how many."""
-    out = Path(out)
+    """Write the finished jobs to an NREL-format CSV, whole or not at all (`jobaware.outputs.atomic_path`: on any
+    failure, a full disk included, nothing is left of it). Returns how many."""
     jobs = finished_jobs(store)
-    partial = out.with_name(out.name + ".partial")
-    writer = NrelWriter(partial, "csv")
-    try:
-        writer.write(jobs)
-    finally:
-        writer.close()
-    partial.replace(out)
+    with atomic_path(out, ".csv") as partial:
+        writer = NrelWriter(partial, "csv")
+        try:
+            writer.write(jobs)
+        finally:
+            writer.close()
     return len(jobs)
 
 

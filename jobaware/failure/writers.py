@@ -1,4 +1,6 @@
-"""Writing job tables in the exact NREL Eagle encodings (CSV, JSON records, Parquet)."""
+"""Writing job tables in the exact NREL Eagle encodings (CSV, JSON records, Parquet). In a CSV, a text that a
+spreadsheet would run as a formula (starting with = + - @ tab or CR) is written after a `'`, as OWASP recommends; the
+CSV reader takes it off again (`jobaware.jobtable.common.formulas_escaped`)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from jobaware.jobtable.common import formulas_escaped
 from jobaware.jobtable.schema import CANONICAL, COLUMNS
 
 
@@ -56,7 +59,7 @@ class NrelWriter:
                 text[column] = _float_text(text[column])
             for column in ("submit_time", "start_time", "end_time"):
                 text[column] = text[column].dt.strftime("%Y-%m-%d %H:%M:%S")
-            table = pa.Table.from_pandas(text.astype("string"), preserve_index=False)
+            table = formulas_escaped(pa.Table.from_pandas(text.astype("string"), preserve_index=False))
             if self.first:
                 self.handle.write((",".join(COLUMNS) + "\n").encode())
             options = pacsv.WriteOptions(include_header=False, quoting_style=_quoting(table))

@@ -24,6 +24,12 @@ from jobaware.jobtable.schema import (
 from jobaware.reading import MAX_EXAMPLES, Problem
 
 CSV_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+# Spreadsheet formulas in a CSV (OWASP's CSV injection): a text column's value starting with = + - @ tab or CR is
+# written after a `'` (`formulas_escaped`), so that a job named `=HYPERLINK(...)` shows as text; the CSV reader takes
+# one `'` off again (`formulas_unescaped`), so that the name reads back as it was. A value that starts with `'`s
+# before such a character gets one more, so that the round trip is exact.
+TEXT_COLUMNS = ("user", "account", "partition", "qos", "state", "name", "work_dir", "submit_line")
+_FORMULA, _ESCAPED = r"^('*[=+\-@\t\r])", r"^'('*[=+\-@\t\r])"
 
 
 class Batch:
@@ -52,6 +58,24 @@ class Batch:
         if self._frame is None:
             self._frame = self._table.to_pandas(types_mapper=_pandas_type)
         return self._frame
+
+
+def formulas_escaped(table: pa.Table) -> pa.Table:
+    """`table` with every value of its text columns that a spreadsheet would read as a formula written after a `'`."""
+    for name in TEXT_COLUMNS:
+        if name in table.column_names:
+            escaped = pc.replace_substring_regex(table[name], _FORMULA, r"'\1")
+            table = table.set_column(table.column_names.index(name), name, escaped)
+    return table
+
+
+def formulas_unescaped(table: pa.Table) -> pa.Table:
+    """`table` with the `'` that `formulas_escaped` put before a formula taken off again."""
+    for name in TEXT_COLUMNS:
+        if name in table.column_names and pc.any(pc.starts_with(table[name], "'")).as_py():
+            plain = pc.replace_substring_regex(table[name], _ESCAPED, r"\1")
+            table = table.set_column(table.column_names.index(name), name, plain)
+    return table
 
 
 def _pandas_type(arrow_type: pa.DataType):

@@ -15,7 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from jobaware.errors import InputError
-from jobaware.jobtable.common import CSV_TIME_FORMAT, Batch, canonicalize, valid_table
+from jobaware.jobtable.common import CSV_TIME_FORMAT, Batch, canonicalize, formulas_unescaped, valid_table
 from jobaware.reading import Block, Problem, line_blocks
 
 BLOCK_BYTES = 32 << 20
@@ -86,7 +86,7 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
     for part in _csv_blocks(path):
         table = _valid_block(part, header, require_state)
         if table is not None:  # a row per line
-            yield Batch(table, [], [], np.arange(part.first_line, part.first_line + table.num_rows))
+            yield Batch(formulas_unescaped(table), [], [], np.arange(part.first_line, part.first_line + table.num_rows))
             continue
         block, first_line = bytes(part.data), part.first_line  # the record-accountable path, on a copy of its own
         quoted = b'"' in block
@@ -119,6 +119,8 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
         if lines is None:
             lines, wrong_lines = _line_numbers(block, first_line, len(header), len(raw))
         batch = canonicalize(raw, file=str(path), lines=lines, require_state=require_state, undecodable=undecodable)
+        if (unescaped := formulas_unescaped(batch.table)) is not batch.table:
+            batch = Batch(unescaped, batch.problems, batch.quarantined, batch.lines)
         for line, text in zip(wrong_lines or [None] * len(wrong_texts), wrong_texts, strict=False):
             batch.problems.insert(0, Problem(str(path), line, "*", text[:80], f"expected {len(header)} fields"))
             batch.quarantined.append({"file": str(path), "line": line, "text": text})

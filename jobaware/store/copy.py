@@ -30,10 +30,11 @@ def is_empty(store: JobStore) -> bool:
             and not store.streams())
 
 
-def copy(source: JobStore, destination: JobStore, advance: Callable[[int], None] = lambda n: None) -> Copied:
+def copy(source: JobStore, destination: JobStore, advance: Callable[[int], None] = lambda n: None,
+         copied: Copied | None = None) -> Copied:
     """Everything `source` holds, into `destination` (a job there is replaced whole); `advance(n)` after each n
-    items written."""
-    copied = Copied()
+    items written. `copied` counts them as they go (a copy that stops half-way has said how far it got)."""
+    copied = copied if copied is not None else Copied()
     with destination.batch():
         for record in source.records():
             destination.put_record(record)

@@ -41,11 +41,11 @@ ENDS = {"COMPLETED": "COMPLETED", "CANCELLED": "CANCELLED"}  # any other final s
 
 def from_store(uri: str, out_dir: Path) -> str:
     """The records of the store at `uri` as an export in `out_dir` (`read_export` reads it); its path."""
+    from jobaware.outputs import atomic_text
     from jobaware.store import open_store
 
     out = Path(out_dir) / "store" / f"jobs{EXPORT_SUFFIX}"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open_store(uri) as store, open(out, "w") as file:
+    with open_store(uri) as store, atomic_text(out) as file:
         file.write(json.dumps({"store": redacted(uri)}) + "\n")  # a name for messages: never its password
         for record in store.records():
             record.pop("script", None)

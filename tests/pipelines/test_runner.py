@@ -62,3 +62,29 @@ def test_an_iteration_whose_end_kfp_local_does_not_log_ends_when_the_next_task_s
     ended = [(e.step, e.cpu) for e in events if e.kind == "SUCCESS"]
     assert ended == [("trial-hold", 5.0), ("trial-hold #2", 7.0), ("best-hold", 1.0)]
     assert not any(steps.running.values())
+
+
+def test_docker_steps_run_as_the_caller_and_change_no_owner_or_mode_on_the_host(tmp_path, monkeypatch):
+    """`pipeline run --runner docker` as root chowned JOBAWARE_HOME (and the store's folder) to the image's uid 10001
+    on the host. Now each step runs as the caller's uid and gid, and the host's files keep their owner and mode."""
+    import os
+
+    from pipelines.runner import _container_args
+
+    home, data = tmp_path / "home", tmp_path / "data.csv"
+    (home / "mlruns" / "1").mkdir(parents=True)
+    (home / "mlflow.db").write_text("")
+    (home / "mlruns" / "1" / "meta.yaml").write_text("")
+    (home / "mlruns" / "1").chmod(0o750)
+    data.write_text("job_id\n1\n")
+    monkeypatch.setenv("JOBAWARE_HOME", str(home))
+
+    def owners():
+        return {p: (p.lstat().st_uid, p.lstat().st_gid, p.lstat().st_mode) for p in [home, *home.rglob("*"), data]}
+
+    before = owners()
+    args = _container_args({"tracking_uri": f"sqlite:///{home / 'mlflow.db'}", "data": str(data)}, home / "kfp")
+    assert args["user"] == f"{os.getuid()}:{os.getgid()}"
+    assert {m["Target"]: m["ReadOnly"] for m in args["mounts"]} == {str(home): False, str(data): True}
+    after = owners()
+    assert {p: after[p] for p in before} == before
