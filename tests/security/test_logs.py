@@ -36,6 +36,8 @@ def restored_logging():
     names = ("", "jobaware.mail", "jobaware.adapters.htcondor")
     saved = {name: (logging.getLogger(name).handlers[:], logging.getLogger(name).level,
                     logging.getLogger(name).propagate) for name in names}
+    for name in names[1:]:  # set up afresh here, whatever an earlier test of the session left on them
+        logging.getLogger(name).handlers[:] = []
     yield
     for name, (handlers, level, propagate) in saved.items():
         logger = logging.getLogger(name)
