@@ -473,4 +473,4 @@ def test_the_readme_tells_a_site_how_to_provide_each():
     for value in [*SITE["images"].values(), *SITE["hosts"], *SITE["namespaces"]]:
         assert value in text, f"k8s/README.md does not name {value}"
     for host, where in SITE["hosts"].items():
-        assert (ROOT / where["set_in"]).is_file() and host in (ROOT / where["set_in"]).read_text()
+        assert (K8S / where["set_in"]).is_file() and host in (K8S / where["set_in"]).read_text()
