@@ -22,10 +22,6 @@ RUN pip install --require-hashes --no-deps --find-links "$TORCH_FIND_LINKS" -r r
 # ...then the project itself, built with the setuptools just installed: no index, no build environment fetched.
 COPY pyproject.toml README.md ./
 COPY jobaware jobaware
-COPY components components
-COPY pipelines pipelines
-COPY serving serving
-COPY adapters adapters
 RUN pip install --no-deps --no-build-isolation --no-index . \
     && pip check
 
@@ -38,19 +34,14 @@ RUN echo "jobaware:x:10001:10001:jobaware:/home/jobaware:/usr/sbin/nologin" >> /
     && mkdir -p /home/jobaware/.jobaware \
     && chown -R 10001:10001 /home/jobaware
 COPY --from=build /opt/venv /opt/venv
-COPY data_contracts /app/data_contracts
-# the real labelled scripts every `resource` training is scored on (GPL-3.0, see its LICENSE)
-COPY data/real/scripts /app/data/real/scripts
 ENV PATH=/opt/venv/bin:$PATH \
     HOME=/home/jobaware \
-    JOBAWARE_RESOURCE_REAL=/app/data/real/scripts \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
     JOBAWARE_HOME=/home/jobaware/.jobaware \
     BENTOML_HOME=/home/jobaware/.jobaware/bentoml \
     MPLCONFIGDIR=/tmp/matplotlib \
-    NUMBA_CACHE_DIR=/tmp/numba \
-    JOBAWARE_CONTRACTS=/app/data_contracts
+    NUMBA_CACHE_DIR=/tmp/numba
 WORKDIR /home/jobaware
 USER 10001:10001
 EXPOSE 3000

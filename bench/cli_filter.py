@@ -33,9 +33,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from job_submit import percentile, verdicts  # noqa: E402
 
-from adapters.slurm.plugins import build_cli_filter, render  # noqa: E402
-from adapters.slurm.verdicts import write_cache  # noqa: E402
 from harness.slurm_cluster import SlurmCluster  # noqa: E402
+from jobaware.adapters.slurm.plugins import build_cli_filter, render  # noqa: E402
+from jobaware.adapters.slurm.verdicts import write_cache  # noqa: E402
 
 EMPTY = """
 function slurm_cli_setup_defaults(options, early_pass) return slurm.SUCCESS end

@@ -1,7 +1,7 @@
 """The platform's reader of terminated HTCondor jobs (`jobaware.condor_log`, what `sizing` learns memory from)
 against HTCondor's own (`htcondor2.JobEventLog`), on a large log built from the real IceCube log.
 
-The log is the real `data/real/condor-more/CosmicRay__job.log` written `--copies` times, each copy's cluster ids
+The log is the real `jobaware/data/real/condor-more/CosmicRay__job.log` written `--copies` times, each copy's cluster ids
 moved by 10,000,000 (kept under bench/out/ for reuse). Then, each in a fresh process (its peak resident memory is
 its own), `--rounds` times:
   official   htcondor2.JobEventLog over the log, keeping per job what the platform's reader keeps (submit time,
@@ -25,7 +25,7 @@ from fresh import measure  # bench/fresh.py (this folder is on sys.path when a s
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent / "out"
-SOURCE = ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log"
+SOURCE = ROOT / "jobaware" / "data" / "real" / "condor-more" / "CosmicRay__job.log"
 _CLUSTER = re.compile(r"^(\d{3}) \((\d+)\.", re.MULTILINE)
 
 

@@ -3,7 +3,7 @@ Slurm with accounting (harness/slurm_cluster.py), judged on the jobs it really s
 without it: no model (a constant answer, ROC-AUC 0.5), or a model trained on its own first jobs alone.
 
 1. The public model is trained as a new site gets it, `jobaware pipeline run failure --input MANIFEST` on the
-   bundled public traces (data/real/failure.public.json), but with the trace that plays the site (`--site`) left
+   bundled public traces (jobaware/data/real/failure.public.json), but with the trace that plays the site (`--site`) left
    out of the manifest: the model never saw the site's jobs. `--home` reuses a JOBAWARE_HOME trained before.
 2. `jobaware serve failure` serves it on a free loopback port with `JOBAWARE_STORE` naming the site's store (so
    it reads the site's history as jobs end; its 10-minute re-read scaled as the trace's time is, at least 2 s),

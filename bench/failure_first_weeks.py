@@ -2,7 +2,7 @@
 the site's own jobs alone, and with the site's jobs and the public traces together; and when the gate would let the
 site's model take over.
 
-One real trace plays the new site (`--site`, a trace of data/real/failure.public.json); the public model is trained
+One real trace plays the new site (`--site`, a trace of jobaware/data/real/failure.public.json); the public model is trained
 on the other traces, never on it. The site's jobs arrive in time order from its first day. At the start of each
 window (day 0, 7, 14, 28, 56) the site runs `jobaware pipeline run failure --data STORE` on what its store holds
 then: the jobs it has seen, those still running censored (no end, no state). As the pipeline does, that run trains

@@ -2,8 +2,8 @@
 
     .venv/bin/python bench/hold_realism.py [--jobs 4000] [--real PATH ...]
 
-Reads the real logs (default: those `make run` trains on, jobaware.hold.synth.real_logs: data/real/condor's
-OSPool logs and data/real/condor-more; HTCondor's own test logs are not real jobs), fits their outcomes by code
+Reads the real logs (default: those `make run` trains on, jobaware.hold.synth.real_logs: jobaware/data/real/condor's
+OSPool logs and jobaware/data/real/condor-more; HTCondor's own test logs are not real jobs), fits their outcomes by code
 (jobaware.hold.outcomes: every workflow counting once, with intervals), writes a log of `--jobs` jobs from those
 outcomes (the fitted generator) and one from the mechanistic generator (seed 0 both), labels every hold as
 training does, and prints side by side:

@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from adapters.slurm.plugins import render  # noqa: E402
-from adapters.slurm.verdicts import Shape, Verdict, write_cache  # noqa: E402
 from harness.slurm_cluster import SlurmCluster  # noqa: E402
+from jobaware.adapters.slurm.plugins import render  # noqa: E402
+from jobaware.adapters.slurm.verdicts import Shape, Verdict, write_cache  # noqa: E402
 
 REFERENCE = """
 function slurm_job_submit(job_desc, part_list, submit_uid)

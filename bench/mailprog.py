@@ -46,7 +46,7 @@ def main() -> None:
         trees = {"this tree": ROOT, **({"--before tree": args.before.resolve()} if args.before else {})}
         commands = {"python -c pass (reference)": ([sys.executable, "-c", "pass"], {})}
         for name, tree in trees.items():
-            commands[f"jobaware-mail, {name}"] = ([sys.executable, "-m", "adapters.slurm.mailprog", *RECORDED["argv"]],
+            commands[f"jobaware-mail, {name}"] = ([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", *RECORDED["argv"]],
                                                  {**RECORDED["environment"], "PYTHONPATH": str(tree),
                                                   "JOBAWARE_CONFIG": str(env_file)})
         runs: dict[str, list[float]] = {name: [] for name in commands}

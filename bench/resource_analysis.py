@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "bench" / "out"
-REAL = ROOT / "data" / "real" / "scripts"
+REAL = ROOT / "jobaware" / "data" / "real" / "scripts"
 
 HOSTILE = {
     "unary chain 100 KB": "-" * 100_000 + "1",

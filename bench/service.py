@@ -12,7 +12,7 @@ example), and batches of live jobs (an adapter sending its pending jobs), one re
 What the service's identity costs (issue 50), in the same run: the service is started with a service token, and one
 live job is asked in alternating requests with a nonce (the service hashes its answer and signs it, the client
 checks the proof: `jobaware.card.Services.request`) and without one (answered as it is); the medians and their
-ratio. The Content-Type check is one string comparison (`serving.base.is_json`), timed in process beside the
+ratio. The Content-Type check is one string comparison (`jobaware.serving.base.is_json`), timed in process beside the
 request's median.
 """
 
@@ -75,7 +75,7 @@ def identity_cost(url: str, bodies: list[list[dict]]) -> dict:
     import timeit
 
     from jobaware.card import Services
-    from serving.base import is_json
+    from jobaware.serving.base import is_json
 
     proven, plain = [], []
     with Services({}, timeout=60) as checked, httpx.Client(timeout=60) as client:

@@ -2,7 +2,7 @@
 (the same `train_in_memory`), one Markdown row per trace and resource, with the baselines at their rates
 (under-estimation / median recommended/asked / released share, and the factor fitted on the training part).
 
-    python bench/sizing.py [SOURCE ...]     # default: every SWF trace under data/real/, the NREL Eagle sample,
+    python bench/sizing.py [SOURCE ...]     # default: every SWF trace under jobaware/data/real/, the NREL Eagle sample,
                                             # then the HTCondor event logs: all bundled ones together, and the
                                             # IceCube log alone
 
@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BASELINES = ("request", "tsafrir", "user_p95")
 
 
-CONDOR = (ROOT / "data" / "real" / "condor", ROOT / "data" / "real" / "condor-more")
+CONDOR = (ROOT / "jobaware" / "data" / "real" / "condor", ROOT / "jobaware" / "data" / "real" / "condor-more")
 HTCONDOR_SOURCES = {"HTCondor logs, all bundled (601 jobs)": CONDOR,
-                    "HTCondor, the IceCube log (378 jobs)": (ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log",)}
+                    "HTCondor, the IceCube log (378 jobs)": (ROOT / "jobaware" / "data" / "real" / "condor-more" / "CosmicRay__job.log",)}
 
 
 def factor(value: float) -> str:
@@ -69,8 +69,8 @@ def rows(name: str, paths: tuple[Path, ...]) -> list[str]:
 
 def main(paths: list[str]) -> None:
     sources = ({cluster_name(p): (Path(p),) for p in paths} if paths else
-               {**{cluster_name(p): (p,) for p in sorted((ROOT / "data" / "real").glob("swf*/*.swf*"))},
-                "NREL Eagle sample (700 jobs)": (ROOT / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",),
+               {**{cluster_name(p): (p,) for p in sorted((ROOT / "jobaware" / "data" / "real").glob("swf*/*.swf*"))},
+                "NREL Eagle sample (700 jobs)": (ROOT / "jobaware" / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",),
                 **HTCONDOR_SOURCES})
     print("| trace | resource | test jobs | no history | under-estimation (raw) | median rec/asked | recommended less: "
           "share / median | released (net share) | lost | fit stated / met, jobs recommended less | accuracy | released "

@@ -113,7 +113,7 @@ def cells(f: dict[str, float]) -> str:
 
 
 def main(paths: list[str]) -> None:
-    traces = [Path(p) for p in paths] or [ROOT / "data" / "real" / t for t in TRACES]
+    traces = [Path(p) for p in paths] or [ROOT / "jobaware" / "data" / "real" / t for t in TRACES]
     frontier = ["| trace | rate aimed | model, median objective | model, proc_hours objective | oracle, median "
                 "objective | oracle, proc_hours objective |", "|---|---|---|---|---|---|"]
     objectives = ["| trace | objective | under-estimation (raw) | median rec/asked | mean | recommended less "

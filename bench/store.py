@@ -93,7 +93,7 @@ def query(uri: str, repeats: int) -> dict:
     import jobaware.store.local  # noqa: F401 - imports are not the store's cost
     import jobaware.store.redis  # noqa: F401
     import jobaware.store.sqlite  # noqa: F401
-    from adapters.slurm.adapter import Policy, cached_verdicts
+    from jobaware.adapters.slurm.adapter import Policy, cached_verdicts
 
     since = NOW - 30 * DAY
     before = resident_mib()

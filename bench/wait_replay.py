@@ -36,7 +36,7 @@ from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
 from jobaware.wait.service import WaitRequest, parse_request  # noqa: E402
 from jobaware.wait.train import fit_and_evaluate  # noqa: E402
 
-TRACE = Path(__file__).resolve().parents[1] / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf"
+TRACE = Path(__file__).resolve().parents[1] / "jobaware" / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf"
 
 
 def scaled(jobs: pd.DataFrame, cores: int, gap: float, run: float) -> pd.DataFrame:

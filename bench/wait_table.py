@@ -23,13 +23,13 @@ from jobaware.wait.reader import read_trace  # noqa: E402
 from jobaware.wait.train import fit_and_evaluate  # noqa: E402
 
 TRACES = {
-    "KTH-SP2": "data/real/swf/KTH-SP2-1996-2.1-cln.swf",
-    "CTC-SP2": "data/real/swf/CTC-SP2-1996-3.1-cln.swf",
-    "SDSC-SP2": "data/real/swf-wait/SDSC-SP2-1998-4.2-cln.swf.gz",
-    "SDSC-Par-1996": "data/real/swf-wait/SDSC-Par-1996-3.1-cln.swf.gz",
-    "OSC-Clust": "data/real/swf-wait/OSC-Clust-2000-3.1-cln.swf.gz",
-    "HPC2N": "data/real/swf-wait/HPC2N-2002-2.2-cln.swf.gz",
-    "SDSC-BLUE": "data/real/swf-wait/SDSC-BLUE-2000-4.2-cln.swf.gz",
+    "KTH-SP2": "jobaware/data/real/swf/KTH-SP2-1996-2.1-cln.swf",
+    "CTC-SP2": "jobaware/data/real/swf/CTC-SP2-1996-3.1-cln.swf",
+    "SDSC-SP2": "jobaware/data/real/swf-wait/SDSC-SP2-1998-4.2-cln.swf.gz",
+    "SDSC-Par-1996": "jobaware/data/real/swf-wait/SDSC-Par-1996-3.1-cln.swf.gz",
+    "OSC-Clust": "jobaware/data/real/swf-wait/OSC-Clust-2000-3.1-cln.swf.gz",
+    "HPC2N": "jobaware/data/real/swf-wait/HPC2N-2002-2.2-cln.swf.gz",
+    "SDSC-BLUE": "jobaware/data/real/swf-wait/SDSC-BLUE-2000-4.2-cln.swf.gz",
 }
 BASELINES = ("zero", "user_median", "bucket_median", "training_median")
 HEADER = ("| trace | test jobs | within x2 | baselines | ahead of the best | within 10 min | median abs error (s) | "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 
-from serving.base import MAX_BODY_BYTES
+from jobaware.serving.base import MAX_BODY_BYTES
 
 BODY_ROOM = 4096  # what a body holds beyond its largest field: keys, ids, JSON punctuation
 

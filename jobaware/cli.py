@@ -21,11 +21,11 @@ from typing import Annotated, Literal
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from adapters.htcondor.commands import register as _register_htcondor
-from adapters.slurm.commands import part_command as _part_command
-from adapters.slurm.commands import register as _register_slurm
-from adapters.slurm.mail_commands import register as _register_mail
 from jobaware import capabilities, cli_registry, config
+from jobaware.adapters.htcondor.commands import register as _register_htcondor
+from jobaware.adapters.slurm.commands import part_command as _part_command
+from jobaware.adapters.slurm.commands import register as _register_slurm
+from jobaware.adapters.slurm.mail_commands import register as _register_mail
 from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argument, given, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
@@ -232,7 +232,7 @@ def pipeline_run(
     """
     arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
     if host:
-        from pipelines import runner
+        from jobaware.pipelines import runner
 
         run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
         show({"submitted": name, "host": host, "run_id": run_id}, as_json)
@@ -262,7 +262,7 @@ def pipeline_submit(
     from kfp_server_api import ApiException
     from urllib3.exceptions import HTTPError
 
-    from pipelines import runner
+    from jobaware.pipelines import runner
 
     arguments = _arguments(name, inputs, param, budget, remote=True)
     try:  # kfp.Client prints links and warns on stdout and stderr: its chatter goes to the log file
@@ -295,7 +295,7 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
     from rich.table import Table
     from rich.text import Text
 
-    from pipelines import runner
+    from jobaware.pipelines import runner
 
     running: dict[str, dict] = {}  # "pipeline step" -> since, progress
     lock = threading.Lock()
@@ -429,7 +429,7 @@ def pipeline_compile(
 
     Example: jobaware pipeline compile --output pipelines/golden --overwrite
     """
-    from pipelines.runner import compile_all
+    from jobaware.pipelines.runner import compile_all
 
     for path in compile_all(output, overwrite=overwrite):
         out.print(f"wrote {path}")
@@ -588,8 +588,10 @@ Served = Annotated[ServedName, argument(metavar="KEY", help=f"capability: {', '.
 
 def service_command(key: str, port: int, host: str) -> list[str]:
     bentoml = Path(sys.executable).with_name("bentoml")
-    served = "serving.card:CardService" if key == GATEWAY else capabilities.get(key).service
-    return [str(bentoml), "serve", served, "--port", str(port), "--host", host]
+    served = "jobaware.serving.card:CardService" if key == GATEWAY else capabilities.get(key).service
+    # BentoML imports the service with its working folder first on sys.path: never the current folder (a user's, where
+    # a planted `jobaware/` would be imported as root), always the home (trusted, the caller's or root's)
+    return [str(bentoml), "serve", served, "--port", str(port), "--host", host, "--working-dir", str(config.home())]
 
 
 def service_env(key: str, port: int) -> dict:

@@ -42,8 +42,7 @@ BASE_RELEASE_LABEL = "org.jobaware.base.debian-release"  # the suite and the dat
 BASE_SNAPSHOT_LABEL = "org.jobaware.base.debian-snapshot"  # the snapshot.debian.org archive of that date
 BASE_PACKAGES_LABEL = "org.jobaware.base.packages-sha256"  # SHA-256 of its sorted `package=version` lines
 # what the Dockerfile copies from the project: the image is stale when any of it changed since the build
-SOURCES = ("constraints.txt", "requirements-image.txt", "pyproject.toml", "Dockerfile", "jobaware", "components", "pipelines",
-           "serving", "adapters", "data_contracts", "data/real/scripts")
+SOURCES = ("constraints.txt", "requirements-image.txt", "pyproject.toml", "Dockerfile", "jobaware")
 SOURCE_LABEL = "org.jobaware.source-digest"
 
 

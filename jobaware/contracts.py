@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from jobaware.errors import ContractError, InputError
+from jobaware.packaged import bundled
 
 BATCH_ROWS = 1_000_000
 SAMPLE = 5
@@ -21,7 +22,7 @@ SAMPLE = 5
 
 def contracts_dir() -> Path:
     override = os.environ.get("JOBAWARE_CONTRACTS")
-    return Path(override) if override else Path(__file__).resolve().parents[1] / "data_contracts"
+    return Path(override) if override else bundled("data_contracts")
 
 
 def load_suite(name: str) -> dict:

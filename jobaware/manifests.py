@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from jobaware import capabilities
+from jobaware.packaged import bundled
 
 PORT = 3000
 # The shared service token (the Secret `jobaware-service-token`, key `token`): mounted read-only at one fixed path in
@@ -139,7 +140,7 @@ spec:
       containers:
         - name: gateway
           image: jobaware
-          command: ["bentoml", "serve", "serving.card:CardService", "--host", "0.0.0.0", "--port", "{port}"]
+          command: ["bentoml", "serve", "jobaware.serving.card:CardService", "--host", "0.0.0.0", "--port", "{port}"]
           env:
 {urls}            - {{name: JOBAWARE_SERVICE_TOKEN_FILE, value: {token_file}}}
             - {{name: JOBAWARE_HOME, value: /home/jobaware/.jobaware}}
@@ -351,7 +352,7 @@ def write(root: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    root = Path(__file__).resolve().parents[1] / "k8s"
+    root = bundled("k8s")
     if "--check" in argv:
         changed = differing(root)
         print("\n".join(f"k8s/{path} differs from the registry" for path in changed) or "k8s/ is as the registry says")

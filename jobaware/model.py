@@ -1,6 +1,6 @@
 """What the platform knows of every capability's model: the `Bundle` it registers and serves, and the
 `Evaluation` its training returns. A slice's bundle and evaluation subclass these (taking their defaults);
-`tracking`, the shared steps and `serving.base` use nothing else of them. `Served` is what a service hands a
+`tracking`, the shared steps and `jobaware.serving.base` use nothing else of them. `Served` is what a service hands a
 slice's route function: the bundle, its version and its training profile."""
 
 from __future__ import annotations

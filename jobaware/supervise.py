@@ -50,7 +50,7 @@ class Guarded:
         reading, self._writing = os.pipe()  # both ends not inherited, but `reading` by the guard alone
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "jobaware.supervise", "--fd", str(reading), "--grace", str(grace), "--",
+                [sys.executable, "-P", "-m", "jobaware.supervise", "--fd", str(reading), "--grace", str(grace), "--",
                  *command], env=env, stdout=stdout, stderr=stderr, pass_fds=(reading,), start_new_session=True)
         except BaseException:
             os.close(self._writing)

@@ -11,7 +11,7 @@ import pytest
 from harness.ports import free_port, wait_for  # noqa: F401 - the tests import them from here too
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / "data" / "real"
+REAL = ROOT / "jobaware" / "data" / "real"
 NREL_CSV = REAL / "nrel" / "eagle_sample_jobs.csv"
 NREL_JSON = REAL / "nrel" / "eagle_sample_jobs.json"
 KTH = REAL / "swf" / "KTH-SP2-1996-2.1-cln.swf"

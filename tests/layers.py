@@ -35,11 +35,13 @@ class SlicesIndependent(IndependenceContract):
 
 
 class SliceAccess(Contract):
-    """`source_modules` (and their descendants, those inside a slice excepted: the slices' own contract covers
-    them) import of a registered slice only its modules named in `allowed` (and their descendants), directly."""
+    """`source_modules` (and their descendants, those inside a slice or under `excluded_modules` excepted: the slices'
+    own contract covers them, and a layer above has its own) import of a registered slice only its modules named in
+    `allowed` (and their descendants), directly."""
 
     type_name = "slice_access"
     source_modules = fields.SetField(subfield=fields.ModuleExpressionField())
+    excluded_modules = fields.SetField(subfield=fields.StringField(), required=False)
     allowed = fields.SetField(subfield=fields.StringField(), required=False)
     ignore_imports = fields.SetField(subfield=fields.ImportExpressionField(), required=False)
     unmatched_ignore_imports_alerting = fields.EnumField(AlertLevel, default=AlertLevel.ERROR)
@@ -57,7 +59,8 @@ class SliceAccess(Contract):
         for module in module_expressions_to_modules(graph, self.source_modules):
             sources |= {module.name, *graph.find_descendants(module.name)}
         broken = []
-        for source in sorted(s for s in sources if slice_of(s) is None):
+        excluded = tuple(self.excluded_modules or ())
+        for source in sorted(s for s in sources if slice_of(s) is None and not _within(s, excluded)):
             for imported in sorted(graph.find_modules_directly_imported_by(source)):
                 package = slice_of(imported)
                 if package is None:
@@ -73,3 +76,35 @@ class SliceAccess(Contract):
         what = f"only {', '.join(sorted(self.allowed))} of a slice" if self.allowed else "no slice"
         for source, imported, lines in check.metadata["broken"]:
             output.print(f"{source} imports {imported} (line {', '.join(map(str, lines))}); it may import {what}")
+
+
+def _within(name: str, packages) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+class Below(Contract):
+    """The platform (every module of the root package outside the `layers`) reaches none of the `layers`, directly or
+    through others, but by the `ignore_imports` (the CLI's own reach up)."""
+
+    type_name = "below"
+    layers = fields.ListField(subfield=fields.StringField())
+    ignore_imports = fields.SetField(subfield=fields.ImportExpressionField(), required=False)
+    unmatched_ignore_imports_alerting = fields.EnumField(AlertLevel, default=AlertLevel.ERROR)
+
+    def check(self, graph: ImportGraph, verbose: bool) -> ContractCheck:
+        removal = contract_utils.remove_ignored_imports_and_report(
+            graph=graph, ignore_imports=self.ignore_imports, unmatched_alerting=self.unmatched_ignore_imports_alerting)
+        layers = list(self.layers)
+        platform = sorted(m for m in graph.modules if "." in m and not _within(m, layers))
+        broken = []
+        for module in platform:
+            for layer in layers:
+                chain = graph.find_shortest_chain(importer=module, imported=layer, as_packages=True)
+                if chain:
+                    broken.append(list(chain))
+        return ContractCheck(kept=not broken, warnings=list(removal.warnings),
+                             ignored_import_count=removal.ignored_import_count, metadata={"broken": broken})
+
+    def render_broken_contract(self, check: ContractCheck) -> None:
+        for chain in check.metadata["broken"]:
+            output.print(f"{chain[0]} reaches {chain[-1]} ({' -> '.join(chain)}): the platform may not")

@@ -47,7 +47,7 @@ FILES = {
             default_data=Ref("jobaware.sixth.synth:default_data"), signature=Ref("jobaware.sixth.bundle:signature"),
             input_example=Ref("jobaware.sixth.bundle:input_example"), score=Ref("jobaware.sixth.train:score"),
             predict_file=Ref("jobaware.sixth.service:predict_file"), train=Ref("jobaware.sixth.train:train"),
-            service="serving.sixth:SixthService", pipeline="pipelines.sixth:sixth_pipeline",
+            service="jobaware.serving.sixth:SixthService", pipeline="jobaware.pipelines.sixth:sixth_pipeline",
             example=("/double", {"n": 21}), smoke=(10, {}), commands=Ref("jobaware.sixth.commands:register"),
             card=CardPart(answer=Ref("jobaware.sixth.card:answer"), shown=Ref("jobaware.sixth.card:shown"),
                           words=Ref("jobaware.sixth.card:words")))
@@ -110,13 +110,13 @@ FILES = {
         """,
     f"serving/{KEY}.py": """
         from jobaware.sixth import service as sixth
-        from serving.base import Route, service
+        from jobaware.serving.base import Route, service
 
         SixthService = service("sixth", "Twice a number.", sixth.LIMITS,
                                Route("/double", sixth.DoubleRequest, sixth.double), key="sixth")
         """,
     f"pipelines/{KEY}.py": """
-        from pipelines.common import one_step_pipeline
+        from jobaware.pipelines.common import one_step_pipeline
 
         sixth_pipeline = one_step_pipeline("sixth", "Twice a number: ingest, validate, train, register, promote")
         """,
@@ -124,8 +124,8 @@ FILES = {
         import os
 
         import jobaware
-        import pipelines
-        import serving
+        import jobaware.pipelines
+        import jobaware.serving
 
         extra = os.environ["JOBAWARE_TEST_EXTRA"]
         for package in (jobaware, serving, pipelines):
@@ -143,12 +143,12 @@ from jobaware import capabilities
 found["registry"] = capabilities.keys()
 
 from kfp import compiler
-from pipelines.runner import names, pipeline
+from jobaware.pipelines.runner import names, pipeline
 out = Path(tempfile.mkdtemp()) / "sixth.yaml"
 compiler.Compiler().compile(pipeline("sixth"), str(out))
 found["pipeline compiled"] = "jobaware-sixth" in out.read_text()
 import inspect
-from pipelines.all import Versions, all_pipeline
+from jobaware.pipelines.all import Versions, all_pipeline
 found["pipeline all"] = "sixth_data" in inspect.signature(all_pipeline.pipeline_func).parameters and "sixth" in Versions._fields
 found["pipeline names"] = "sixth" in names()
 
@@ -258,7 +258,7 @@ def test_a_sixth_capability_has_its_part_in_the_job_card(extra, tmp_path):
         assert lines[0].stdout == lines[1].stdout == "job 3: sixth: twice the id is 6; model 1\n"
 
         port = free_port()
-        gateway = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService",
+        gateway = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "jobaware.serving.card:CardService",
                                     "--port", str(port)], stdout=open(tmp_path / "card.log", "wb"),
                                    stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT,
                                    env=environment(extra, tmp_path, BENTOML_HOME=str(tmp_path / "bentoml"), **urls))

@@ -213,7 +213,7 @@ def _listening(port: int) -> bool:
 
 # ---------------------------------------------------------------- the capabilities' own commands
 def test_hold_parse_and_hold_label_on_the_real_logs(tmp_path):
-    logs = ROOT / "data" / "real" / "condor" / "mldag_standalone"
+    logs = ROOT / "jobaware" / "data" / "real" / "condor" / "mldag_standalone"
     out = tmp_path / "events.parquet"
     parsed = run("hold", "parse", "--input", logs, "--output", out, "--json")
     assert parsed.returncode == 0, parsed.stderr
@@ -227,7 +227,7 @@ def test_hold_parse_and_hold_label_on_the_real_logs(tmp_path):
 
 
 def test_similarity_rank_ranks_the_real_pool_with_the_job_first():
-    codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    codings = ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
     result = run("similarity", "rank", "18035492", "--input", codings, "--top", "3", "--json")
     assert result.returncode == 0, result.stderr
     ranking = json.loads(result.stdout)
@@ -239,24 +239,24 @@ def test_similarity_rank_ranks_the_real_pool_with_the_job_first():
 def test_classify_without_a_champion_says_what_to_run(tmp_path):
     env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    result = run("resource", "classify", "--input", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    result = run("resource", "classify", "--input", ROOT / "jobaware" / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert result.returncode == 1 and "no MLflow store" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_the_old_spellings_of_the_capability_commands_still_run_with_a_notice(tmp_path):
     """`jobaware classify|similar|events parse` became `jobaware resource classify|similarity rank|hold parse`; the
     old spellings stay for one release, hidden from the help, each naming its new spelling."""
-    codings = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    codings = ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
     similar = run("similar", "18035492", "--data", codings, "--top", "3", "--json")
     assert similar.returncode == 0 and json.loads(similar.stdout)[0]["jobid"] == 18035492, similar.stderr
     assert "notice: this command is now `jobaware similarity rank`" in similar.stderr
     assert "notice: --data is now --input" in similar.stderr
-    parsed = run("events", "parse", ROOT / "data" / "real" / "condor" / "mldag_standalone", "--out",
+    parsed = run("events", "parse", ROOT / "jobaware" / "data" / "real" / "condor" / "mldag_standalone", "--out",
                  tmp_path / "events.parquet", "--json")
     assert parsed.returncode == 0 and "now `jobaware hold parse`" in parsed.stderr, parsed.stderr
     env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home")}
     env.pop("MLFLOW_TRACKING_URI", None)
-    classify = run("classify", ROOT / "data" / "real" / "scripts" / "labels.csv", env=env)
+    classify = run("classify", ROOT / "jobaware" / "data" / "real" / "scripts" / "labels.csv", env=env)
     assert classify.returncode == 1 and "now `jobaware resource classify`" in classify.stderr
     listed = run("--help").stdout
     assert all(f"│ {old} " not in listed for old in ("classify", "similar", "events"))
@@ -359,7 +359,7 @@ def test_synth_never_replaces_a_folder_and_a_refusal_leaves_no_folder_behind(tmp
 
 def test_a_refused_follow_leaves_no_log_file(tmp_path):
     """`hold follow --audit DIR` was refused but left `DIR.log`."""
-    log = ROOT / "data" / "real" / "condor" / "mldag_standalone" / "metl_12636334.log"
+    log = ROOT / "jobaware" / "data" / "real" / "condor" / "mldag_standalone" / "metl_12636334.log"
     folder = tmp_path / "audit"
     folder.mkdir()
     result = run("hold", "follow", "--input", log, "--audit", folder, "--once")

@@ -34,7 +34,7 @@ KEYS = capabilities.keys()
 
 def _normalised(text: str) -> list:
     """Parsed IR YAML (pipeline and platform spec) with the image replaced: a developer's JOBAWARE_IMAGE changes nothing."""
-    from components import IMAGE
+    from jobaware.components import IMAGE
 
     return list(yaml.safe_load_all(text.replace(IMAGE, "<image>")))
 
@@ -43,11 +43,11 @@ def _normalised(text: str) -> list:
 def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
     from kfp import compiler
 
-    from pipelines.runner import pipeline
+    from jobaware.pipelines.runner import pipeline
 
     compiled = tmp_path / f"{name}.yaml"
     compiler.Compiler().compile(pipeline(name), str(compiled))
-    golden = ROOT / "pipelines" / "golden" / f"{name}.yaml"
+    golden = ROOT / "jobaware" / "pipelines" / "golden" / f"{name}.yaml"
     assert _normalised(compiled.read_text()) == _normalised(golden.read_text()), (
         f"{name} changed: recompile with `jobaware pipeline compile --output pipelines/golden --overwrite` and review the diff")
 
@@ -56,9 +56,9 @@ def test_compiled_pipeline_equals_its_golden_yaml(name, tmp_path):
 def test_every_mlflow_step_reads_the_tracking_uri_and_user_from_the_secret_and_is_labelled_for_mlflow(key):
     """MLflow's NetworkPolicy lets in the pipeline steps' pods by these labels (tests/test_k8s.py checks the policy
     against them), and MLflow's authentication wants the admin user, from the same Secret as the URI."""
-    from pipelines.common import TRACKED_POD_LABELS
+    from jobaware.pipelines.common import TRACKED_POD_LABELS
 
-    golden = yaml.safe_load_all((ROOT / "pipelines" / "golden" / f"{key}.yaml").read_text())
+    golden = yaml.safe_load_all((ROOT / "jobaware" / "pipelines" / "golden" / f"{key}.yaml").read_text())
     spec, platform = list(golden)
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     commands = {name: " ".join(e["container"]["command"]) for name, e in spec["deploymentSpec"]["executors"].items()}
@@ -108,7 +108,7 @@ _RUNS: dict[str, str] = {}
 def smoke_version(key: str, home: Path, tmp: Path) -> str:
     """Run the capability's pipeline once (kfp.local) on small generated data; the version it registered."""
     if key not in _RUNS:
-        from pipelines.runner import run_local
+        from jobaware.pipelines.runner import run_local
 
         capability = capabilities.get(key)
         records, params = capability.smoke
@@ -220,7 +220,7 @@ def test_a_failed_contract_stops_validation(key, tmp_path):
     assert steps.validate(dataset)["success"]
     broken = 0
     for table in dataset.glob("*.parquet"):
-        suite = json.loads((ROOT / "data_contracts" / f"{table.stem}.json").read_text())
+        suite = json.loads((ROOT / "jobaware" / "data_contracts" / f"{table.stem}.json").read_text())
         required = [e["kwargs"]["column"] for e in suite["expectations"] if e["type"] == "expect_column_values_to_not_be_null"]
         if required:
             frame = pd.read_parquet(table)
@@ -332,7 +332,7 @@ def test_a_contract_judges_arrow_text_as_it_judges_python_text(key, tmp_path):
     steps.ingest(key, str(data), tmp_path / "dataset")
     for table in (tmp_path / "dataset").glob("*.parquet"):
         frame = pq.read_table(table).to_pandas(types_mapper=contracts._types)  # as validate_parquet reads it
-        suite = json.loads((ROOT / "data_contracts" / f"{table.stem}.json").read_text())
+        suite = json.loads((ROOT / "jobaware" / "data_contracts" / f"{table.stem}.json").read_text())
         for item in suite["expectations"]:  # break each text check once, in its own row
             column = item["kwargs"].get("column")
             if column in frame and pd.api.types.is_string_dtype(frame[column]) and item["type"] != "expect_column_values_to_not_be_null":
@@ -419,7 +419,7 @@ def test_every_slice_has_the_same_files_for_the_same_roles(key):
     assert "Evaluation" in sum(modules[slice_dir / "train.py"][1].values(), []), f"{key}: no Evaluation subclass in train.py"
 
     if (slice_dir / "steps.py").is_file():
-        component = ROOT / "components" / f"{key}.py"
+        component = ROOT / "jobaware" / "components" / f"{key}.py"
         called = set(re.findall(rf"from jobaware\.{key}\.steps import (\w+)", component.read_text())) if component.is_file() else set()
         public = {f for f in modules[slice_dir / "steps.py"][0] if not f.startswith("_")}
         assert public and public == called and all(f.endswith("_step") for f in public), (
@@ -428,11 +428,11 @@ def test_every_slice_has_the_same_files_for_the_same_roles(key):
 # ---------------------------------------------------------------- the CLI contract
 # Each capability's real sample (a small slice where the sample is large) and a file that is not its data.
 REAL_SAMPLES = {
-    "failure": ROOT / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",
-    "hold": ROOT / "data" / "real" / "condor" / "htcondor_test_condor.log",
-    "similarity": ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
-    "resource": ROOT / "data" / "real" / "scripts",
-    "wait": ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
+    "failure": ROOT / "jobaware" / "data" / "real" / "nrel" / "eagle_sample_jobs.csv",
+    "hold": ROOT / "jobaware" / "data" / "real" / "condor" / "htcondor_test_condor.log",
+    "similarity": ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv",
+    "resource": ROOT / "jobaware" / "data" / "real" / "scripts",
+    "wait": ROOT / "jobaware" / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf",
 }
 SENTINEL = b"an existing file that a refused command must leave as it is\n"
 

@@ -47,7 +47,7 @@ def mutate(data: bytes, mutations) -> bytes:
     return data
 
 
-REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+REAL = Path(__file__).resolve().parents[1] / "jobaware" / "data" / "real"
 
 
 def _head(path: Path, lines: int) -> bytes:

@@ -25,7 +25,7 @@ import jobaware
 from jobaware import capabilities
 from tests.conftest import ROOT
 
-K8S = ROOT / "k8s"
+K8S = ROOT / "jobaware" / "k8s"
 OVERLAYS = sorted(p.name for p in (K8S / "overlays").iterdir() if (p / "kustomization.yaml").is_file())
 KUBERNETES_VERSION = "1.30"  # the oldest minor the manifests are checked against
 
@@ -92,7 +92,7 @@ def test_the_card_gateway_reaches_every_service_it_asks_by_its_in_cluster_name(o
     """The gateway (serving/card.py) finds each service by JOBAWARE_<KEY>_URL (jobaware.config.service_url): every
     registered capability's URL names that capability's Service and port."""
     [gateway] = objects(overlay, "Deployment")["jobaware-card"]["spec"]["template"]["spec"]["containers"]
-    assert gateway["command"][:3] == ["bentoml", "serve", "serving.card:CardService"]
+    assert gateway["command"][:3] == ["bentoml", "serve", "jobaware.serving.card:CardService"]
     env = {e["name"]: e["value"] for e in gateway["env"]}
     services = objects(overlay, "Service")
     for key in capabilities.keys():
@@ -130,7 +130,7 @@ def test_secrets_are_only_referenced(overlay):
 
 
 def test_every_capability_has_its_pipeline_in_all():
-    from pipelines.all import Versions, all_pipeline
+    from jobaware.pipelines.all import Versions, all_pipeline
 
     parameters = inspect.signature(all_pipeline.pipeline_func).parameters
     for key in capabilities.keys():
@@ -216,7 +216,7 @@ def reachable(policies: list[dict], source: Pod, target: Pod, port: int, protoco
 
 def golden_pipeline_step_labels() -> dict:
     """The labels Kubeflow Pipelines puts on the pods of the steps that talk to MLflow, from the compiled pipeline."""
-    _, platform = yaml.safe_load_all((ROOT / "pipelines" / "golden" / "failure.yaml").read_text())
+    _, platform = yaml.safe_load_all((ROOT / "jobaware" / "pipelines" / "golden" / "failure.yaml").read_text())
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     labels = [e.get("podMetadata", {}).get("labels", {}) for e in executors.values() if "secretAsEnv" in e]
     assert labels and all(x == labels[0] for x in labels)
@@ -237,7 +237,7 @@ def pods(overlay: str) -> dict[str, Pod]:
         "ingress-controller": ("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx",
                                                  "app.kubernetes.io/component": "controller"}),
         "debug-in-namespace": ("jobaware", {"run": "debug"}),
-        "other-pipeline-step": ("kubeflow", {"pipelines.kubeflow.org/v2_component": "true"}),
+        "other-pipeline-step": ("kubeflow", {"jobaware.pipelines.kubeflow.org/v2_component": "true"}),
         "other-namespace": ("default", {"app.kubernetes.io/part-of": "jobaware", "app.kubernetes.io/component": "service"}),
         "dns": ("kube-system", {"k8s-app": "kube-dns"}),
     }
@@ -414,7 +414,7 @@ def named_secrets(overlay: str) -> dict[str, set[str]]:
 
 def pipeline_secrets() -> dict[str, set[str]]:
     named: dict[str, set[str]] = {}
-    for golden in (ROOT / "pipelines" / "golden").glob("*.yaml"):
+    for golden in (ROOT / "jobaware" / "pipelines" / "golden").glob("*.yaml"):
         _, platform = yaml.safe_load_all(golden.read_text())
         for executor in platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"].values():
             for secret in executor.get("secretAsEnv", []):
@@ -473,4 +473,4 @@ def test_the_readme_tells_a_site_how_to_provide_each():
     for value in [*SITE["images"].values(), *SITE["hosts"], *SITE["namespaces"]]:
         assert value in text, f"k8s/README.md does not name {value}"
     for host, where in SITE["hosts"].items():
-        assert (ROOT / where["set_in"]).is_file() and host in (ROOT / where["set_in"]).read_text()
+        assert (K8S / where["set_in"]).is_file() and host in (K8S / where["set_in"]).read_text()

@@ -13,7 +13,6 @@ import pytest
 
 from tests.conftest import ROOT
 
-PACKAGES = ("jobaware", "serving", "adapters", "pipelines", "components")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
@@ -31,8 +30,7 @@ def test_the_layers_hold():
 @pytest.fixture
 def tree(tmp_path) -> Path:
     """A copy of the project's code (what the contracts look at) to break on purpose."""
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "jobaware", tmp_path / "jobaware", ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "data"))
     (tmp_path / "tests").mkdir()
     for name in ("__init__.py", "layers.py"):
         shutil.copy(ROOT / "tests" / name, tmp_path / "tests" / name)
@@ -61,8 +59,16 @@ def test_a_service_reaching_past_a_slice_service_module_breaks_the_contract(tree
     from jobaware import capabilities
 
     key = capabilities.keys()[0]
-    _import_into(tree / "serving" / "base.py", f"import jobaware.{key}.capability  # noqa")
+    _import_into(tree / "jobaware" / "serving" / "base.py", f"import jobaware.{key}.capability  # noqa")
     result = lint_imports(tree)
     assert result.returncode == 1, result.stdout[-3000:]
     assert "the services import only the slices' service modules BROKEN" in result.stdout
-    assert f"serving.base imports jobaware.{key}.capability" in result.stdout
+    assert f"jobaware.serving.base imports jobaware.{key}.capability" in result.stdout
+
+
+def test_the_platform_reaching_a_layer_above_breaks_the_contract(tree):
+    _import_into(tree / "jobaware" / "store" / "base.py", "import jobaware.serving.base  # noqa")
+    result = lint_imports(tree)
+    assert result.returncode == 1, result.stdout[-3000:]
+    assert "the platform imports nothing above it (the CLI alone reaches up) BROKEN" in result.stdout
+    assert "jobaware.store.base reaches jobaware.serving" in result.stdout

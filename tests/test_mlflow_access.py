@@ -25,7 +25,7 @@ READER, READER_PASSWORD = "jobaware-reader", "reader-password-for-the-test"
 
 def manifests() -> tuple[list[str], str]:
     """The MLflow container's command and the basic_auth.ini of k8s/base/mlflow.yaml."""
-    documents = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "k8s" / "base" / "mlflow.yaml").read_text()) if d}
+    documents = {d["kind"]: d for d in yaml.safe_load_all((ROOT / "jobaware" / "k8s" / "base" / "mlflow.yaml").read_text()) if d}
     [container] = documents["Deployment"]["spec"]["template"]["spec"]["containers"]
     return container["command"], documents["ConfigMap"]["data"]["basic_auth.ini"]
 

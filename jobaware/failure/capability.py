@@ -26,8 +26,8 @@ CAPABILITY = Capability(
     input_example=Ref("jobaware.failure.bundle:input_example"),
     score=Ref("jobaware.failure.train:score"),
     predict_file=Ref("jobaware.failure.service:predict_file"),
-    service="serving.failure:FailureService",
-    pipeline="pipelines.failure:failure_pipeline",
+    service="jobaware.serving.failure:FailureService",
+    pipeline="jobaware.pipelines.failure:failure_pipeline",
     formats=("NREL Eagle jobs: CSV, JSON, Parquet", "Standard Workload Format (.swf)", "squeue --json"),
     example=("/predict", {"jobs": [{
         "job_id": 1, "user": "user0001", "account": "account0001", "partition": "partition002", "qos": "normal",

@@ -35,7 +35,7 @@ class FailureParams(BaseModel):
     # with probability max_train_rows / (training jobs), one uniform draw per job in time order from a generator
     # seeded with `seed`; features and evaluation still cover every job
     max_train_rows: Annotated[Count, Field(ge=1000, le=100_000_000)] = 500_000
-    # the public traces (data/real/failure.public.json) beside a site's own jobs: "extra" adds their labelled jobs to
+    # the public traces (jobaware/data/real/failure.public.json) beside a site's own jobs: "extra" adds their labelled jobs to
     # the training side (the model then reads the portable features alone; a trace that is the data itself is left
     # out), "none" trains on the site's jobs alone, "auto" is "extra" unless the data was generated (a generator's
     # truth beside it)

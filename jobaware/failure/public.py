@@ -1,7 +1,7 @@
 """The public traces: real job records of other sites, from which `failure` learns before a site has finished jobs
 of its own.
 
-A manifest (`data/real/failure.public.json`, the default data of `failure`) lists the traces; `ingest` reads each
+A manifest (`jobaware/data/real/failure.public.json`, the default data of `failure`) lists the traces; `ingest` reads each
 through the failure readers into one table, `public_jobs.parquet`: the canonical columns and `site`, the trace's
 name (job ids and names are a site's own: they are told apart by the site). A listed trace whose labelled jobs hold
 no failure is left out and said so. `public.json` beside the table names the sites read, with their jobs and
@@ -24,20 +24,21 @@ from jobaware.failure.reader.dispatch import PARQUET_OPTIONS, account, iter_batc
 from jobaware.failure.schema import FAILURES
 from jobaware.fit import public_traces
 from jobaware.jobtable.schema import CANONICAL
+from jobaware.packaged import bundled
 from jobaware.reading import QUARANTINE, ReadReport
 
 TABLE = "public_jobs"
 SUMMARY = "public.json"
 SITE = "site"
 SCHEMA = CANONICAL.append(pa.field(SITE, pa.string()))
-MANIFEST = Path(__file__).resolve().parents[2] / "data" / "real" / "failure.public.json"
+MANIFEST = bundled("data", "real", "failure.public.json")
 
 
 def manifest() -> Path:
     """The bundled manifest of public traces; an InputError where the traces are not there (an image without
-    data/real)."""
+    jobaware/data/real)."""
     if not MANIFEST.is_file():
-        raise InputError(f"{MANIFEST}: the public traces are not here (the repository's data/real)")
+        raise InputError(f"{MANIFEST}: the public traces are not here (the repository's jobaware/data/real)")
     return MANIFEST
 
 

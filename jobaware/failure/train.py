@@ -318,7 +318,7 @@ def _public_beside(dataset_dir: Path, choice: str, generated: bool, workdir: Pat
     A trace the dataset was read from is left out: a site is never its own public data."""
     if choice == "none" or (choice == "auto" and generated):
         return None
-    if choice == "auto" and not public.MANIFEST.is_file():  # an image without data/real: the site's jobs alone
+    if choice == "auto" and not public.MANIFEST.is_file():  # an image without jobaware/data/real: the site's jobs alone
         print(f"public traces not here ({public.MANIFEST}): trained on this data alone")
         return None
     report = dataset_dir / READ_REPORT

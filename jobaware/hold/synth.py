@@ -51,6 +51,7 @@ from scipy.special import ndtr
 
 from jobaware.errors import InputError
 from jobaware.hold.outcomes import Outcomes, release_chance
+from jobaware.packaged import bundled
 
 MIN_JOBS, MAX_JOBS = 10, 20_000_000
 JOBS_PER_DAY = 5_000
@@ -747,11 +748,11 @@ def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, pr
 
 def real_logs() -> list[str]:
     """The real logs `make run` trains and evaluates on: $JOBAWARE_HOLD_REAL (paths, globs or folders, separated
-    by the path separator), else the repository's data/real/condor (the OSPool logs; HTCondor's own test logs are
-    not real jobs) and data/real/condor-more (none where neither is there, e.g. an image without them)."""
+    by the path separator), else the repository's jobaware/data/real/condor (the OSPool logs; HTCondor's own test logs are
+    not real jobs) and jobaware/data/real/condor-more (none where neither is there, e.g. an image without them)."""
     if os.environ.get(REAL_LOGS_ENV):
         return [s for s in os.environ[REAL_LOGS_ENV].split(os.pathsep) if s]
-    real = Path(__file__).resolve().parents[2] / "data" / "real"
+    real = bundled("data", "real")
     found = [*sorted((real / "condor").glob("mldag_*.log")), real / "condor" / "mldag_standalone", real / "condor-more"]
     return [str(p) for p in found if p.exists()]
 

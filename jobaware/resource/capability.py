@@ -23,8 +23,8 @@ CAPABILITY = Capability(
     input_example=Ref("jobaware.resource.bundle:input_example"),
     score=Ref("jobaware.resource.train:score"),
     predict_file=Ref("jobaware.resource.service:predict_file"),
-    service="serving.resource:ResourceService",
-    pipeline="pipelines.resource:resource_pipeline",
+    service="jobaware.serving.resource:ResourceService",
+    pipeline="jobaware.pipelines.resource:resource_pipeline",
     formats=("job scripts (Python, batch shell): files, folders", "labels.csv with file,class"),
     example=("/classify", {"scripts": [{"name": "solve.py", "text": (
         "import numpy as np\n"

@@ -10,7 +10,7 @@ above the real score drops, the real labels disagreeing with text-book semantics
 seed-SVM baselines run in the same folds, for the table.
 
 Real scripts: the dataset's usable real scripts and, with `bundled_real` (default), the real labelled sample
-shipped in data/real/scripts or where $JOBAWARE_RESOURCE_REAL points (joined by content: a script already in
+shipped in jobaware/data/real/scripts or where $JOBAWARE_RESOURCE_REAL points (joined by content: a script already in
 the dataset is not added twice; groups recomputed over the union). So a run on generated data alone is
 still trained and scored on real scripts, and a run that brings its own real scripts adds them to the sample.
 
@@ -36,6 +36,7 @@ import pandas as pd
 
 from jobaware.errors import InputError, JobawareError
 from jobaware.model import Evaluation
+from jobaware.packaged import bundled
 from jobaware.resource.bundle import ResourceBundle, limits_from, make_model
 from jobaware.resource.capability import FEATURE_VERSION, MIN_EVAL_ROWS, PRIMARY_METRIC
 from jobaware.resource.evaluate import (
@@ -59,8 +60,8 @@ REAL_SAMPLE_ENV = "JOBAWARE_RESOURCE_REAL"
 
 def real_sample_path() -> Path:
     """The labels.csv of the real sample: $JOBAWARE_RESOURCE_REAL (a labels.csv or its folder), else the
-    repository's data/real/scripts."""
-    path = Path(os.environ.get(REAL_SAMPLE_ENV) or Path(__file__).resolve().parents[2] / "data" / "real" / "scripts")
+    repository's jobaware/data/real/scripts."""
+    path = Path(os.environ.get(REAL_SAMPLE_ENV) or bundled("data", "real", "scripts"))
     return path / "labels.csv" if path.suffix != ".csv" else path
 BASELINES = ("majority", "seed_svm")
 TIE = 0.005

@@ -1,6 +1,6 @@
 """Generated Mistral-like job pools: every table of `schema` in its exact format, with planted families.
 
-Shape (measured on the real sample, data/real/mistral, 69,937 jobs; `measure_shape` recomputes it and the
+Shape (measured on the real sample, jobaware/data/real/mistral, 69,937 jobs; `measure_shape` recomputes it and the
 tests compare): 54.9 % of jobs are one segment long; 64.4 % of those and 20.0 % of the longer ones are
 all-zero (44.4 % overall); longer jobs follow the real length histogram to 433 segments; about a quarter of
 the segments of a longer job with I/O are idle; active segments use the real sample's commonest 9-bit symbols.
@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobaware.errors import InputError
+from jobaware.packaged import bundled
 from jobaware.similarity import variants
 from jobaware.similarity.flat import row_of
 from jobaware.similarity.schema import (
@@ -379,10 +380,10 @@ def _write_chunk(handles: dict, jobs: list[Job], jobids: np.ndarray, rng: np.ran
 
 
 def real_sample() -> Path | None:
-    """The real DKRZ Mistral binary codings: $JOBAWARE_MISTRAL_REAL, else the repository's data/real/mistral
+    """The real DKRZ Mistral binary codings: $JOBAWARE_MISTRAL_REAL, else the repository's jobaware/data/real/mistral
     (None where neither is there, e.g. an image without the sample)."""
     path = Path(os.environ.get(REAL_SAMPLE_ENV) or
-                Path(__file__).resolve().parents[2] / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv")
+                bundled("data", "real", "mistral", "dkrz_mistral_job_codings_binary.csv"))
     return path if path.is_file() else None
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from jobaware.errors import InputError
+from jobaware.packaged import bundled
 from jobaware.swf import SUFFIXES
 
 START_EPOCH = 1_700_000_000
@@ -81,7 +82,7 @@ def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, pr
 
 def real_trace() -> Path:
     """The real trace `make run` trains on: $JOBAWARE_SIZING_TRACE, else the repository's KTH-SP2 trace."""
-    path = Path(os.environ.get(REAL_TRACE_ENV) or Path(__file__).resolve().parents[2] / "data" / "real" / "swf" / DEFAULT_TRACE)
+    path = Path(os.environ.get(REAL_TRACE_ENV) or bundled("data", "real", "swf", DEFAULT_TRACE))
     if not path.is_file():
         raise InputError(f"{path}: the real trace sizing trains on by default is not there "
                          f"(set {REAL_TRACE_ENV} or give --data)")

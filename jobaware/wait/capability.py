@@ -25,8 +25,8 @@ CAPABILITY = Capability(
     train=Ref("jobaware.wait.train:train"),
     from_store=Ref("jobaware.store.export:from_store"),
     gate_size=Ref("jobaware.wait.train:gate_size"),
-    service="serving.wait:WaitService",
-    pipeline="pipelines.wait:wait_pipeline",
+    service="jobaware.serving.wait:WaitService",
+    pipeline="jobaware.pipelines.wait:wait_pipeline",
     formats=("Standard Workload Format traces (.swf, .swf.gz)", "a site's job store (the Slurm collector's)"),
     example=("/wait", {"time": "2024-01-01 09:10:00", "cluster": "example", "jobs": [
         {"job_id": 3, "user": "alice", "queue": "batch", "processors_req": 8, "wallclock_req": 600}],

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from jobaware.errors import InputError
+from jobaware.packaged import bundled
 
 MIN_JOBS, MAX_JOBS = 200, 500_000
 CAPACITY = 128
@@ -133,4 +134,4 @@ def write_synthetic(out: Path, n: int, seed: int = 0, fmt: str | None = None, pr
 
 def default_data(data_dir: Path, progress=None) -> str:
     """`make run`'s data: the bundled real KTH IBM SP2 trace."""
-    return str(Path(__file__).resolve().parents[2] / "data" / "real" / "swf" / REAL_DEFAULT)
+    return str(bundled("data", "real", "swf", REAL_DEFAULT))

@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import ROOT
 
-UNITS = ROOT / "deploy" / "systemd"
+UNITS = ROOT / "jobaware" / "deploy" / "systemd"
 JOBAWARE = str(Path(sys.executable).with_name("jobaware"))
 INSTALLED = "/opt/jobaware/venv/bin/jobaware"  # where the units expect the package's venv
 
@@ -142,7 +142,7 @@ def test_a_service_runs_out_of_connections_before_file_descriptors_and_every_uni
     """The file descriptor limit of a service is well above its connection cap (serving/connections.py), so a flood
     of connections meets the cap; the settings every unit reads name the service token (in the credentials file:
     the daemons' group reads it, users do not)."""
-    from serving.base import ServingLimits
+    from jobaware.serving.base import ServingLimits
 
     limit = re.search(r"^LimitNOFILE=(\d+)$", (UNITS / "jobaware-serve@.service").read_text(), re.MULTILINE)
     assert limit is not None and int(limit.group(1)) >= 4 * ServingLimits.model_fields["max_connections"].default

@@ -15,10 +15,10 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.slurm.adapter import PendingJobAdapter, Policy
-from adapters.slurm.verdicts import read_cache
 from jobaware import capabilities
 from jobaware import card as cards
+from jobaware.adapters.slurm.adapter import PendingJobAdapter, Policy
+from jobaware.adapters.slurm.verdicts import read_cache
 from jobaware.capabilities import CardPart, Ref
 from jobaware.card import NotApplicable
 from jobaware.store import open_store
@@ -82,7 +82,7 @@ def slurm() -> Replay:
 @pytest.fixture
 def judged(registered, tmp_path):
     """One adapter pass over the pending jobs of a captured squeue, acting (on a recorded Slurm), with a cache."""
-    from adapters.slurm.collector import Collector
+    from jobaware.adapters.slurm.collector import Collector
 
     store = open_store(str(tmp_path / "store"))
     replay = slurm()
@@ -120,7 +120,7 @@ def test_the_plugin_prints_the_registered_advice(judged, tmp_path):
 
     if LUA is None:
         pytest.skip("lua5.1 is not installed here")
-    from adapters.slurm.plugins import write_plugins
+    from jobaware.adapters.slurm.plugins import write_plugins
 
     write_plugins(tmp_path / "etc", cache=str(judged["cache"]))
     _, stderr = run(tmp_path / "etc" / "cli_filter.lua", ["advise\ttype=sbatch\tpartition=debug\tntasks=2"],
@@ -130,9 +130,9 @@ def test_the_plugin_prints_the_registered_advice(judged, tmp_path):
 
 
 def test_jobaware_card_and_the_gateway_show_the_registered_part(judged, monkeypatch):
-    from adapters.slurm import collector
+    from jobaware.adapters.slurm import collector
     from jobaware.cli import app
-    from serving.card import CardRequest
+    from jobaware.serving.card import CardRequest
 
     monkeypatch.setattr(collector, "Slurm", lambda timeout=30: slurm())
     url = judged["url"]
@@ -203,7 +203,7 @@ def test_a_part_may_ask_another_part_which_may_not_ask_on(registered, monkeypatc
 def test_jobaware_card_part_shows_only_the_parts_asked_for_from_the_services_or_the_gateway(judged, monkeypatch):
     """`--part KEY`, which names no capability: one line per part asked, the others never asked; from the gateway,
     its card cut to those parts (a part it lacks is unavailable, exit 1)."""
-    from adapters.slurm import collector
+    from jobaware.adapters.slurm import collector
     from jobaware.cli import app
 
     monkeypatch.setattr(collector, "Slurm", lambda timeout=30: slurm())

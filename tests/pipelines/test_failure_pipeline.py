@@ -2,7 +2,7 @@ import pytest
 
 from jobaware import config, tracking
 from jobaware.failure.synth import write
-from pipelines.runner import run_local
+from jobaware.pipelines.runner import run_local
 
 
 @pytest.mark.slow

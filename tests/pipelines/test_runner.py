@@ -1,7 +1,7 @@
 """The local runner's reading of kfp.local's log: one line per step, parallel iterations numbered, the steps' own
 progress lines, and the CPU each step took."""
 
-from pipelines.runner import StepEvents, children_cpu
+from jobaware.pipelines.runner import StepEvents, children_cpu
 
 
 def test_parallel_iterations_of_a_step_are_numbered_and_each_finish_is_its_own():
@@ -69,7 +69,7 @@ def test_docker_steps_run_as_the_caller_and_change_no_owner_or_mode_on_the_host(
     on the host. Now each step runs as the caller's uid and gid, and the host's files keep their owner and mode."""
     import os
 
-    from pipelines.runner import _container_args
+    from jobaware.pipelines.runner import _container_args
 
     home, data = tmp_path / "home", tmp_path / "data.csv"
     (home / "mlruns" / "1").mkdir(parents=True)

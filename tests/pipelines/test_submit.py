@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pipelines.runner import kfp_cron
+from jobaware.pipelines.runner import kfp_cron
 from tests.pipelines.kfp_api import API, KfpApi
 from tests.test_cli import run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import threading
 
-from adapters.slurm.collector import said_memory, scontrol_uid
+from jobaware.adapters.slurm.collector import said_memory, scontrol_uid
 
 WORDS = "slurmstepd: error: Exceeded job memory limit\n"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import redis
 
-from adapters.slurm.notices import RedisNotices, job_id_of
-from adapters.slurm.usage import sacct_usage
+from jobaware.adapters.slurm.notices import RedisNotices, job_id_of
+from jobaware.adapters.slurm.usage import sacct_usage
 from jobaware.failure.reader.slurm import sacct_ends
 from jobaware.text import ascii_digits
 from tests.conftest import ROOT

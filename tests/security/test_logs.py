@@ -70,18 +70,18 @@ def test_a_traceback_in_the_mail_log_is_one_line_too(tmp_path, restored_logging)
 
 def test_the_slurm_adapter_and_collector_logs_keep_a_forged_job_name_on_one_line(tmp_path, monkeypatch,
                                                                                    restored_logging):
-    from adapters.slurm.commands import _logging
+    from jobaware.adapters.slurm.commands import _logging
 
     monkeypatch.setenv("JOBAWARE_HOME", str(tmp_path))
     path = _logging("slurm-collect")
-    logging.getLogger("adapters.slurm.collector").warning("job %s: no state", NAME)
-    logging.getLogger("adapters.slurm.collector").warning(f"job {NAME}: formatted before logging")
+    logging.getLogger("jobaware.adapters.slurm.collector").warning("job %s: no state", NAME)
+    logging.getLogger("jobaware.adapters.slurm.collector").warning(f"job {NAME}: formatted before logging")
     assert_one_line_each(path, 2)
 
 
 def test_the_htcondor_follower_log_and_its_warnings_keep_a_forged_name_on_one_line(tmp_path, capsys,
                                                                                      restored_logging):
-    from adapters.htcondor.commands import _log_to
+    from jobaware.adapters.htcondor.commands import _log_to
 
     path = tmp_path / "hold-follow.log"
     _log_to(path)

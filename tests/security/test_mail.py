@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.mailprog import ACCOUNTING_WAIT, REQUEST
+from jobaware.adapters.slurm.mailprog import ACCOUNTING_WAIT, REQUEST
 from tests.conftest import ROOT, free_port
 from tests.smtp import smtp_server
 
@@ -72,7 +72,7 @@ def _plant(local_user, path: Path, text: str) -> None:
 def _deliver(site: dict) -> subprocess.CompletedProcess:
     """The delivery as root runs it (`jobaware-mail --deliver`: started by MailProg, or by an admin's flush), the
     site's sacct on its PATH."""
-    return subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", "--deliver"], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", "--deliver"], capture_output=True,
                           text=True, timeout=120, cwd="/", env={"PATH": f"{site['bin']}:/usr/bin:/bin",
                                                                 "JOBAWARE_CONFIG": str(site["env_file"]),
                                                                 "PYTHONPATH": str(ROOT)})
@@ -145,14 +145,14 @@ def test_mailprog_spools_only_the_slurm_variables_it_needs_and_refuses_one_of_a_
     environment = {**recorded["environment"], "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     spool = tmp_path / "home" / "mail"
     try:
-        done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+        done = subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", *recorded["argv"]],
                               capture_output=True, text=True, timeout=60, env=environment)
         assert done.returncode == 0, done.stderr
         [spooled] = [json.loads(p.read_text()) for p in (spool / "queue").glob("*.json")] or \
             [json.loads(p.read_text()) for p in (spool / "failed").glob("*.json")]
         assert set(spooled["request"]) <= set(REQUEST) and spooled["request"]["SLURM_JOB_ID"] == "2"
         bad = {**environment, "SLURM_ARRAY_JOB_ID": "2\n3"}
-        refused = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+        refused = subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", *recorded["argv"]],
                                  capture_output=True, text=True, timeout=60, env=bad)
         assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
         assert "SLURM_ARRAY_JOB_ID '2\\n3': expected ASCII digits" in refused.stderr
@@ -203,7 +203,7 @@ def test_a_job_name_cannot_forge_accounting_records_in_its_end_of_job_mail(tmp_p
     environment = {**recorded["environment"], "JOBAWARE_CONFIG": str(env_file), "PYTHONPATH": str(ROOT)}
     with smtp_server(port) as (inbox, _):
         try:
-            done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *recorded["argv"]],
+            done = subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", *recorded["argv"]],
                                   capture_output=True, text=True, timeout=60, env=environment)
             assert done.returncode == 0, done.stderr
             mails = inbox.wait(1, seconds=60)
@@ -285,7 +285,7 @@ def test_mailprog_keeps_a_mail_to_a_recipient_that_is_not_an_address_in_failed(t
     spool = tmp_path / "home" / "mail"
     with smtp_server(port) as (inbox, _):
         try:
-            done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", "-s", SUBJECT, recipient],
+            done = subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", "-s", SUBJECT, recipient],
                                   capture_output=True, text=True, timeout=60, env=environment)
             time.sleep(3)  # a delivery, had one started, sends at once (a Began mail has no text to wait for)
         finally:

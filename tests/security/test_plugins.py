@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import Shape, Verdict, users_folder, write_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.plugins import write_plugins
+from jobaware.adapters.slurm.verdicts import Shape, Verdict, users_folder, write_cache
 
 pytestmark = pytest.mark.slow
 VICTIM = "nobody"  # a user of every host, whose verdicts the attacker is after

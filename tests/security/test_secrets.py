@@ -78,7 +78,7 @@ def test_a_store_with_a_wrong_password_is_named_without_it(guarded_redis, uri, t
 
 
 def test_the_notices_stream_with_a_wrong_password_is_named_without_it(guarded_redis):
-    from adapters.slurm.notices import open_notices
+    from jobaware.adapters.slurm.notices import open_notices
 
     with pytest.raises(JobawareError) as refused:
         open_notices(f"redis://:{WRONG}@{guarded_redis}/0?stream=jobaware:notices")
@@ -87,7 +87,7 @@ def test_the_notices_stream_with_a_wrong_password_is_named_without_it(guarded_re
 
 
 def test_the_doctor_names_a_store_without_its_password(guarded_redis):
-    from adapters.slurm.doctor import check_store
+    from jobaware.adapters.slurm.doctor import check_store
 
     for pw in (WRONG, PASSWORD):
         [check] = check_store(f"redis://:{pw}@{guarded_redis}/0")
@@ -112,15 +112,15 @@ def test_a_copy_and_an_export_of_a_store_reached_with_its_password_never_write_i
 
 
 def test_a_log_line_naming_a_uri_hides_its_password(tmp_path, monkeypatch):
-    from adapters.slurm.commands import _logging
+    from jobaware.adapters.slurm.commands import _logging
 
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     monkeypatch.setenv("JOBAWARE_HOME", str(tmp_path))
     try:
         path = _logging("slurm-collect")
-        logging.getLogger("adapters.slurm.collector").error("store %s: lost", f"rediss://u:{WRONG}@db.example:6380/1")
-        logging.getLogger("adapters.slurm.collector").error(f"notices redis://db.example/0?password={WRONG}&x=1")
+        logging.getLogger("jobaware.adapters.slurm.collector").error("store %s: lost", f"rediss://u:{WRONG}@db.example:6380/1")
+        logging.getLogger("jobaware.adapters.slurm.collector").error(f"notices redis://db.example/0?password={WRONG}&x=1")
     finally:
         for handler in root.handlers:
             if handler not in saved[0]:

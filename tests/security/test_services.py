@@ -106,7 +106,7 @@ def gateway(forger, token_file, tmp_path_factory) -> dict:
            "JOBAWARE_HOME": str(home), "BENTOML_HOME": str(home / "bentoml"), "JOBAWARE_FAILURE_URL": forger,
            config.TOKEN_FILE_ENV: str(token_file), "JOBAWARE_MAX_CONNECTIONS": str(MAX_CONNECTIONS),
            "JOBAWARE_AUDIT_MAX_BYTES": str(AUDIT_MAX_BYTES), "JOBAWARE_AUDIT_BACKUPS": str(AUDIT_BACKUPS)}
-    process = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService",
+    process = subprocess.Popen([str(Path(sys.executable).with_name("bentoml")), "serve", "jobaware.serving.card:CardService",
                                 "--port", str(port)], stdout=open(home / "serve.log", "wb"), stderr=subprocess.STDOUT,
                                start_new_session=True, cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
@@ -125,8 +125,8 @@ def site_token(token_file, monkeypatch) -> bytes:
 
 # ---------------------------------------------------------------- a user answers for a service
 def test_a_user_on_a_service_port_cannot_answer_for_the_service(forger, gateway, site_token):
-    from adapters.common.services import FailOpen
-    from adapters.htcondor.client import DecisionClient
+    from jobaware.adapters.common.services import FailOpen
+    from jobaware.adapters.htcondor.client import DecisionClient
 
     refused = f"{forger}/predict: {identity.NO_PROOF}"
     # the adapter's client (root or SlurmUser): an outage, backed off, never a verdict; its probe refused too
@@ -160,8 +160,8 @@ def test_a_user_on_a_service_port_cannot_answer_for_the_service(forger, gateway,
 
 
 def test_slurm_doctor_names_a_service_that_is_not_the_deployments(forger, gateway, site_token):
-    from adapters.slurm.adapter import Policy
-    from adapters.slurm.doctor import check_identity, check_services
+    from jobaware.adapters.slurm.adapter import Policy
+    from jobaware.adapters.slurm.doctor import check_identity, check_services
 
     identified, token = check_identity()
     assert identified.ok and token == site_token
@@ -182,7 +182,7 @@ def test_slurm_doctor_names_a_service_that_is_not_the_deployments(forger, gatewa
 def test_no_service_has_a_default_url(monkeypatch):
     """A capability the deployment names no URL for is not deployed: nothing asks a port anyone may have bound
     first; the adapter refuses to start without the one whose part every verdict needs."""
-    from adapters.slurm.adapter import PendingJobAdapter, Policy
+    from jobaware.adapters.slurm.adapter import PendingJobAdapter, Policy
 
     for name in list(os.environ):
         if name.startswith("JOBAWARE_") and name.endswith("_URL"):
@@ -214,7 +214,7 @@ def test_a_token_others_may_read_or_guess_is_refused(tmp_path, monkeypatch, mode
 def test_a_user_who_cannot_read_the_token_is_told_the_answers_are_unverified(tmp_path, monkeypatch):
     """`jobaware card` run by a user: the site's token (root:jobaware 0640) is not theirs to open, so the card's
     answers are shown unverified, and said to be; whoever may read it has them verified."""
-    from adapters.slurm.commands import readable_token
+    from jobaware.adapters.slurm.commands import readable_token
 
     path = config.make_service_token(tmp_path / "service.token")
     monkeypatch.setenv(config.TOKEN_FILE_ENV, str(path))

@@ -78,7 +78,7 @@ def test_picks_up_a_new_champion_without_restart(failure_service, champion):
     from jobaware.failure.reader import read_jobs
     from tests.jobaware.test_tracking import _log
 
-    jobs = read_jobs(__import__("tests.conftest", fromlist=["x"]).ROOT / "data/real/swf/KTH-SP2-1996-2.1-cln.swf")[0]
+    jobs = read_jobs(__import__("tests.conftest", fromlist=["x"]).ROOT / "jobaware/data/real/swf/KTH-SP2-1996-2.1-cln.swf")[0]
     new, _ = _log(jobs.iloc[:8000], {"max_iter": 30})
     assert gate.promote("failure", new, force=True)["champion"] == new
     try:

@@ -1,5 +1,5 @@
 """Each registered service's OpenAPI document shows every request body exactly as the slice's body model states it
-(`openapi_schema` of the route's body, `serving.base.json_body`), and declares every field's type. BentoML rewrites a schema on its way into the document (it keeps only the first
+(`openapi_schema` of the route's body, `jobaware.serving.base.json_body`), and declares every field's type. BentoML rewrites a schema on its way into the document (it keeps only the first
 alternative of an `anyOf` or `allOf` in a field, and stores bounds as floats): the slices' schemas say
 alternatives with `oneOf` and keep bounds float-exact, and this test finds any that does not."""
 

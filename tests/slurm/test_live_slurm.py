@@ -6,8 +6,8 @@ import time
 import httpx
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
 from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs

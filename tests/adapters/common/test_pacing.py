@@ -1,6 +1,6 @@
 """The rate limit on acts and the back-off per service, on a clock the tests move."""
 
-from adapters.common.pacing import Backoff, RateLimit
+from jobaware.adapters.common.pacing import Backoff, RateLimit
 
 
 def test_the_rate_limit_takes_all_of_a_verdicts_acts_or_none():

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from adapters.common.services import WARN_EVERY_S, FailOpen
+from jobaware.adapters.common.services import WARN_EVERY_S, FailOpen
 from tests.conftest import free_port
 from tests.loopback import JsonServer
 
@@ -25,8 +25,8 @@ def clock():
 
 
 def test_replies_never_raise_and_a_refusal_is_not_an_outage(clock, caplog):
-    caplog.set_level(logging.DEBUG, "adapters.common.services")
-    said = lambda: [r for r in caplog.records if r.name == "adapters.common.services"]  # noqa: E731 - its own only
+    caplog.set_level(logging.DEBUG, "jobaware.adapters.common.services")
+    said = lambda: [r for r in caplog.records if r.name == "jobaware.adapters.common.services"]  # noqa: E731 - its own only
     server = JsonServer(answer).start()
     services = FailOpen({"echo": server.url}, timeout=2, clock=lambda: clock[0])
     try:

@@ -1,4 +1,4 @@
-"""Real events to write (taken from the real logs in data/real/condor), and the adapter's runner."""
+"""Real events to write (taken from the real logs in jobaware/data/real/condor), and the adapter's runner."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-CONDOR = ROOT / "data" / "real" / "condor"
+CONDOR = ROOT / "jobaware" / "data" / "real" / "condor"
 REAL_LOGS = [CONDOR / "mldag_ospool_pretraining.dag.nodes.log", CONDOR / "mldag_metl_aws.log",
              *sorted((CONDOR / "mldag_standalone").glob("*.log"))]
-ADAPTER = [sys.executable, "-m", "adapters.htcondor"]
+ADAPTER = [sys.executable, "-m", "jobaware.adapters.htcondor"]
 
 
 def real_events(path: Path = CONDOR / "mldag_standalone" / "metl_12634462.log") -> list[bytes]:

@@ -14,9 +14,9 @@ import subprocess
 import htcondor2
 import pytest
 
-from adapters.htcondor.adapter import HoldAdapter, trained_on_real
-from adapters.htcondor.client import DecisionClient
-from adapters.htcondor.policy import Actor, Policy
+from jobaware.adapters.htcondor.adapter import HoldAdapter, trained_on_real
+from jobaware.adapters.htcondor.client import DecisionClient
+from jobaware.adapters.htcondor.policy import Actor, Policy
 from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import ADAPTER, CONDOR, ROOT, real_events
 from tests.conftest import free_port
@@ -221,7 +221,7 @@ def test_a_failing_act_is_audited_and_the_follower_goes_on(tmp_path):
     ("[1, 2]\n", "expected a mapping of policy fields, got list"),
 ])
 def test_a_bad_policy_file_is_refused_with_one_line_naming_the_field(tmp_path, text, words):
-    from adapters.htcondor.policy import load_policy
+    from jobaware.adapters.htcondor.policy import load_policy
     from jobaware.errors import InputError
 
     path = tmp_path / "policy.yaml"
@@ -232,7 +232,7 @@ def test_a_bad_policy_file_is_refused_with_one_line_naming_the_field(tmp_path, t
 
 
 def test_a_toml_policy_and_its_condor_configuration(tmp_path):
-    from adapters.htcondor.policy import condor_config, load_policy
+    from jobaware.adapters.htcondor.policy import condor_config, load_policy
 
     path = tmp_path / "policy.toml"
     path.write_text('release_codes = [13, "26/102"]\nremove_codes = [32]\nmanual_codes = [1]\nmax_job_starts = 5\n')
@@ -249,7 +249,7 @@ def test_a_toml_policy_and_its_condor_configuration(tmp_path):
 def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_path):
     from typer.testing import CliRunner
 
-    from adapters.htcondor.__main__ import app
+    from jobaware.adapters.htcondor.__main__ import app
 
     log = CONDOR / "mldag_standalone" / "metl_12636334.log"
     with Answers({12636334: 0.2}) as service:

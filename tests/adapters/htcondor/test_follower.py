@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from adapters.htcondor.follower import Follower, rotation_chain
+from jobaware.adapters.htcondor.follower import Follower, rotation_chain
 from jobaware.errors import InputError
 from tests.adapters.htcondor.conftest import real_events
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.htcondor.memory import condor_memory, condor_request_memory
+from jobaware.adapters.htcondor.memory import condor_memory, condor_request_memory
 
 # the wording of HTCondor's cgroup memory hold (code 34); none of the bundled real logs holds a job for memory
 HELD = ("012 (254037.000.000) 2024-05-01 17:41:22 Job was held.\n\tError from slot: Job has gone over cgroup "

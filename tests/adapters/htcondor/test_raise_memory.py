@@ -7,9 +7,9 @@ from __future__ import annotations
 import htcondor2
 import pytest
 
-from adapters.htcondor.adapter import HoldAdapter
-from adapters.htcondor.client import DecisionClient
-from adapters.htcondor.policy import Actor, Hold, Policy, load_policy, memory_call
+from jobaware.adapters.htcondor.adapter import HoldAdapter
+from jobaware.adapters.htcondor.client import DecisionClient
+from jobaware.adapters.htcondor.policy import Actor, Hold, Policy, load_policy, memory_call
 from jobaware.audit import read_records
 from tests.adapters.htcondor.test_adapter import Answers, RecordedSchedd, _holds, _live
 from tests.conftest import free_port

@@ -7,7 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.htcondor.report import summarize
+from jobaware.adapters.htcondor.report import summarize
 from jobaware.errors import InputError
 from tests.adapters.htcondor.conftest import REAL_LOGS
 

@@ -8,10 +8,10 @@ import subprocess
 import pytest
 from typer.testing import CliRunner
 
-from adapters.htcondor.adapter import HoldAdapter
-from adapters.htcondor.client import DecisionClient
-from adapters.htcondor.policy import Policy
-from adapters.htcondor.report import summarize
+from jobaware.adapters.htcondor.adapter import HoldAdapter
+from jobaware.adapters.htcondor.client import DecisionClient
+from jobaware.adapters.htcondor.policy import Policy
+from jobaware.adapters.htcondor.report import summarize
 from jobaware.audit import read_records
 from tests.adapters.htcondor.conftest import (
     ADAPTER,
@@ -30,9 +30,9 @@ LOG = CONDOR / "mldag_standalone" / "metl_12636334.log"  # a job held five times
 @pytest.mark.timeout(1800)  # alone, the conformance smoke's pipeline run comes first (in the suite it is shared)
 def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_acts(conformance_home,
                                                                                    tmp_path_factory, tmp_path):
-    from adapters.htcondor.policy import Actor
     from harness.ports import stop
     from jobaware import tracking
+    from jobaware.adapters.htcondor.policy import Actor
     from jobaware.cli import app
     from tests.test_conformance import _serve, smoke_version
 

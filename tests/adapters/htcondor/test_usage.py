@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from adapters.htcondor.adapter import HoldAdapter
-from adapters.htcondor.audit import USAGE_STREAM, hold_records
-from adapters.htcondor.usage import terminate_usage
+from jobaware.adapters.htcondor.adapter import HoldAdapter
+from jobaware.adapters.htcondor.audit import USAGE_STREAM, hold_records
+from jobaware.adapters.htcondor.usage import terminate_usage
 from jobaware.store import open_store
 from jobaware.usage.jobs import Filters, report
 from tests.adapters.htcondor.conftest import CONDOR, REAL_LOGS

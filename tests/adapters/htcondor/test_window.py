@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from adapters.htcondor.follower import Event
-from adapters.htcondor.window import Window
+from jobaware.adapters.htcondor.follower import Event
+from jobaware.adapters.htcondor.window import Window
 
 
 def _event(cluster: int, code: int, minute: int, seq: int = 0) -> Event:

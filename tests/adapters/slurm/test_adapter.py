@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.adapter import Policy, comment_with, read_policy
-from adapters.slurm.verdicts import read_cache
 from harness.ports import stop
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.adapter import Policy, comment_with, read_policy
+from jobaware.adapters.slurm.verdicts import read_cache
 from jobaware.card import declared, short
 from jobaware.errors import JobawareError
 from tests.conftest import REAL, free_port, wait_for
@@ -64,7 +64,7 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     require_slurm()
-    from adapters.slurm.plugins import write_plugins
+    from jobaware.adapters.slurm.plugins import write_plugins
 
     root = tmp_path_factory.mktemp("slurm-adapt")
     write_plugins(root, cache=str(root / "verdicts.tsv"))  # the submit-time hook reads what the adapter caches
@@ -238,7 +238,7 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
                for key in missing), card["parts"]
     assert card["short"].startswith("jobaware: failure risk ")
     # the gateway: one HTTP answer; a service that is down is named, not fatal
-    gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "serving.card:CardService"],
+    gateway = Service([str(Path(sys.executable).with_name("bentoml")), "serve", "jobaware.serving.card:CardService"],
                       tmp_path / "card.log", {**env, "JOBAWARE_RESOURCE_URL": f"http://127.0.0.1:{free_port()}"})
     try:
         gateway.start()
@@ -258,7 +258,7 @@ def test_the_job_card_answers_part_by_part(cluster, services, tmp_path):
 
 
 def test_the_cache_holds_per_shape_the_latest_verdict_and_how_such_jobs_ended(tmp_path):
-    from adapters.slurm.adapter import cached_verdicts, verdict_name
+    from jobaware.adapters.slurm.adapter import cached_verdicts, verdict_name
     from jobaware.store import JobKey, open_store
 
     store = open_store(str(tmp_path / "store"))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.collector import Collector, Slurm
 from jobaware.store import JobKey, open_store
 from tests.adapters.slurm.test_collector_live import collect_until
 from tests.conftest import ROOT

@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from adapters.slurm.arrays import expand, find, parse_id
+from jobaware.adapters.slurm.arrays import expand, find, parse_id
 from jobaware.errors import JobawareError
 from tests.adapters.slurm.test_collector import NO_ACCOUNTING, Replay
 from tests.conftest import SQUEUE
@@ -45,7 +45,7 @@ def test_each_task_finds_its_record():
 
 
 def test_card_of_array_tasks_through_the_cli(monkeypatch, tmp_path):
-    from adapters.slurm import collector
+    from jobaware.adapters.slurm import collector
     from jobaware.cli import app
 
     monkeypatch.setenv("JOBAWARE_HOME", str(tmp_path))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.plugins import COMPILED, build_cli_filter, write_plugins
-from adapters.slurm.verdicts import HEADER_FILE, Shape, Verdict, users_folder, write_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.plugins import COMPILED, build_cli_filter, write_plugins
+from jobaware.adapters.slurm.verdicts import HEADER_FILE, Shape, Verdict, users_folder, write_cache
 from jobaware.errors import JobawareError
 
 pytestmark = pytest.mark.slow
@@ -266,7 +266,7 @@ void cli_filter_p_post_submit(int offset, uint32_t job, uint32_t step) { (void) 
 def test_doctor_loads_the_filter_as_sbatch_does(cluster, compiled_conf, tmp_path):
     """A filter of the right version that needs a function this Slurm's library lacks (as after an upgrade that
     renamed one) loads, then kills every submission; the doctor starts sbatch with every symbol bound and names it."""
-    from adapters.slurm.doctor import BUILT, doctor
+    from jobaware.adapters.slurm.doctor import BUILT, doctor
 
     cache = cluster.root / "verdicts.tsv"
     write_cache(cache, CACHED, default_partition="debug")
@@ -352,7 +352,7 @@ def compile_for(version: int, out: Path, cache: Path) -> None:
     """The compiled filter for Slurm `version` (0x160501: 22.05.1) as `build_cli_filter` compiles it."""
     subprocess.run(["gcc", "-std=gnu11", "-shared", "-fPIC", f'-DJOBAWARE_CACHE_PATH="{cache}"',
                     "-DJOBAWARE_STALE_AFTER=600", f"-DJOBAWARE_SLURM_VERSION={version:#x}", "-o", out,
-                    Path(__file__).parents[3] / "adapters/slurm/c/cli_filter_jobaware.c", "-lm"], check=True)
+                    Path(__file__).parents[3] / "jobaware/adapters/slurm/c/cli_filter_jobaware.c", "-lm"], check=True)
 
 
 def test_a_filter_this_sbatch_cannot_load_is_never_installed(cluster, compiled_conf, tmp_path, monkeypatch):
@@ -398,7 +398,7 @@ def test_a_filter_this_sbatch_cannot_load_is_never_installed(cluster, compiled_c
 def test_doctor_and_sbatch_on_a_filter_built_for_another_slurm(cluster, compiled_conf, tmp_path, monkeypatch):
     """The doctor passes the filter built here and names one built for another Slurm version, which Slurm's loader
     refuses: then every sbatch fails, as the README warns."""
-    from adapters.slurm.doctor import doctor
+    from jobaware.adapters.slurm.doctor import doctor
 
     cache = cluster.root / "verdicts.tsv"
     write_cache(cache, CACHED, default_partition="debug")

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm, accounted_eligible
-from adapters.slurm.notices import job_id_of
+from jobaware.adapters.slurm.collector import Collector, Slurm, accounted_eligible
+from jobaware.adapters.slurm.notices import job_id_of
 from jobaware.contracts import validate_frames
 from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs

@@ -7,7 +7,7 @@ import time
 import pandas as pd
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm
+from jobaware.adapters.slurm.collector import Collector, Slurm
 from jobaware.contracts import validate_frames
 from jobaware.failure.export import export
 from jobaware.failure.reader import read_jobs
@@ -111,7 +111,7 @@ def test_a_job_that_became_eligible_and_ran_between_two_polls_waits_from_account
 def test_a_redis_stream_notice_brings_a_job_in(accounted, fresh_redis):
     import redis
 
-    from adapters.slurm.notices import RedisNotices
+    from jobaware.adapters.slurm.notices import RedisNotices
 
     store = open_store(fresh_redis)
     collector = Collector(store, "jobaware-test", Slurm(accounted.env))
@@ -144,7 +144,7 @@ def test_a_kafka_notice_brings_a_job_in(accounted, tmp_path):
 
     from confluent_kafka import Producer
 
-    from adapters.slurm.notices import KafkaNotices
+    from jobaware.adapters.slurm.notices import KafkaNotices
 
     found = []
 

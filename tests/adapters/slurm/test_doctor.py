@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.doctor import doctor
-from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import users_folder, write_cache
 from jobaware import capabilities, config, identity
+from jobaware.adapters.slurm.doctor import doctor
+from jobaware.adapters.slurm.plugins import write_plugins
+from jobaware.adapters.slurm.verdicts import users_folder, write_cache
 from jobaware.store import open_store
 from tests.adapters.slurm.test_verdicts import verdict
 from tests.test_cli import run

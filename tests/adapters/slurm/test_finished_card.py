@@ -47,7 +47,7 @@ def store_uri(tmp_path) -> str:
 @pytest.fixture
 def empty_queue(monkeypatch, tmp_path):
     """squeue lists no job (every job asked for has finished)."""
-    from adapters.slurm import collector
+    from jobaware.adapters.slurm import collector
 
     monkeypatch.setenv("JOBAWARE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("JOBAWARE_STORE", raising=False)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import DIMENSIONS, Shape, lookup, read_cache, users_folder, write_cache
+from jobaware.adapters.slurm.plugins import write_plugins
+from jobaware.adapters.slurm.verdicts import DIMENSIONS, Shape, lookup, read_cache, users_folder, write_cache
 from tests.adapters.slurm.test_verdicts import verdict
 
 LUA = shutil.which("lua5.1")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.mailprog import ACCOUNTING_WAIT, compose, environment, parse
+from jobaware.adapters.slurm.mailprog import ACCOUNTING_WAIT, compose, environment, parse
 from jobaware.errors import JobawareError
 from jobaware.store import JobKey, open_store
 from jobaware.usage.spool import NotYet
@@ -122,7 +122,7 @@ def _mailprog(site, *args: str, env: dict | None = None) -> tuple[subprocess.Com
     """The program as slurmctld runs it: the job's SLURM_* variables only, its output read through a pipe until
     it closes."""
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "adapters.slurm.mailprog", *args], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", *args], capture_output=True, text=True,
                           env={**site["env"], **ENDED, **(env or {})}, timeout=60)
     return done, time.monotonic() - started
 
@@ -196,7 +196,7 @@ def test_many_mails_at_once_are_all_sent_by_one_delivery(site):
     """An array's tasks each mailed (`--mail-type=ARRAY_TASKS`): many MailProgs at once; one delivery runs, the
     others see it and leave the mail to it; every mail arrives, and no delivery outlives an empty queue."""
     with smtp_server(site["port"]) as (inbox, _):
-        started = [subprocess.Popen([sys.executable, "-m", "adapters.slurm.mailprog", "-s", f"{SUBJECT} #{i}", "alice"],
+        started = [subprocess.Popen([sys.executable, "-m", "jobaware.adapters.slurm.mailprog", "-s", f"{SUBJECT} #{i}", "alice"],
                                     env={**site["env"], **ENDED}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                    for i in range(12)]
         assert [p.wait(60) for p in started] == [0] * 12

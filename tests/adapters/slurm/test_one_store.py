@@ -53,7 +53,7 @@ def test_collector_adapter_and_follower_share_the_default_store(accounted, failu
                                 stderr=open(tmp_path / f"{name}.err", "ab"))
 
     def collector() -> subprocess.Popen:
-        return start("collector", sys.executable, "-m", "adapters.slurm", "collect", "--interval", "1", "--forever",
+        return start("collector", sys.executable, "-m", "jobaware.adapters.slurm", "collect", "--interval", "1", "--forever",
                      "--cluster", "jobaware-test")
 
     def follower() -> subprocess.Popen:

@@ -3,8 +3,8 @@ accounting says `FAILED 0:9`; the store keeps OUT_OF_MEMORY with the exit code a
 
 import pytest
 
-from adapters.slurm.collector import Collector, Slurm
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.collector import Collector, Slurm
 from jobaware.store import open_store
 from tests.adapters.slurm.test_collector_live import collect_until
 

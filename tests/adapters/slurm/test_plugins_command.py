@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from adapters.slurm.plugins import render, write_plugins
+from jobaware.adapters.slurm.plugins import render, write_plugins
 from jobaware.errors import JobawareError
 from tests.test_cli import run
 

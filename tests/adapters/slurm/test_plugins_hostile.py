@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import Shape, Verdict, users_folder, write_cache
+from jobaware.adapters.slurm.plugins import write_plugins
+from jobaware.adapters.slurm.verdicts import Shape, Verdict, users_folder, write_cache
 from tests.fuzzing import examples
 
 LUA = shutil.which("lua5.1")
 CC = shutil.which("gcc") or shutil.which("cc")
 HERE = Path(__file__).parent
 DRIVER = HERE / "fake_slurm.lua"
-SOURCE = HERE.parents[2] / "adapters" / "slurm" / "c" / "cli_filter_jobaware.c"
+SOURCE = HERE.parents[2] / "jobaware" / "adapters" / "slurm" / "c" / "cli_filter_jobaware.c"
 BOUND_S = 1.0  # CPU seconds a call may take; the backtracking patterns took 14 s on 64,000 spaces
 
 pytestmark = pytest.mark.skipif(LUA is None and not os.environ.get("JOBAWARE_REQUIRE_SLURM"),

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.plugins import write_plugins
-from adapters.slurm.verdicts import HEADER_FILE, users_folder, write_cache
 from harness.slurm_cluster import SlurmCluster, require_slurm
+from jobaware.adapters.slurm.plugins import write_plugins
+from jobaware.adapters.slurm.verdicts import HEADER_FILE, users_folder, write_cache
 from tests.adapters.slurm.test_verdicts import verdict
 
 pytestmark = pytest.mark.slow
@@ -148,7 +148,7 @@ def test_root_never_writes_the_said_file_through_a_link(cluster, cache, tmp_path
 def test_doctor_on_the_live_cluster(cluster, cache, tmp_path):
     """`jobaware slurm doctor` over the test cluster's own slurm.conf: the plugins and the cache pass; this cluster
     has no accounting, and says so."""
-    from adapters.slurm.doctor import doctor
+    from jobaware.adapters.slurm.doctor import doctor
 
     checks = {c.name: c for c in doctor(cluster.conf, cache, str(tmp_path / "absent"), {})}
     for name in ("JobSubmitPlugins=lua", "CliFilterPlugins=lua", "job_submit.lua", "cli_filter.lua",

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from adapters.slurm.adapter import PendingJobAdapter, Policy
-from adapters.slurm.verdicts import read_cache
 from jobaware import capabilities
 from jobaware import card as cards
+from jobaware.adapters.slurm.adapter import PendingJobAdapter, Policy
+from jobaware.adapters.slurm.verdicts import read_cache
 from jobaware.capabilities import CardPart, Ref
 from jobaware.errors import JobawareError
 from jobaware.store import open_store

@@ -22,7 +22,7 @@ JOBS = {0: ("#!/bin/bash\necho {n}\n", "COMPLETED", 0), 1: ("#!/bin/bash\nsleep 
 
 
 def start(store: str, env: dict, log) -> subprocess.Popen:
-    command = [sys.executable, "-m", "adapters.slurm", "collect", "--store", store, "--interval", "0.5", "--forever",
+    command = [sys.executable, "-m", "jobaware.adapters.slurm", "collect", "--store", store, "--interval", "0.5", "--forever",
                "--cluster", "jobaware-test"]
     return subprocess.Popen(command, env=env, stdout=log, stderr=log, cwd=ROOT)
 

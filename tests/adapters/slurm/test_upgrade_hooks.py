@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slurm.doctor import rebuild
+from jobaware.adapters.slurm.doctor import rebuild
 
 README = Path(__file__).parents[3] / "README.md"
 APT_FILE = "/etc/apt/apt.conf.d/90jobaware-cli-filter"

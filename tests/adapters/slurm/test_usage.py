@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.slurm.collector import Collector
-from adapters.slurm.usage import mib, sacct_usage, seconds
+from jobaware.adapters.slurm.collector import Collector
+from jobaware.adapters.slurm.usage import mib, sacct_usage, seconds
 from jobaware.store import open_store
 from tests.adapters.slurm.test_collector import OOM_ENDS, OOM_SACCT, Replay
 from tests.conftest import ROOT

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from adapters.slurm.verdicts import (
+from jobaware import card as cards
+from jobaware.adapters.slurm.verdicts import (
     ACL_GROUP_OBJ,
     ACL_MASK,
     ACL_OTHER,
@@ -23,7 +24,6 @@ from adapters.slurm.verdicts import (
     users_folder,
     write_cache,
 )
-from jobaware import card as cards
 from jobaware.errors import InputError
 
 

@@ -13,11 +13,11 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from adapters.slurm.adapter import PendingJobAdapter, Policy
-from adapters.slurm.collector import Collector, Slurm, cluster_name
 from harness.slurm_cluster import SlurmCluster, require_slurm
 from jobaware import capabilities, cli
 from jobaware import card as cards
+from jobaware.adapters.slurm.adapter import PendingJobAdapter, Policy
+from jobaware.adapters.slurm.collector import Collector, Slurm, cluster_name
 from jobaware.store import open_store
 from tests.adapters.slurm.test_adapter import field, wait_states
 from tests.loopback import JsonServer

@@ -3,8 +3,8 @@
 import pandas as pd
 import pytest
 
-from adapters.slurm.collector import Collector
 from jobaware import steps
+from jobaware.adapters.slurm.collector import Collector
 from jobaware.errors import JobawareError
 from jobaware.store import open_store
 from tests.adapters.slurm.test_collector import NO_ACCOUNTING, Replay

@@ -191,7 +191,7 @@ def test_an_answer_of_the_public_model_says_what_it_was_trained_on():
 
 
 def test_without_the_public_traces_auto_trains_on_the_data_alone_and_extra_says_why(tmp_path, monkeypatch):
-    """An image carries no data/real: `auto` trains on the site's jobs alone, `extra` refuses in one line."""
+    """An image carries no jobaware/data/real: `auto` trains on the site's jobs alone, `extra` refuses in one line."""
     from jobaware.errors import InputError
     from jobaware.failure.train import _public_beside
 

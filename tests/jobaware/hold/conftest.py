@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-CONDOR = ROOT / "data" / "real" / "condor"
-MORE = ROOT / "data" / "real" / "condor-more"
+CONDOR = ROOT / "jobaware" / "data" / "real" / "condor"
+MORE = ROOT / "jobaware" / "data" / "real" / "condor-more"
 REAL_LOGS = sorted([*CONDOR.glob("*.log"), *CONDOR.glob("*.txt"), *CONDOR.glob("mldag_standalone/*.log")])
 MORE_LOGS = sorted(MORE.glob("*.log"))
 STANDALONE = CONDOR / "mldag_standalone"
@@ -49,7 +49,7 @@ def trained(dataset, synthetic, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def real_dataset(tmp_path_factory) -> Path:
-    """The bundled real logs (data/real/condor's OSPool logs and data/real/condor-more) and a log of 2,000 jobs
+    """The bundled real logs (jobaware/data/real/condor's OSPool logs and jobaware/data/real/condor-more) and a log of 2,000 jobs
     generated from outcomes fitted on them, ingested into one dataset folder."""
     from jobaware.hold import synth
     from jobaware.hold.groups import real_outcomes

@@ -17,7 +17,7 @@ def test_what_happened_next_is_read_from_the_jobs_own_next_action():
     table = log_holds(events, "metl")
     assert table["action"].tolist() == ["released"] * 4 + ["removed"]  # five holds, four releases, an abort
     assert (table["hours"] > 0).all() and table["label"].eq("remove").all()
-    assert table["workflow"].eq("iross/MLDAG").all()  # named by data/real/condor/workflows.csv
+    assert table["workflow"].eq("iross/MLDAG").all()  # named by jobaware/data/real/condor/workflows.csv
 
 
 def test_the_release_chance_follows_from_the_shares():

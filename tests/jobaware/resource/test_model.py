@@ -56,7 +56,7 @@ def test_majority_predicts_the_largest_class_with_its_share():
 
 
 def test_models_train_on_real_scripts_with_sample_weights():
-    table, _, _ = read_scripts(["data/real/scripts"])
+    table, _, _ = read_scripts(["jobaware/data/real/scripts"])
     table = table[table["usable"] & table["class"].isin(BINDING)]
     features = [analyse(c) for c in table["content"]]
     classes = table["class"].to_numpy(dtype=object)

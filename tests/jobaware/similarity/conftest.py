@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-REAL = ROOT / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+REAL = ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
 
 
 @pytest.fixture(scope="session")

@@ -226,7 +226,7 @@ def test_failures_advice_gives_sizings_values_instead_of_a_direction(trained, li
 
 
 def test_a_verdict_cached_for_cli_filter_carries_the_values(tmp_path):
-    from adapters.slurm.adapter import Policy, cached_verdicts, verdict_name
+    from jobaware.adapters.slurm.adapter import Policy, cached_verdicts, verdict_name
     from jobaware.store import JobKey, open_store
 
     store = open_store(str(tmp_path / "store"))

@@ -1,7 +1,7 @@
 """Training `sizing` on a site's job store: a store the Slurm collector filled with real jobs (slices of the real HPC2N
 trace, which states memory asked and used, and of SDSC-SP2, which names programs and queues and has jobs cancelled
 while pending), replayed as Slurm 22.05's squeue shows them, with each finished job's use as the collector keeps it
-from `sacct -P` (`adapters.slurm.usage`), gives the `sizing_jobs` rows the SWF reader gives for the same jobs."""
+from `sacct -P` (`jobaware.adapters.slurm.usage`), gives the `sizing_jobs` rows the SWF reader gives for the same jobs."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapters.slurm.collector import Collector
-from adapters.slurm.usage import USAGE_FIELDS, sacct_usage
 from jobaware import capabilities, steps
+from jobaware.adapters.slurm.collector import Collector
+from jobaware.adapters.slurm.usage import USAGE_FIELDS, sacct_usage
 from jobaware.errors import InputError, JobawareError
 from jobaware.sizing.reader import read_trace
 from jobaware.sizing.schema import COLUMNS

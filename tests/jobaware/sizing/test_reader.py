@@ -55,12 +55,12 @@ def test_what_is_not_a_trace_is_refused_in_one_line(tmp_path):
 
 
 def test_the_real_traces_read_whole():
-    jobs, problems, _ = read_trace(ROOT / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf")
+    jobs, problems, _ = read_trace(ROOT / "jobaware" / "data" / "real" / "swf" / "KTH-SP2-1996-2.1-cln.swf")
     assert len(jobs) == 28_476 and not problems
     assert jobs["time_req_s"].notna().all() and jobs["mem_used_mb"].isna().all()
 
 
-COSMIC = ROOT / "data" / "real" / "condor-more" / "CosmicRay__job.log"
+COSMIC = ROOT / "jobaware" / "data" / "real" / "condor-more" / "CosmicRay__job.log"
 
 
 def test_an_htcondor_event_log_maps_its_terminated_jobs_onto_the_table_memory_per_cpu():
@@ -74,7 +74,7 @@ def test_an_htcondor_event_log_maps_its_terminated_jobs_onto_the_table_memory_pe
     assert job["time_req_s"] != job["time_req_s"] and 0 < job["run_s"] <= 54 * 60 + 40
     assert job["end_time"] == __import__("pandas").Timestamp("2020-07-14 14:46:45", tz="UTC")
     # a DAGMan log: the node's name without its trailing number is the job's name
-    nodes = read_event_log(ROOT / "data" / "real" / "condor" / "mldag_ospool_pretraining.dag.nodes.log")[0]
+    nodes = read_event_log(ROOT / "jobaware" / "data" / "real" / "condor" / "mldag_ospool_pretraining.dag.nodes.log")[0]
     assert "run0-train_epoch" in set(nodes["name"]) and not nodes["name"].str.contains(r"\d$").any()
 
 

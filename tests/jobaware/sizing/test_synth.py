@@ -21,5 +21,5 @@ def test_the_same_seed_writes_the_same_trace(tmp_path):
 
 
 def test_make_run_trains_on_the_real_kth_trace(tmp_path):
-    assert default_data(tmp_path).endswith("data/real/swf/KTH-SP2-1996-2.1-cln.swf")
+    assert default_data(tmp_path).endswith("jobaware/data/real/swf/KTH-SP2-1996-2.1-cln.swf")
     assert source_kind([default_data(tmp_path)]) == "real"

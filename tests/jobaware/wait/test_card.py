@@ -72,7 +72,7 @@ def test_the_part_is_on_the_card_by_its_registration(trained):
 def test_jobaware_card_part_wait_tells_a_live_job_when_it_is_likely_to_start(trained, monkeypatch, capsys):
     """`jobaware card JOBID --part wait`: squeue --json read live (a recorded Slurm), the card's context, and wait's
     service over HTTP (the real route on a trained bundle); one line, or the part as JSON."""
-    from adapters.slurm import collector
+    from jobaware.adapters.slurm import collector
     from jobaware.cli import app
 
     squeue = json.dumps({**json.loads(SQUEUE.read_text()), "jobs": _snapshot()})
@@ -125,8 +125,8 @@ def test_jobaware_wait_jobid_prints_the_line_of_card_part_wait(trained, monkeypa
     import time
     from types import SimpleNamespace
 
-    from adapters.slurm import collector
     from jobaware import cli, cli_contract
+    from jobaware.adapters.slurm import collector
 
     squeue = json.dumps({**json.loads(SQUEUE.read_text()), "jobs": _snapshot()})
     monkeypatch.setattr(collector, "Slurm", lambda timeout=30: Replay(squeue=squeue, **NO_ACCOUNTING))

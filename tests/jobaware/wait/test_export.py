@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from adapters.slurm.collector import Collector
 from jobaware import capabilities, steps
+from jobaware.adapters.slurm.collector import Collector
 from jobaware.errors import JobawareError
 from jobaware.store import JobKey, open_store
 from jobaware.wait.features import STATE, order, sweep

@@ -1,9 +1,0 @@
-"""BentoML service for `similarity`: which past jobs had I/O behaviour like this one?"""
-
-from jobaware.similarity import service as similarity
-from serving.base import Route, service
-
-SimilarityService = service(
-    "similarity", "Rank every job of the indexed pool by I/O similarity to a reference job.", similarity.LIMITS,
-    Route("/similar", similarity.SimilarBody, similarity.similar_to),
-    Route("/job", similarity.JobBody, similarity.job), key="similarity", timeout=120)
