@@ -308,7 +308,7 @@ def test_on_a_live_slurm_a_forged_job_name_and_a_markup_mail_user_get_no_forged_
     with smtp_server() as (inbox, port):
         env_file, wrapper = tmp_path / "jobaware.env", tmp_path / "jobaware-mail"
         wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_CONFIG={env_file} PYTHONPATH={ROOT}\n"
-                           f"exec {sys.executable} -m adapters.slurm.mailprog \"$@\"\n")
+                           f"exec {sys.executable} -m jobaware.adapters.slurm.mailprog \"$@\"\n")
         wrapper.chmod(0o755)
         cluster = SlurmCluster(tmp_path / "slurm", accounting=True, cpus=4, mail_prog=str(wrapper))
         env_file.write_text(f"JOBAWARE_HOME={tmp_path / 'home'}\nJOBAWARE_SMTP=127.0.0.1:{port}\n"

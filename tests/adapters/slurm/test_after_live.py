@@ -49,7 +49,7 @@ def site(tmp_path_factory):
         env_file = root / "jobaware.env"
         wrapper = root / "jobaware-mail"
         wrapper.write_text(f"#!/bin/sh\nexport JOBAWARE_CONFIG={env_file} PYTHONPATH={ROOT}\n"
-                           f"exec {sys.executable} -m adapters.slurm.mailprog \"$@\"\n")
+                           f"exec {sys.executable} -m jobaware.adapters.slurm.mailprog \"$@\"\n")
         wrapper.chmod(0o755)
         cluster = SlurmCluster(root / "slurm", accounting=True, cpus=8, mail_prog=str(wrapper))
         env_file.write_text(f"JOBAWARE_HOME={root / 'home'}\nJOBAWARE_STORE={root / 'store'}\n"
