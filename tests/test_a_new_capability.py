@@ -3,7 +3,7 @@ registration and card part, its service table, its pipeline; nothing else), is f
 compiler, the service table, the Kubernetes manifests, the job card (`jobaware card` and the card gateway) and the
 conformance suite, with no other edit; with its card part it has `jobaware sixth JOBID` beside its own commands.
 
-The slice lives in a temporary folder put on the packages' paths (`jobaware`, `serving`, `pipelines`) by a
+The slice lives in a temporary folder put on the packages' paths (`jobaware`, `jobaware.serving`, `jobaware.pipelines`) by a
 `sitecustomize` of the child processes, so the project's own tree is left as it is."""
 
 from __future__ import annotations
@@ -108,14 +108,14 @@ FILES = {
                 \"\"\"Say hello from the sixth capability.\"\"\"
                 print("hello from sixth")
         """,
-    f"serving/{KEY}.py": """
+    f"jobaware/serving/{KEY}.py": """
         from jobaware.sixth import service as sixth
         from jobaware.serving.base import Route, service
 
         SixthService = service("sixth", "Twice a number.", sixth.LIMITS,
                                Route("/double", sixth.DoubleRequest, sixth.double), key="sixth")
         """,
-    f"pipelines/{KEY}.py": """
+    f"jobaware/pipelines/{KEY}.py": """
         from jobaware.pipelines.common import one_step_pipeline
 
         sixth_pipeline = one_step_pipeline("sixth", "Twice a number: ingest, validate, train, register, promote")
@@ -128,8 +128,8 @@ FILES = {
         import jobaware.serving
 
         extra = os.environ["JOBAWARE_TEST_EXTRA"]
-        for package in (jobaware, serving, pipelines):
-            package.__path__.append(os.path.join(extra, package.__name__))
+        for package in (jobaware, jobaware.serving, jobaware.pipelines):
+            package.__path__.append(os.path.join(extra, *package.__name__.split(".")))
         """,
 }
 

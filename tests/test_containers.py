@@ -163,15 +163,21 @@ def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
 @pytest.mark.parametrize("key", KEYS)
-def test_service_answers_from_its_container_as_uid_10001(key, container_home, smoke_data):
-    """`podman run` of the service, published on 127.0.0.1 only, read-only root, /tmp a tmpfs, the JOBAWARE_HOME
-    its champion was trained in (in containers) mounted at its own path; the container is removed at the end."""
+def test_service_answers_from_its_container_as_uid_10001(key, container_home, smoke_data, tmp_path):
+    """`podman run` of the service, published on 127.0.0.1 only, read-only root, /tmp a tmpfs, and a copy of the
+    JOBAWARE_HOME its champion was trained in (in containers) mounted at the home's own path (its artifacts' paths
+    are absolute), the copy owned by the image's user 10001, as a site gives a service its volume: a home is its
+    owner's alone (0700); the container is removed at the end."""
     in_containers(key, container_home, smoke_data[key])
+    served = tmp_path / "home"
+    shutil.copytree(container_home, served, symlinks=True)
+    for path in [served, *served.rglob("*")]:
+        os.lchown(path, 10001, 10001)
     home, name, port = str(container_home), f"jobaware-test-{key}-{uuid.uuid4().hex[:8]}", free_port()
     url = f"http://127.0.0.1:{port}"
     try:
         started = podman("run", "--detach", f"--name={name}", f"--publish=127.0.0.1:{port}:3000", "--read-only",
-                         "--tmpfs=/tmp", f"--volume={home}:{home}", f"--env=JOBAWARE_HOME={home}",
+                         "--tmpfs=/tmp", f"--volume={served}:{home}", f"--env=JOBAWARE_HOME={home}",
                          f"--env=BENTOML_HOME={home}/bentoml", IMAGE,
                          "jobaware", "serve", key, "--host", "0.0.0.0", "--port", "3000")
         assert started.returncode == 0, started.stderr

@@ -49,8 +49,8 @@ def _audit_place(store: str, audit: Path | None) -> str | Path:
 def _log_to(path: Path) -> None:
     """The adapter's warnings: one line each on stderr and in `path`."""
     logger = logging.getLogger("jobaware.adapters.htcondor")
-    if logger.handlers:
-        return
+    if any(isinstance(handler, logging.FileHandler) for handler in logger.handlers):
+        return  # set up already, in this process
     logger.setLevel(logging.INFO)
     stream = logging.StreamHandler()
     stream.setFormatter(OneLine("warning: %(message)s"))
