@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from jobaware import capabilities, cli_registry, config
+from jobaware import capabilities, cli_registry, config, extras
 from jobaware.adapters.htcondor.commands import register as _register_htcondor
 from jobaware.adapters.slurm.commands import part_command as _part_command
 from jobaware.adapters.slurm.commands import register as _register_slurm
@@ -105,6 +105,7 @@ def data_validate(
     from jobaware import sources, steps
     from jobaware.reading import QUARANTINE
 
+    extras.require("train")  # the data contracts run on Great Expectations
     paths = [path for source in given(inputs, paths) for path in sources.expand(source)]
     with tempfile.TemporaryDirectory() as tmp:
         with progress("reading") as bar:
@@ -230,6 +231,7 @@ def pipeline_run(
 
     Example: jobaware pipeline run failure --input jobs.csv --param max_iter=100
     """
+    extras.require("train")
     arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
     if host:
         from jobaware.pipelines import runner
@@ -259,6 +261,7 @@ def pipeline_submit(
 
     Example: jobaware pipeline submit failure --host https://kfp.example.org --input s3://bucket/jobs.parquet
     """
+    extras.require("train")
     from kfp_server_api import ApiException
     from urllib3.exceptions import HTTPError
 
@@ -429,6 +432,7 @@ def pipeline_compile(
 
     Example: jobaware pipeline compile --output pipelines/golden --overwrite
     """
+    extras.require("train")
     from jobaware.pipelines.runner import compile_all
 
     for path in compile_all(output, overwrite=overwrite):
@@ -514,6 +518,7 @@ def report_live(
     """
     from jobaware.store import open_store
 
+    extras.require("reports")  # failure's part scores with scikit-learn's metrics
     parts = {key: capability.card for key, capability in capabilities.registry().items()
              if capability.card is not None and capability.card.accuracy is not None}
     with open_store(store) as opened:
@@ -615,6 +620,7 @@ def serve(
     """
     from jobaware import supervise
 
+    extras.require("serve")
     config.service_token()  # a token named but unsound is refused here, in one line, before anything starts
     code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
                            say=_say_to_a_person)
@@ -640,6 +646,7 @@ def demo(
 
     from jobaware import supervise
 
+    extras.require("train", "serve")
     started_at = time.monotonic()
     keys = capabilities.keys()
     ports = {key: first_port + offset for offset, key in enumerate(keys)}
