@@ -38,10 +38,13 @@ data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, show, promote, roll back.", no_args_is_help=True)
 report_app = typer.Typer(help="Reports on what the adapters saw and did.", no_args_is_help=True)
+deploy_app = typer.Typer(help="Write the deployment files the package carries: the systemd units, the Kubernetes "
+                              "manifests.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
 app.add_typer(report_app, name="report")
+app.add_typer(deploy_app, name="deploy")
 
 KeyName = Literal[tuple(capabilities.keys())]
 Key = Annotated[KeyName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}")]
@@ -500,6 +503,38 @@ def models_rollback(key: Key, as_json: JsonFlag = False):
     from jobaware import gate
 
     show(gate.rollback(key), as_json)
+
+
+# ---------------------------------------------------------------- deployment files
+DeployOutput = Annotated[Path, option("--output", "-o", role=FOLDER, help="folder to write them into")]
+DeployOverwrite = Annotated[bool, typer.Option("--overwrite", help="replace existing files")]
+
+
+def _write_deployment(kind: str, output: Path, overwrite: bool) -> None:
+    from jobaware.packaged import write_deployment
+
+    for path in write_deployment(kind, output, overwrite):
+        err.print(f"wrote {path}", highlight=False, soft_wrap=True)
+
+
+@deploy_app.command("systemd")
+def deploy_systemd(output: DeployOutput, overwrite: DeployOverwrite = False):
+    """Write the systemd units and timers, the environment files (jobaware.env, one per service, credentials.env) and
+    jobaware.tmpfiles, as the installed version carries them, for a site to install under /etc.
+
+    Example: jobaware deploy systemd --output /tmp/jobaware-systemd
+    """
+    _write_deployment("systemd", output, overwrite)
+
+
+@deploy_app.command("k8s")
+def deploy_k8s(output: DeployOutput, overwrite: DeployOverwrite = False):
+    """Write the Kubernetes manifests (the kustomize base, the local and production overlays, site.yaml, README.md),
+    as the installed version carries them, for `kubectl kustomize` or `kubectl apply -k`.
+
+    Example: jobaware deploy k8s --output k8s && kubectl kustomize k8s/overlays/production
+    """
+    _write_deployment("k8s", output, overwrite)
 
 
 # ---------------------------------------------------------------- reports
