@@ -530,9 +530,9 @@ def deploy_systemd(output: DeployOutput, overwrite: DeployOverwrite = False):
 @deploy_app.command("k8s")
 def deploy_k8s(output: DeployOutput, overwrite: DeployOverwrite = False):
     """Write the Kubernetes manifests (the kustomize base, the local and production overlays, site.yaml, README.md),
-    as the installed version carries them, for `kubectl kustomize` or `kubectl apply -k`.
+    as the installed version carries them, for `kubectl kustomize k8s/overlays/production` or `kubectl apply -k`.
 
-    Example: jobaware deploy k8s --output k8s && kubectl kustomize k8s/overlays/production
+    Example: jobaware deploy k8s --output k8s
     """
     _write_deployment("k8s", output, overwrite)
 
