@@ -20,7 +20,7 @@ COPY requirements-image.txt ./
 RUN pip install --require-hashes --no-deps --find-links "$TORCH_FIND_LINKS" -r requirements-image.txt \
     && python3 -c "import torch; assert not torch.version.cuda, torch.version.cuda"
 # ...then the project itself, built with the setuptools just installed: no index, no build environment fetched.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml DESCRIPTION.md LICENSE NOTICE ./
 COPY jobaware jobaware
 RUN pip install --no-deps --no-build-isolation --no-index . \
     && pip check

@@ -19,7 +19,7 @@ venv:
 		echo "building $(VENV): pyproject.toml or constraints.txt changed"; \
 		$(PYTHON) -m venv $(VENV) && \
 		$(BIN)/pip install --quiet --upgrade pip && \
-		$(BIN)/pip install --quiet -c constraints.txt -e '.[test]' && \
+		$(BIN)/pip install --quiet -c constraints.txt -e '.[all,test]' && \
 		echo "$(DEPS) $(CURDIR)" > $(STAMP); \
 	elif [ "$${installed#* }" != "$(CURDIR)" ]; then \
 		echo "installing the project from $(CURDIR) into $(VENV)"; \

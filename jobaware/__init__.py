@@ -1,8 +1,9 @@
 """jobaware: job awareness for HPC schedulers."""
 
 import os
+from importlib.metadata import version
 
-__version__ = "0.1.0"
+__version__ = version("jobaware")  # pyproject.toml's, the one place it is written
 
 # Cluster services do not phone home: MLflow telemetry and BentoML usage tracking are off unless asked for.
 for _name in ("MLFLOW_DISABLE_TELEMETRY", "DO_NOT_TRACK", "BENTOML_DO_NOT_TRACK"):

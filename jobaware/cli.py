@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from jobaware import capabilities, cli_registry, config
+from jobaware import capabilities, cli_registry, config, extras
 from jobaware.adapters.htcondor.commands import register as _register_htcondor
 from jobaware.adapters.slurm.commands import part_command as _part_command
 from jobaware.adapters.slurm.commands import register as _register_slurm
@@ -38,10 +38,13 @@ data_app = typer.Typer(help="Read, validate and generate data.", no_args_is_help
 pipeline_app = typer.Typer(help="Run, submit and compile the KFP pipelines.", no_args_is_help=True)
 models_app = typer.Typer(help="The MLflow model registry: list, show, promote, roll back.", no_args_is_help=True)
 report_app = typer.Typer(help="Reports on what the adapters saw and did.", no_args_is_help=True)
+deploy_app = typer.Typer(help="Write the deployment files the package carries: the systemd units, the Kubernetes "
+                              "manifests.", no_args_is_help=True)
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
 app.add_typer(report_app, name="report")
+app.add_typer(deploy_app, name="deploy")
 
 KeyName = Literal[tuple(capabilities.keys())]
 Key = Annotated[KeyName, argument(metavar="KEY", help=f"capability: {', '.join(capabilities.keys())}")]
@@ -105,6 +108,7 @@ def data_validate(
     from jobaware import sources, steps
     from jobaware.reading import QUARANTINE
 
+    extras.require("train")  # the data contracts run on Great Expectations
     paths = [path for source in given(inputs, paths) for path in sources.expand(source)]
     with tempfile.TemporaryDirectory() as tmp:
         with progress("reading") as bar:
@@ -230,6 +234,7 @@ def pipeline_run(
 
     Example: jobaware pipeline run failure --input jobs.csv --param max_iter=100
     """
+    extras.require("train")
     arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
     if host:
         from jobaware.pipelines import runner
@@ -259,6 +264,7 @@ def pipeline_submit(
 
     Example: jobaware pipeline submit failure --host https://kfp.example.org --input s3://bucket/jobs.parquet
     """
+    extras.require("train")
     from kfp_server_api import ApiException
     from urllib3.exceptions import HTTPError
 
@@ -429,6 +435,7 @@ def pipeline_compile(
 
     Example: jobaware pipeline compile --output pipelines/golden --overwrite
     """
+    extras.require("train")
     from jobaware.pipelines.runner import compile_all
 
     for path in compile_all(output, overwrite=overwrite):
@@ -498,6 +505,38 @@ def models_rollback(key: Key, as_json: JsonFlag = False):
     show(gate.rollback(key), as_json)
 
 
+# ---------------------------------------------------------------- deployment files
+DeployOutput = Annotated[Path, option("--output", "-o", role=FOLDER, help="folder to write them into")]
+DeployOverwrite = Annotated[bool, typer.Option("--overwrite", help="replace existing files")]
+
+
+def _write_deployment(kind: str, output: Path, overwrite: bool) -> None:
+    from jobaware.packaged import write_deployment
+
+    for path in write_deployment(kind, output, overwrite):
+        err.print(f"wrote {path}", highlight=False, soft_wrap=True)
+
+
+@deploy_app.command("systemd")
+def deploy_systemd(output: DeployOutput, overwrite: DeployOverwrite = False):
+    """Write the systemd units and timers, the environment files (jobaware.env, one per service, credentials.env) and
+    jobaware.tmpfiles, as the installed version carries them, for a site to install under /etc.
+
+    Example: jobaware deploy systemd --output /tmp/jobaware-systemd
+    """
+    _write_deployment("systemd", output, overwrite)
+
+
+@deploy_app.command("k8s")
+def deploy_k8s(output: DeployOutput, overwrite: DeployOverwrite = False):
+    """Write the Kubernetes manifests (the kustomize base, the local and production overlays, site.yaml, README.md),
+    as the installed version carries them, for `kubectl kustomize k8s/overlays/production` or `kubectl apply -k`.
+
+    Example: jobaware deploy k8s --output k8s
+    """
+    _write_deployment("k8s", output, overwrite)
+
+
 # ---------------------------------------------------------------- reports
 @report_app.command("live")
 def report_live(
@@ -514,6 +553,7 @@ def report_live(
     """
     from jobaware.store import open_store
 
+    extras.require("reports")  # failure's part scores with scikit-learn's metrics
     parts = {key: capability.card for key, capability in capabilities.registry().items()
              if capability.card is not None and capability.card.accuracy is not None}
     with open_store(store) as opened:
@@ -615,6 +655,7 @@ def serve(
     """
     from jobaware import supervise
 
+    extras.require("serve")
     config.service_token()  # a token named but unsound is refused here, in one line, before anything starts
     code = supervise.serve(service_command(key, port, host), service_env(key, port), host, port,
                            say=_say_to_a_person)
@@ -640,6 +681,7 @@ def demo(
 
     from jobaware import supervise
 
+    extras.require("train", "serve")
     started_at = time.monotonic()
     keys = capabilities.keys()
     ports = {key: first_port + offset for offset, key in enumerate(keys)}

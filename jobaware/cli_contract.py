@@ -346,6 +346,11 @@ def _run(root, args: list[str], prog_name: str, as_json: bool, stdout: _Stdout) 
     except Exception as exc:  # noqa: BLE001 - the last line of defence for a one-line error
         if os.environ.get("JOBAWARE_DEBUG"):
             raise
+        if isinstance(exc, ModuleNotFoundError):  # a package of an extra this install lacks: the extra, in one line
+            from jobaware import extras
+
+            if (extra := extras.for_module(exc.name)) is not None:
+                return _fail(extras.message([extra]), 1, as_json, stdout)
         return _fail(f"unexpected {type(exc).__name__}: {exc} (set JOBAWARE_DEBUG=1 for the traceback)", 1, as_json,
                      stdout)
 

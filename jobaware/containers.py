@@ -42,7 +42,8 @@ BASE_RELEASE_LABEL = "org.jobaware.base.debian-release"  # the suite and the dat
 BASE_SNAPSHOT_LABEL = "org.jobaware.base.debian-snapshot"  # the snapshot.debian.org archive of that date
 BASE_PACKAGES_LABEL = "org.jobaware.base.packages-sha256"  # SHA-256 of its sorted `package=version` lines
 # what the Dockerfile copies from the project: the image is stale when any of it changed since the build
-SOURCES = ("constraints.txt", "requirements-image.txt", "pyproject.toml", "Dockerfile", "jobaware")
+SOURCES = ("constraints.txt", "requirements-image.txt", "pyproject.toml", "DESCRIPTION.md", "LICENSE", "NOTICE",
+           "Dockerfile", "jobaware")
 SOURCE_LABEL = "org.jobaware.source-digest"
 
 
@@ -233,8 +234,8 @@ REQUIREMENTS = ROOT / "requirements-image.txt"
 REQUIREMENTS_HEAD = """\
 # The image's Python packages, each pinned with the SHA-256 of its file for the image's platform (x86_64, glibc,
 # CPython 3.11): the Dockerfile installs them with `pip install --require-hashes`. Written by `make image-requirements`
-# (pip's own resolver and its installation report) from pyproject.toml's dependencies, the pins of constraints.txt and
-# requirements-image.in: do not edit by hand. On another platform, run it there.
+# (pip's own resolver and its installation report) from pyproject.toml's dependencies with the extra `all`, the pins of
+# constraints.txt and requirements-image.in: do not edit by hand. On another platform, run it there.
 """
 
 
@@ -272,7 +273,7 @@ def write_requirements() -> Path:
         report = Path(workdir) / "report.json"
         subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                         "--report", str(report), "--find-links", torch_find_links(), "-c", "constraints.txt",
-                        "-r", "requirements-image.in", "."], cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
+                        "-r", "requirements-image.in", ".[all]"], cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
         REQUIREMENTS.write_text(locked_requirements(json.loads(report.read_text())))
     return REQUIREMENTS
 

@@ -76,7 +76,8 @@ def test_every_package_of_the_image_is_pinned_with_its_hash_and_installed_requir
 
 def test_the_image_pins_are_the_constraints_pins():
     """What the image installs is what CI tests with: a package in both lists has one version in both (torch's
-    local label `+cpu` aside), and every dependency of pyproject.toml is in the image."""
+    local label `+cpu` aside), and every dependency of pyproject.toml, the extras' included (the image holds `all`),
+    is in the image."""
     import tomllib
 
     from packaging.requirements import Requirement
@@ -85,8 +86,11 @@ def test_the_image_pins_are_the_constraints_pins():
     differ = {name: (version, pins[name]) for name, (version, _) in requirements.items()
               if name in pins and Version(version).public != Version(pins[name]).public}
     assert not differ, f"requirements-image.txt and constraints.txt disagree: {differ}; run `make image-requirements`"
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    missing = {canonicalize_name(Requirement(d).name) for d in project} - set(requirements)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    wanted = [*project["dependencies"], *(d for extra in extras["all"][0].partition("[")[2].rstrip("]").split(",")
+                                          for d in extras[extra])]
+    missing = {canonicalize_name(Requirement(d).name) for d in wanted} - set(requirements)
     assert not missing, f"pyproject.toml's {sorted(missing)} are not in requirements-image.txt"
 
 

@@ -4,8 +4,10 @@ own steps in a module named by its key (`hold`: the sweep)."""
 
 import os
 
+from jobaware import __version__
+
 # The image every component and service runs in (see Dockerfile): a site's own, pushed to its registry, named in
 # JOBAWARE_IMAGE when compiling or submitting (k8s/README.md). The default is a placeholder under example.org, a
 # domain no one can register: a pipeline compiled without it fails to pull, where a plausible public name would
 # pull whatever someone published under it.
-IMAGE = os.environ.get("JOBAWARE_IMAGE", "registry.example.org/jobaware:0.1.0")
+IMAGE = os.environ.get("JOBAWARE_IMAGE", f"registry.example.org/jobaware:{__version__}")

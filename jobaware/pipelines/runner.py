@@ -75,8 +75,7 @@ def run_local(name: str, arguments: dict, pipeline_root: str | Path, runner: str
     from kfp import local
 
     if runner == "subprocess":
-        local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(pipeline_root),
-                   raise_on_error=True)
+        init_subprocess(pipeline_root)
         return _outputs(name, arguments)
     from jobaware import containers
 
@@ -90,6 +89,25 @@ def run_local(name: str, arguments: dict, pipeline_root: str | Path, runner: str
         local.init(runner=local.DockerRunner(**_container_args(arguments, pipeline_root)),
                    pipeline_root=str(pipeline_root), raise_on_error=True)
         return _outputs(name, arguments)
+
+
+def init_subprocess(pipeline_root: str | Path) -> None:
+    """kfp.local with its SubprocessRunner in this Python (no venv). kfp 2.17 puts this Python in place of every
+    `python3` of a step's command line, its arguments included, so that a path holding `python3` reached the step
+    broken (every input under a venv's `lib/python3.11/site-packages`: an installed jobaware's bundled data, found by
+    installing the wheel outside the checkout). Here the replacement stops at the component's source, as upstream's
+    fix does (kubeflow/pipelines#14459, open on the day this was written)."""
+    from kfp import local
+    from kfp.local import subprocess_task_handler
+
+    def in_commands_only(full_command: list[str], new_executable: str) -> list[str]:
+        source = next((i for i, part in enumerate(full_command)
+                       if '"$program_path/ephemeral_component.py"' in part and '"$@"' in part), len(full_command))
+        return [part.replace("python3", new_executable) for part in full_command[: source + 1]] + \
+            full_command[source + 1:]
+
+    subprocess_task_handler.replace_python_executable = in_commands_only
+    local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root=str(pipeline_root), raise_on_error=True)
 
 
 def _outputs(name: str, arguments: dict) -> dict:

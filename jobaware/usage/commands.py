@@ -100,8 +100,11 @@ def report_jobs(
 
     Example: jobaware report jobs --store /var/lib/jobaware/store --since 7d --html jobs.html
     """
+    from jobaware import extras
     from jobaware.usage.jobs import report
 
+    if html is not None:
+        extras.require("reports")  # the page's figures are matplotlib's
     if htcondor and (user or account or partition or array):
         raise UsageError("--htcondor: HTCondor's terminate events name no user, account, partition or array; "
                          "give --job, --since and --until only")

@@ -88,3 +88,34 @@ def test_docker_steps_run_as_the_caller_and_change_no_owner_or_mode_on_the_host(
     assert {m["Target"]: m["ReadOnly"] for m in args["mounts"]} == {str(home): False, str(data): True}
     after = owners()
     assert {p: after[p] for p in before} == before
+
+
+def test_a_steps_arguments_reach_it_as_given_even_when_they_hold_python3(tmp_path):
+    """kfp.local put its Python in place of every `python3` of a step's command line, arguments included: a path under
+    a venv's lib/python3.11/ reached the step broken (the installed wheel's bundled data, tests/test_install.py).
+    Run here in a child process: kfp.local's setup is process-wide."""
+    import subprocess
+    import sys
+
+    given = "/opt/site/venv/lib/python3.11/site-packages/jobaware/data/real/python3 x.csv"
+    code = f"""
+import sys
+from kfp import dsl
+from jobaware.pipelines import runner
+
+@dsl.component(base_image="python:3.11", install_kfp_package=False)
+def echo(text: str) -> str:
+    return text
+
+@dsl.pipeline
+def round_trip(text: str) -> str:
+    return echo(text=text).output
+
+runner.init_subprocess({str(tmp_path / "root")!r})
+print("ECHO", round_trip(text={given!r}).output)
+"""
+    (tmp_path / "round_trip.py").write_text(code)  # kfp reads a component's source from its file
+    done = subprocess.run([sys.executable, "round_trip.py"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"ECHO {given}\n" in done.stdout

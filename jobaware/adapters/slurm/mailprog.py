@@ -38,6 +38,13 @@ from pathlib import Path
 from jobaware.text import ascii_digits, escaped
 
 PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+USAGE = """\
+usage: jobaware-mail -s SUBJECT USER...         as slurm.conf's MailProg: spool the job's mail, start its delivery
+       jobaware-mail --dry-run -s SUBJECT USER  print the mail it would send (nothing spooled)
+       jobaware-mail --deliver                  send what the spool holds (what the program starts by itself)
+Settings: /etc/jobaware/jobaware.env, or the file JOBAWARE_CONFIG names (JOBAWARE_SMTP, JOBAWARE_MAIL_FROM,
+JOBAWARE_MAIL_DOMAIN, JOBAWARE_MAIL_SPOOL, JOBAWARE_HOME, JOBAWARE_STORE, SLURM_CONF, PATH). The spool:
+`jobaware mail status`, `jobaware mail flush`."""
 ACCOUNTING_WAIT = 120.0  # seconds after the job's mail that accounting is asked again for its final record
 ASK_AGAIN = 5.0
 LIFE = 75 * 60.0  # a delivery stops after this: the mails' tries (about an hour) fit in it
@@ -250,6 +257,9 @@ def start_delivery(settings: dict[str, str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--help" in argv or argv == ["-h"]:  # slurmctld passes neither
+        print(USAGE)
+        return 0
     subject, recipients, flags = parse(argv)
     os.umask(0o007)  # as the jobaware units: the spool and the log stay writable by the group jobaware
     try:

@@ -75,6 +75,18 @@ def test_the_command_line_and_the_settings(tmp_path):
     assert environment({"JOBAWARE_CONFIG": str(file), "JOBAWARE_SMTP": "other:25"})["JOBAWARE_SMTP"] == "other:25"
 
 
+def test_help_is_printed_and_spools_nothing(tmp_path):
+    """`jobaware-mail --help` answers with its usage, exit 0 (it was exit 1: 'ValueError: no recipient given')."""
+    env = {"JOBAWARE_CONFIG": "/nonexistent", "JOBAWARE_HOME": str(tmp_path / "home"),
+           "JOBAWARE_MAIL_SPOOL": str(tmp_path / "spool")}
+    for args in (["--help"], ["-h"]):
+        done = subprocess.run([str(Path(sys.executable).with_name("jobaware-mail")), *args], capture_output=True,
+                              text=True, env=env, timeout=60)
+        assert done.returncode == 0 and done.stdout.startswith("usage: jobaware-mail -s SUBJECT USER") \
+            and not done.stderr, done
+    assert not (tmp_path / "spool").exists() and not (tmp_path / "home").exists()
+
+
 def test_the_end_of_job_mail_says_what_the_job_used(site, monkeypatch):
     monkeypatch.setenv("PATH", site["env"]["PATH"])
     with open_store(str(site["tmp"] / "store")) as store:
