@@ -35,25 +35,70 @@ def _logging(name: str) -> Path:
     return path
 
 
-def run_collector(store_uri: str, interval: float, polls: int | None, notices_uri: str | None, cluster: str | None,
-                  max_calls: int, timeout: float) -> int:
-    """Collect into the store; a line per poll on stderr. Returns the number of polls."""
+WAIT_SECONDS = 10.0  # between two asks of a daemon waiting for Slurm to answer
+
+
+def slurm_cluster(slurm, given: str | None, log: Path, stop=None, interval: float = WAIT_SECONDS) -> str | None:
+    """The cluster's name: `given`, else Slurm's ClusterName. A daemon (`stop`, the event that ends it) started before
+    slurmctld answers waits for it, saying so once, and asks again every `interval` seconds (None: stopped while
+    waiting); a bounded run is refused in one line."""
+    from jobaware.adapters.slurm.collector import cluster_name
+
+    if given:
+        return given
+    said = False
+    while not (name := cluster_name(slurm)):
+        why = slurm.error or "no ClusterName in its answer"
+        if stop is not None and stop.is_set():
+            return None
+        if stop is None:
+            raise JobawareError(f"scontrol show config: {why}; is Slurm reachable? pass --cluster (log: {log})")
+        if not said:
+            err.print(f"waiting for Slurm to answer (scontrol show config: {why}); asking every {interval:g} s",
+                      highlight=False, soft_wrap=True)
+            said = True
+        if stop.wait(interval):
+            return None
+    return name
+
+
+def _stop_on_signals():
+    """An event set by SIGTERM or SIGINT (a daemon's end), and the handlers it replaced."""
     import signal
     import threading
 
-    from jobaware.adapters.slurm.collector import Collector, Slurm, cluster_name
-    from jobaware.adapters.slurm.notices import open_notices
-    from jobaware.store import open_store
+    stop = threading.Event()
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    return stop, previous
+
+
+def run_collector(store_uri: str, interval: float, polls: int | None, notices_uri: str | None, cluster: str | None,
+                  max_calls: int, timeout: float) -> int:
+    """Collect into the store; a line per poll on stderr. Returns the number of polls. Polling until stopped (`polls`
+    None), it waits for a Slurm that does not answer yet."""
+    import signal
+
+    from jobaware.adapters.slurm.collector import Slurm
 
     if interval <= 0 or (polls is not None and polls < 1) or max_calls < 0 or timeout <= 0:
         raise JobawareError("expected --interval > 0, --polls >= 1, --max-calls >= 0 and --timeout > 0")
     log = _logging("slurm-collect")
     slurm = Slurm(timeout=timeout)
-    cluster = cluster or cluster_name(slurm)
-    if not cluster:
-        raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
-    stop = threading.Event()
-    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    stop, previous = _stop_on_signals()
+    try:
+        cluster = slurm_cluster(slurm, cluster, log, stop if polls is None else None, min(interval, WAIT_SECONDS))
+        return 0 if cluster is None else _collect(store_uri, cluster, slurm, max_calls, polls, interval, notices_uri,
+                                                  stop)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _collect(store_uri: str, cluster: str, slurm, max_calls: int, polls: int | None, interval: float,
+             notices_uri: str | None, stop) -> int:
+    from jobaware.adapters.slurm.collector import Collector
+    from jobaware.adapters.slurm.notices import open_notices
+    from jobaware.store import open_store
 
     def shown(number: int, result, seconds: float) -> None:
         status = "ok" if not result.failed else "retry next: " + ", ".join(result.failed[:3])
@@ -67,8 +112,6 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
         finally:
             if notices is not None:
                 notices.close()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
 
 
 @slurm_app.command("collect")
@@ -83,6 +126,8 @@ def collect(
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
     """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end.
+
+    With --forever (a daemon), started before Slurm answers, it waits for it, saying so once.
 
     Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
     """
@@ -124,15 +169,13 @@ def adapt(
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
     """For each pending job: its card (every capability with a card part) kept in the store as a verdict and audited,
-    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down.
+    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down;
+    with --forever, started before Slurm answers, it waits for it.
 
     Example: jobaware slurm adapt --store /var/lib/jobaware/store --passes 1
     """
-    import signal
-    import threading
-
     from jobaware.adapters.slurm.adapter import PendingJobAdapter, read_policy
-    from jobaware.adapters.slurm.collector import Slurm, cluster_name
+    from jobaware.adapters.slurm.collector import Slurm
     from jobaware.store import open_store
 
     if interval <= 0 or passes < 1 or timeout <= 0:
@@ -140,13 +183,11 @@ def adapt(
     chosen = read_policy(policy)
     log = _logging("slurm-adapt")
     slurm = Slurm(timeout=timeout)
-    cluster = cluster or cluster_name(slurm)
-    if not cluster:
-        raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
+    stop, _ = _stop_on_signals()
+    cluster = slurm_cluster(slurm, cluster, log, stop if forever else None, min(interval, WAIT_SECONDS))
+    if cluster is None:
+        return
     audited = audit or f"{redacted(store)} (stream slurm.adapt)"
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
     done = 0
     urls = _urls(service)
