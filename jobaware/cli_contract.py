@@ -5,6 +5,11 @@
   unreadable, empty, binary or one-huge-line input; an output that exists or is a folder; a store that is not
   one; a URL that is not one), so that a wrong path is refused in one line before anything is read, loaded or
   written.
+- Reading nothing is not success, at the depth of what a command reads: a path that is not there is refused, but of
+  the files a SOURCE names (several values, a glob, a folder) the command is refused only when none can be read; the
+  others it reads, and it says what became of each (an empty or binary script among 500 is one line of its
+  answer). A FILE is one file, checked alone. A LOG is a log a daemon follows: not written yet (missing or empty)
+  it is waited for, not refused.
 - Exit codes: 0 done; 1 bad input (files, data, services, registry: `JobawareError`); 2 a wrong command line
   (click's own usage errors and `UsageError`: an unknown option, a value of the wrong type, out of its range or
   not among its choices). One line on stderr (`jobaware.console.error`), or with `--json` one JSON object on stdout.
@@ -28,13 +33,13 @@ from typer.core import TyperOption
 
 from jobaware import console
 from jobaware.errors import InputError, JobawareError, UsageError
-from jobaware.reading import binary_reason
+from jobaware.reading import BINARY_SUFFIXES, binary_reason
 
-SOURCE, FILE, OUTPUT, FOLDER, APPEND, STORE, SERVICE = "source", "file", "output", "folder", "append", "store", "service"
-METAVARS = {SOURCE: "SOURCE", FILE: "FILE", OUTPUT: "OUTPUT", FOLDER: "DIR", APPEND: "FILE", STORE: "STORE",
-            SERVICE: "URL"}
+SOURCE, FILE, LOG, OUTPUT, FOLDER, APPEND, STORE, SERVICE = ("source", "file", "log", "output", "folder", "append",
+                                                          "store", "service")
+METAVARS = {SOURCE: "SOURCE", FILE: "FILE", LOG: "LOG", OUTPUT: "OUTPUT", FOLDER: "DIR", APPEND: "FILE",
+            STORE: "STORE", SERVICE: "URL"}
 OLD_SPELLINGS = {"out": "output", "data": "input", "force": "overwrite"}  # read as the new one where it exists
-BINARY_SUFFIXES = (".parquet", ".pq", ".arrow", ".feather", ".gz", ".bz2", ".xz", ".zst", ".zip")
 WHOLE_SUFFIXES = (".json",)  # one record may fill the file: no limit on a line
 HEAD = 64 << 10  # bytes of a file looked at for binary content
 LINE = 1 << 20  # the longest first line a line-based text file may have
@@ -85,11 +90,49 @@ def given(option_values: list[str] | None, positional: list[str] | None, name: s
 
 # ---------------------------------------------------------------- checks by role
 def check_source(value: str, single: bool = False) -> None:
-    """A path to read (a file; a folder or a glob unless `single`): there, readable, and a file neither empty,
-    binary (unless its format is), nor one huge line. URIs are left to their readers."""
-    text = str(value)
+    """One path to read checked alone (a FILE; `single`: a file, never a folder or a glob): there, and every file it
+    names readable (see `check_sources`)."""
+    _, problems = _readable(str(value), single)
+    if problems:
+        raise problems[0]
+
+
+def check_sources(values: list[str]) -> None:
+    """The paths one SOURCE parameter names (files, folders, globs): each must be there (a missing path, a pattern
+    matching no file, an empty or unlistable folder are refused); each file must be readable, text unless its format
+    is binary, and not one huge line, but the rule 'reading nothing is not success' holds for them together: refused,
+    with the first file's reason, only when none of them can be read. The others the command reads, and it says what
+    became of each. URIs are left to their readers."""
+    readable, problems = 0, []
+    for value in values:
+        good, bad = _readable(str(value), single=False)
+        readable, problems = readable + good, problems + bad
+    if problems and not readable:
+        raise problems[0]
+
+
+def check_log(value: str) -> None:
+    """A log a daemon follows: its folder there; the log itself may not be written yet (missing or empty: the daemon
+    waits for it); when there, a file of text."""
+    path = Path(str(value))
+    if not path.parent.is_dir():
+        raise InputError(f"{value}: no such folder ({path.parent}); the log's folder must be there")
+    if path.is_dir():
+        raise InputError(f"{value}: is a folder; give the log file")
+    if path.exists():
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(HEAD)
+        except OSError as exc:
+            raise InputError(f"{value}: cannot read ({exc.strerror})") from None
+        _check_text(head, str(value))
+
+
+def _readable(text: str, single: bool) -> tuple[int, list[InputError]]:
+    """How many of the files `text` names can be read, and the problems of the others; a path that names nothing
+    there raises."""
     if text.startswith(REMOTE) or (not single and text == "-"):
-        return
+        return 1, []
     path = Path(text)
     if not path.exists() and not path.is_symlink() and not single and any(c in text for c in "*?["):
         import glob
@@ -97,9 +140,8 @@ def check_source(value: str, single: bool = False) -> None:
         matches = sorted(glob.glob(text, recursive=True))
         if not matches:
             raise InputError(f"{text}: the pattern matches no file")
-        for match in matches:
-            check_source(match, single=False)
-        return
+        found = [_readable(match, single=False) for match in matches]
+        return sum(good for good, _ in found), [problem for _, bad in found for problem in bad]
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -111,7 +153,11 @@ def check_source(value: str, single: bool = False) -> None:
             raise InputError(f"{text}: is a folder; give a file")
         _check_folder(path, text)
     elif stat.S_ISREG(mode):
-        _check_file(path, text)
+        try:
+            _check_file(path, text)
+        except InputError as problem:
+            return 0, [problem]
+    return 1, []
 
 
 def _check_folder(path: Path, text: str) -> None:
@@ -225,9 +271,11 @@ def check(params: list, values: dict) -> None:
     name = lambda param: param.opts[0] if param.opts else param.name.upper()  # noqa: E731
     for param, value in by_role.get(SERVICE, []):
         check_service(value, name(param))
-    for role in (SOURCE, FILE):
-        for _, value in by_role.get(role, []):
-            check_source(value, single=role == FILE)
+    check_sources([value for _, value in by_role.get(SOURCE, [])])  # what the command reads, together
+    for _, value in by_role.get(FILE, []):
+        check_source(value, single=True)
+    for _, value in by_role.get(LOG, []):
+        check_log(value)
     for param, value in by_role.get(STORE, []):
         check_store(value, name(param))
     for param, value in by_role.get(OUTPUT, []):

@@ -462,3 +462,28 @@ def test_every_help_has_an_example_and_shows_flags_as_flags():
     for args in (("--help",), ("predict", "--help"), ("models", "list", "--help"), ("hold", "follow", "--help")):
         shown = run(*args, env={**os.environ, "COLUMNS": "120"}).stdout
         assert "Example: jobaware" in shown and "<bool>" not in shown, shown
+
+
+def test_an_empty_or_binary_file_among_several_is_one_line_of_the_answer(tmp_path):
+    """The contract's 'reading nothing is not success' holds for what a command reads together (issue 51): an empty or
+    binary file among good ones is one bad record of the answer, named and why; alone, or with only bad ones, it is
+    the one-line refusal it was."""
+    good = tmp_path / "good.csv"
+    good.write_text("\n".join(NREL_CSV.read_text().splitlines()[:51]) + "\n")
+    empty, noise = tmp_path / "empty.csv", tmp_path / "noise.csv"
+    empty.write_bytes(b"")
+    noise.write_bytes(bytes(range(256)) * 12)
+    checked = run("data", "validate", "failure", "--input", good, "--input", empty, "--input", noise, "--json")
+    assert checked.returncode == 1, checked.stderr  # validation calls no data valid that held a bad file
+    read = json.loads(checked.stdout)["read"]
+    assert read["rows"] == 50 and read["bad_rows"] == 2, read
+    assert f"{empty}: empty file" in read["problems"] and any(p.startswith(f"{noise}: binary data, not text")
+                                                              for p in read["problems"])
+    codings = ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    ranked = run("similarity", "rank", "18035492", "--input", codings, "--input", empty, "--top", "2", "--json")
+    assert ranked.returncode == 0 and json.loads(ranked.stdout)[0]["jobid"] == 18035492, ranked.stderr
+    assert f"warning: 1 bad record(s) left out of the pool; first: {empty}: empty file" in ranked.stderr
+    for args in (("data", "validate", "failure", "--input", empty, "--input", noise),
+                 ("similarity", "rank", "18035492", "--input", empty, "--input", noise)):
+        refused = run(*args)
+        assert refused.returncode == 1 and refused.stderr == f"error: {empty}: empty file\n", refused.stderr

@@ -2,7 +2,7 @@
 
 Every command of the click tree (hidden aliases included; a new command is covered without editing this file) is run
 against a matrix of wrong inputs built from its parameters' declared roles (`jobaware.cli_contract`) and from the
-example in its `--help`: for each input (SOURCE, FILE) a missing, empty, binary, wrong-columns, truncated,
+example in its `--help`: for each input (SOURCE, FILE, and a LOG read once as its example does) a missing, empty, binary, wrong-columns, truncated,
 unreadable and one-10-MB-line file and a folder where a file goes; for each output an existing file and an
 existing folder; a file for an output folder, a folder for an appended file, a missing and a not-a-store store, a
 URL that is none; for each numeric option a value of the wrong type and values below and above its declared range;
@@ -47,6 +47,7 @@ HEAVY = ("torch", "sklearn", "mlflow", "bentoml", "kfp", "great_expectations")
 SCRIPT_SUFFIXES = (".sh", ".py", ".bash", ".slurm")  # any text is a script: the model judges it
 NOBODY = 65534
 LOST = 255  # the exit code multiprocessing gives a child whose end the fork server could not report
+READ = ("source", "file", "log")  # the roles of what a command reads (a LOG's example reads it once: `--once`)
 
 SAMPLES = {  # a real sample per capability, cut to make the truncated file
     "failure": REAL / "nrel" / "eagle_sample_jobs.csv",
@@ -228,7 +229,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
     # every path-like token of the example becomes a file of the case folder: inputs a small text file, outputs new
     base, files = [], {}
     for item in items:
-        if role(item.param) in ("source", "file"):
+        if role(item.param) in READ:
             name = f"in/{Path(item.value).name}"
             files[name] = b"alpha,beta\n1,2\n" if role(item.param) == "file" or Path(name).suffix else b"x\n"
             base.append(Item(item.param, item.opt, name))
@@ -250,7 +251,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
 
     for item in base:
         kind, param = role(item.param), item.param
-        if kind in ("source", "file"):
+        if kind in READ:
             name = item.value
             case("missing input", swapped(param, f"gone/{Path(name).name}"), 1, Path(name).name)
             matrix = {"empty": b"", "binary": _binary(), "10 MB line": LONG}
@@ -297,7 +298,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
         if param.required and present:
             case(f"{spelling(param)} left out", [i for i in base if i.param is not param], 2, spelling(param))
     case("an unknown option", [*base, Item(None, "--no-such-option", None)], 2, "--no-such-option")
-    inputs = [i for i in base if role(i.param) in ("source", "file")]
+    inputs = [i for i in base if role(i.param) in READ]
     if inputs and any("--json" in p.opts for p in visible):
         name = inputs[0].value
         case("an error as JSON", [*base, Item(None, "--json", None)], 1, Path(name).name, {name: _binary()}, json=True)
@@ -446,10 +447,43 @@ def check(case: Case, result: dict, out: str, err: str) -> None:
 
 # ---------------------------------------------------------------- the tests
 def test_every_command_has_one_example_that_names_it_and_parses():
-    """The example in each `--help` is what the matrix starts from: it must parse as the command's arguments."""
+    """The example in each `--help` is what the matrix starts from: it must parse as the command's arguments; a
+    follower's (a LOG input) reads once, as the matrix assumes (following, it waits for a log not written yet)."""
     for path, command in _commands():
         items = parse(command, example_args(command))
         assert items or not [p for p in command.params if p.required], f"{' '.join(path)}: an empty example"
+        if any(role(item.param) == "log" for item in items):
+            assert "--once" in example_args(command), f"{' '.join(path)}: a LOG's example reads once (--once)"
+
+
+def test_what_a_command_reads_is_refused_only_when_none_of_it_can_be_read(tmp_path):
+    """Reading nothing is not success, at the depth of what a command reads (issue 51): a path that is not there is
+    refused, but of the files a SOURCE names the command is refused only when none can be read. A LOG (a follower's)
+    may not be written yet."""
+    from jobaware.cli_contract import check_log, check_source, check_sources
+    from jobaware.errors import InputError
+
+    good, empty, noise, folder = tmp_path / "good.csv", tmp_path / "empty.csv", tmp_path / "noise.csv", tmp_path / "f"
+    good.write_text("job_id,state\n1,COMPLETED\n")
+    empty.write_bytes(b"")
+    noise.write_bytes(_binary())
+    folder.mkdir()
+    check_sources([str(good), str(empty), str(noise)])
+    check_sources([str(tmp_path / "*.csv")])
+    for values, refusal in (([empty, noise], "empty.csv: empty file"), ([str(tmp_path / "e*.csv")], "empty file"),
+                            ([good, tmp_path / "gone.csv"], "gone.csv: no such file or folder"),
+                            ([good, folder], "f: an empty folder"),
+                            ([good, str(tmp_path / "x*.csv")], "the pattern matches no file")):
+        with pytest.raises(InputError, match=refusal):
+            check_sources([str(value) for value in values])
+    with pytest.raises(InputError, match="empty.csv: empty file"):
+        check_source(str(empty), single=True)
+    check_log(str(tmp_path / "EventLog"))  # not written yet: waited for
+    check_log(str(empty))
+    for log, refusal in ((tmp_path / "nowhere" / "EventLog", r"no such folder"), (noise, "binary data"),
+                         (folder, "is a folder")):
+        with pytest.raises(InputError, match=refusal):
+            check_log(str(log))
 
 
 def test_every_numeric_option_states_its_range():

@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, STORE, argument, given, option
+from jobaware.cli_contract import APPEND, FILE, LOG, SERVICE, STORE, argument, check_sources, given, option
 from jobaware.console import err, out, show
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.logs import OneLine, file_handler
@@ -29,9 +29,9 @@ PolicyFile = Annotated[Path | None, option("--policy", role=FILE, help="the site
 Year = Annotated[int | None, typer.Option(min=1970, max=2100, help="year of the first event of year-less (MM/DD) "
                                           "logs")]
 Timeout = Annotated[float, typer.Option(min=0.1, max=3600, help="seconds to wait for one answer of the service")]
-Logs = Annotated[list[Path] | None, option("--input", "-i", role=SOURCE, metavar="LOG",
-                                           help="event log (repeatable)")]
-OldLogs = Annotated[list[Path] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
+Logs = Annotated[list[Path] | None, option("--input", "-i", role=LOG, help="event log (repeatable); one not written "
+                                           "yet is waited for (with --once: refused)")]
+OldLogs = Annotated[list[Path] | None, argument(role=LOG, hidden=True, help="old spelling of --input")]
 Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job store "
                                     "(env JOBAWARE_STORE): the audit and the read position kept there, beside what "
                                     "the other daemons keep")]
@@ -79,7 +79,8 @@ def follow_command(
     timeout: Timeout = 5.0,
 ):
     """Follow event logs; decide every new hold over HTTP; audit it (in the site's store, or an --audit file), and
-    act only as the policy allows. With --once, logs holding no whole event are refused before anything is written.
+    act only as the policy allows. A log not written yet (the schedd not started, or nothing logged) is waited for,
+    said once; with --once, logs holding no whole event are refused before anything is written.
 
     Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
     """
@@ -95,7 +96,8 @@ def follow_command(
     acting = act or rules.mode == "act"
     if acting and not service:
         raise UsageError("--act: give --service (acting needs the model's decision)")
-    if once:
+    if once:  # one pass: reading nothing is not success
+        check_sources([str(log) for log in logs])
         _some_event(logs, year)
     client = DecisionClient(service, timeout=timeout) if service else None
     if acting:
@@ -109,6 +111,8 @@ def follow_command(
             "; the hold service's answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
         err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}){unverified}; audit "
                   f"{place}", highlight=False, soft_wrap=True)
+        for log in adapter.follower.unwritten():
+            err.print(f"waiting for {log} to be written", highlight=False, soft_wrap=True)
         try:
             total = adapter.run(seconds=seconds, once=once)
         finally:
@@ -118,7 +122,7 @@ def follow_command(
             opened.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{adapter.follower.bad_records}", highlight=False)
+              f"{adapter.follower.bad_records}", highlight=False, soft_wrap=True)
 
 
 def _some_event(logs: list[Path], year: int | None) -> None:
