@@ -69,6 +69,7 @@ def root(version: Annotated[bool, typer.Option("--version", callback=_print_vers
     Example: jobaware pipeline run all
     """
     config.load_site_settings()  # /etc/jobaware/jobaware.env (or JOBAWARE_CONFIG) under the environment
+    config.fail_fast()  # a person waits seconds, not MLflow's minutes, on a tracking server that does not answer
 
 
 def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:
@@ -172,6 +173,8 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     from jobaware import sources
 
     keys = capabilities.keys() if name == "all" else [name]
+    if not remote:  # the steps will track there: a server that does not answer is said now, in seconds
+        config.reach(config.tracking_uri(create=False))
     if name == "all" and (data or params):
         raise UsageError("pipeline all runs every capability on its default data; run one capability for --input "
                          "or --param")
@@ -301,7 +304,8 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
     lock = threading.Lock()
     # pipelines side by side share the cores: each step's thread pools (OpenMP, BLAS, torch) get their share
     threads = str(max(1, (os.cpu_count() or 1) // max(1, min(lanes, len(runs)))))
-    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ}
+    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+           **config.patient(dict(os.environ))}  # the steps keep MLflow's own waits
 
     def view():
         grid = Table.grid(padding=(0, 1))
@@ -598,7 +602,8 @@ def service_env(key: str, port: int) -> dict:
     """The environment of a service: BentoML's home is the service's own (`JOBAWARE_HOME/bentoml/<key>-<port>`), so
     that each keeps its own Prometheus folder (BentoML empties that folder when a service starts)."""
     home = config.home(create=False)
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False), "JOBAWARE_HOME": str(home),
+    return {**config.patient(dict(os.environ)), "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
+            "JOBAWARE_HOME": str(home),
             "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
