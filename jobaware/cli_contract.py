@@ -15,12 +15,20 @@
   not among its choices). One line on stderr (`jobaware.console.error`), or with `--json` one JSON object on stdout.
 - One spelling: `--input`, `--output`/`-o`, `--service`, `--overwrite`; old spellings (`--out`, `--data`,
   `--force` where it meant overwrite) are read as the new ones, with a notice.
+- One meaning per option name across commands: `--since`/`--until` are moments in one form (`when_option`: a time
+  ago 7d, 12h, 30m, 2w, a date, a local time, now, all; a bare number is refused: its unit is not known); `--host` is
+  an address to bind (`--kfp-host` the Kubeflow Pipelines URL); `--version` is jobaware's (`--model-version` a
+  model's). An old spelling that meant something else is a one-line usage error naming the new one (`moved`), never
+  a silent alias.
 - Plain flags show as flags in `--help` (typer shows `--json <bool>`).
+- Help reads whole: a docstring's paragraphs are joined into lines before typer shows them (it keeps a docstring's
+  line breaks, so that a sentence broke where the source line did); the first paragraph is the command's summary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import stat
@@ -67,6 +75,48 @@ def argument(role: str | None = None, **kwargs):
     info = typer.Argument(**kwargs)
     info.role, info.stdout = role, False
     return info
+
+
+WHEN = "WHEN"  # the metavar of a moment option (`when_option`)
+
+
+def when_option(*decls: str, **kwargs):
+    """A moment (`--since`, `--until`): a time ago (7d, 12h, 30m, 2w), a date (2026-01-31), a local time
+    (2026-01-31T08:00), now or all, checked as the command line is read (exit 2), the same on every command."""
+    kwargs.setdefault("metavar", WHEN)
+    return typer.Option(*decls, callback=_checked_moment, **kwargs)
+
+
+def _checked_moment(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    from jobaware.usage.jobs import moment
+
+    if value is not None:
+        moment(value, 0.0, param.opts[0])
+    return value
+
+
+def moved(old: str, new: str, meaning: str):
+    """A hidden option `old` that a command no longer takes, because it meant something else elsewhere: given, it is a
+    one-line usage error naming `new` (what it meant here: `meaning`), never a silent alias."""
+    elsewhere = f"; {old} is only {MEANINGS[old]}" if old in MEANINGS else ""
+
+    def refuse(value):
+        if value is not None:
+            raise UsageError(f"{old} is now {new} ({meaning}){elsewhere}")
+        return value
+
+    info = typer.Option(old, hidden=True, callback=refuse, help=f"moved to {new}")
+    info.moved_to = new
+    return info
+
+
+MEANINGS = {"--host": "the address a server binds (jobaware serve)", "--version": "jobaware's own version (jobaware "
+            "--version)", "--cluster": "a Slurm cluster's name"}  # what an option moved away from a command means
+
+
+def moved_to(param) -> str | None:
+    """The new spelling of a hidden option left to name it (`moved`), else None."""
+    return getattr(getattr(getattr(param, "type_descriptor", None), "parameter_info", None), "moved_to", None)
 
 
 def role_of(param) -> str | None:
@@ -331,10 +381,29 @@ def installed(app: typer.Typer):
 
 
 def install(root) -> None:
-    """Wrap every command of the click tree `root` with the role checks and the old spellings."""
+    """Wrap every command of the click tree `root` with the role checks and the old spellings; every help made whole
+    (`whole`)."""
     for _, command in commands(root):
         command.callback = _checked(command.callback, command.params)
         command.context_settings = {**command.context_settings, "token_normalize_func": _spelling(command.params)}
+    for node in _nodes(root):
+        node.help = whole(node.help)
+
+
+def _nodes(group) -> Iterator:
+    """`group` and every group and command below it."""
+    yield group
+    for sub in getattr(group, "commands", {}).values():
+        yield from _nodes(sub)
+
+
+def whole(text: str | None) -> str | None:
+    """A docstring as help: each paragraph on one line, so that it is wrapped to the terminal and never breaks where
+    the source line did (typer keeps a paragraph's line breaks); a paragraph that starts with `\b` is kept as it is."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(part if part.startswith("\b") else " ".join(part.split()) for part in paragraphs)
 
 
 _typed = TyperOption.display_type_rich

@@ -531,3 +531,126 @@ def test_every_command_refuses_every_wrong_input_in_one_line_touching_nothing(fo
     for name, (whole, own) in sorted(seconds.items(), key=lambda item: -item[1][0])[:15]:
         print(f"  {whole:5.1f} {own:5.1f}  {name}")
     assert not failures, f"{len(failures)} of {len(CASES)} cases broke the contract:\n" + "\n".join(failures[:60])
+
+
+def _every_node():
+    """Every group and command of the tree, hidden ones left out, with its path."""
+    root, _ = _tree()
+
+    def walk(node, path):
+        if node.hidden:
+            return
+        yield path, node
+        for name, sub in getattr(node, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+
+    yield from walk(root, ())
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_help_reads_whole_at_any_width(width, monkeypatch):
+    """typer keeps a docstring's line breaks, so that help broke mid-sentence where the source line did, in a command's
+    own help and in the command lists (issue 51). Every help's description (and every command's summary in its group's
+    list) is wrapped by the terminal alone: a line ends early only where a paragraph does."""
+    import contextlib
+    import io
+
+    root, _ = _tree()
+    monkeypatch.setenv("COLUMNS", str(width))
+    broken = []
+    for path, _ in _every_node():
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            assert root.main([*path, "--help"], prog_name="jobaware", standalone_mode=False) in (0, None), path
+        lines = shown.getvalue().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.strip().startswith("Usage:")) + 1
+        end = next((i for i, line in enumerate(lines) if line.startswith("╭")), len(lines))
+        pairs = [(before, after) for before, after in zip(lines[start:end], lines[start + 1:end], strict=False)
+                 if before.strip() and after.strip()]  # a paragraph's lines
+        listed = _commands_box(lines)
+        for before, after in zip(listed, listed[1:], strict=False):  # a summary's lines: the name column blank
+            column = len(before) - len(before.lstrip()) + len(before.split()[0]) if before.strip() else 0
+            continued = after[:column].strip() == "" and after.strip() and after[column:column + 2].strip()
+            if before.strip() and continued:
+                pairs.append((before, after))
+        for before, after in pairs:
+            if len(before.rstrip()) + 1 + len(after.split()[0]) <= width - 3:  # the next word fitted: a hard break
+                broken.append(f"jobaware {' '.join(path)} --help at {width}: {before.strip()!r} / {after.strip()!r}")
+    assert not broken, "\n".join(broken[:20])
+
+
+def _commands_box(lines: list[str]) -> list[str]:
+    """The rows of the Commands panel of a help, without the box's sides."""
+    inside, rows = False, []
+    for line in lines:
+        if line.startswith("╭─ Commands"):
+            inside = True
+        elif line.startswith("╰"):
+            inside = False
+        elif inside and line.startswith("│"):
+            rows.append(line[1:-1])
+    return rows
+
+
+def test_every_command_has_a_one_line_summary():
+    """The first paragraph of a command's help is its summary (the command lists show it; the README's command list is
+    made from it): one sentence of at most 100 characters."""
+    import re
+
+    for path, node in _every_node():
+        if not path:
+            continue
+        summary = (node.help or "").split("\n\n")[0]
+        assert summary and len(summary) <= 100, f"jobaware {' '.join(path)}: summary of {len(summary)}: {summary!r}"
+        assert not re.search(r"[.;] [A-Z]", summary.rstrip(".?")), f"jobaware {' '.join(path)}: {summary!r}"
+
+
+def _kind(param) -> tuple[str, str]:
+    """What an option's value is: a flag, a number or text; and whether it is a URL to ask (a SERVICE)."""
+    import typing
+
+    annotation = param.type_descriptor.annotation
+    values = {a for a in typing.get_args(annotation) if a is not type(None)} or {annotation}
+    base = "flag" if param.is_flag else "number" if values <= {int, float} else "text"
+    return base, "url" if role(param) == "service" else ""
+
+
+def test_one_meaning_per_option_name():
+    """An option's name means one thing on every command (issue 51 found `--since` integer days on `card` and `7d` on
+    `report`, `--host` a bind address on `serve` and a KFP URL on `pipeline run`, `predict --version` a model version
+    beside jobaware's `--version`, `--cluster` a Slurm cluster's name and an HTCondor job's number): every option
+    spelled alike takes the same kind of value (a flag, a number, text, a URL), and `--since`/`--until` are moments in
+    one form (WHEN). An old spelling moved off a command (`moved`) is a usage error naming its new one."""
+    from jobaware.cli_contract import WHEN, moved_to
+
+    kinds: dict[str, dict[tuple, list[str]]] = {}
+    for path, node in _every_node():
+        for param in node.params:
+            if param.param_type_name != "option" or moved_to(param):
+                continue
+            for spelled in param.opts:
+                kinds.setdefault(spelled, {}).setdefault(_kind(param), []).append(" ".join(path) or "(jobaware)")
+                if spelled in ("--since", "--until"):
+                    assert param.metavar == WHEN and param.callback is not None, f"{' '.join(path)} {spelled}"
+    two = {name: found for name, found in kinds.items() if len(found) > 1}
+    assert not two, f"options meaning two things: {two}"
+    assert set(kinds["--host"]) == {("text", "")} and kinds["--host"][("text", "")] == ["serve"]
+    assert "--kfp-host" in kinds and "--model-version" in kinds and len(kinds["--since"][("text", "")]) >= 4
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["pipeline", "run", "failure", "--host", "http://kfp:8080"], "--host is now --kfp-host"),
+    (["pipeline", "submit", "failure", "--host", "http://kfp:8080", "--input", "s3://b/j.csv"], "--host is now --kfp-host"),
+    (["predict", "failure", "--input", "jobs.csv", "--output", "p.jsonl", "--version", "3"],
+     "--version is now --model-version"),
+    (["hold", "decide", "--input", "EventLog", "--cluster", "4242"], "--cluster is now --job"),
+    (["card", "4242", "--since", "30"], "--since '30': a time ago needs its unit: 30d (days)"),
+    (["report", "jobs", "--store", "store", "--since", "7"], "--since '7': a time ago needs its unit: 7d (days)"),
+])
+def test_an_old_meaning_is_a_usage_error_naming_the_new_spelling(args, named, tmp_path, monkeypatch, capsys):
+    from jobaware import cli, cli_contract
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    assert cli_contract.run(cli.command(), args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {named}") and len(err.splitlines()) == 1, err

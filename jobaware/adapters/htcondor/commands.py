@@ -2,7 +2,7 @@
 
   jobaware hold follow --input LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE]
                        [--state FILE] [--once|--seconds N]
-  jobaware hold decide --input LOG --cluster C --proc P [--service URL]
+  jobaware hold decide --input LOG --job CLUSTER.PROC [--service URL]
   jobaware hold policy --print [--policy FILE]
   jobaware report holds (--store URI | --audit FILE)
 """
@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.cli_contract import APPEND, FILE, LOG, SERVICE, STORE, argument, check_sources, given, option
+from jobaware.cli_contract import APPEND, FILE, LOG, SERVICE, STORE, argument, check_sources, given, moved, option
 from jobaware.console import err, out, show
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.logs import OneLine, file_handler
@@ -78,9 +78,11 @@ def follow_command(
     year: Year = None,
     timeout: Timeout = 5.0,
 ):
-    """Follow event logs; decide every new hold over HTTP; audit it (in the site's store, or an --audit file), and
-    act only as the policy allows. A log not written yet (the schedd not started, or nothing logged) is waited for,
-    said once; with --once, logs holding no whole event are refused before anything is written.
+    """Follow event logs and decide every new hold over HTTP, audited, acting only as the policy allows.
+
+    The audit goes in the site's store, or an --audit file. A log not written yet (the schedd not started, or
+    nothing logged) is waited for, said once; with --once, logs holding no whole event are refused before anything
+    is written.
 
     Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
     """
@@ -137,26 +139,33 @@ def _some_event(logs: list[Path], year: int | None) -> None:
     raise InputError(f"{', '.join(map(str, logs))}: no whole HTCondor event ({bad})")
 
 
+HeldJob = Annotated[str, typer.Option("--job", metavar="CLUSTER.PROC", help="the held job, as HTCondor names it: 4242 "
+                                      "(proc 0), 4242.3, or 4242.3.0 with its subproc")]
+_MOVED = "the held job's cluster, proc and subproc ids, as one: 4242.3"
+
+
 def decide_command(
-    cluster: Annotated[int, typer.Option(min=0, help="the held job's cluster id")],
+    job: HeldJob,
     inputs: Annotated[Path | None, option("--input", "-i", role=FILE, metavar="LOG",
                                           help="the event log holding the job")] = None,
     log: Annotated[Path | None, argument(role=FILE, hidden=True, help="old spelling of --input")] = None,
-    proc: Annotated[int, typer.Option(min=0, help="its proc id")] = 0,
-    subproc: Annotated[int, typer.Option(min=0, help="its subproc id")] = 0,
     service: Service = DEFAULT_SERVICE,
     year: Year = None,
     timeout: Timeout = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
+    _cluster: Annotated[str | None, moved("--cluster", "--job", _MOVED)] = None,
+    _proc: Annotated[str | None, moved("--proc", "--job", _MOVED)] = None,
+    _subproc: Annotated[str | None, moved("--subproc", "--job", _MOVED)] = None,
 ):
     """One decision for one held job: its last hold in LOG, with the same window `follow` sends.
 
-    Example: jobaware hold decide --input EventLog --cluster 4242 --service http://127.0.0.1:3001
+    Example: jobaware hold decide --input EventLog --job 4242.0 --service http://127.0.0.1:3001
     """
     from jobaware.adapters.htcondor.client import DecisionClient
     from jobaware.adapters.htcondor.follower import Follower
     from jobaware.adapters.htcondor.window import Window
 
+    cluster, proc, subproc = _held_job(job)
     log = inputs or log
     if log is None:
         raise UsageError("missing option '--input'")
@@ -187,6 +196,16 @@ def decide_command(
            "reasons": answer.get("reasons"), "model_version": answer.get("model_version"),
            "trained_on": f"{trained.get('source', 'unrecorded')} ({trained.get('labelled_holds', '?')} holds)"}
     show(answer if as_json else row, as_json)
+
+
+def _held_job(text: str) -> tuple[int, int, int]:
+    """`--job 4242[.3[.0]]` as (cluster, proc, subproc); a usage error otherwise."""
+    parts = text.strip().split(".")
+    if not 1 <= len(parts) <= 3 or not all(part.isascii() and part.isdigit() and len(part) <= 10 for part in parts):
+        raise UsageError(f"--job {text[:40]!r}: expected an HTCondor job id: CLUSTER, CLUSTER.PROC or "
+                         "CLUSTER.PROC.SUBPROC (4242.3)")
+    numbers = [int(part) for part in parts] + [0] * (3 - len(parts))
+    return numbers[0], numbers[1], numbers[2]
 
 
 def policy_command(
