@@ -374,7 +374,7 @@ def _spelling(params: list) -> Callable[[str], str]:
 
 def installed(app: typer.Typer):
     """The click command of a Typer app, with the contract installed (the other entry points use it too:
-    `python -m adapters.htcondor|slurm`)."""
+    `python -m jobaware.adapters.htcondor|slurm`)."""
     root = typer.main.get_command(app)
     install(root)
     return root

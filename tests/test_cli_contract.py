@@ -654,3 +654,20 @@ def test_an_old_meaning_is_a_usage_error_naming_the_new_spelling(args, named, tm
     assert cli_contract.run(cli.command(), args) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: {named}") and len(err.splitlines()) == 1, err
+
+
+def test_where_the_code_lists_commands_it_lists_every_one():
+    """`slurm doctor` was missing where commands were listed (issue 51): the light entry points' docstrings (their
+    `--help` is generated, their docstring is what a reader of the code sees) name every command of their app, and
+    the `slurm` group's summary names its doctor."""
+    import re
+
+    import jobaware.adapters.htcondor.__main__ as htcondor
+    import jobaware.adapters.slurm.__main__ as slurm
+    from jobaware.adapters.slurm.commands import slurm_app
+
+    for module, app in ((slurm, slurm_app), (htcondor, htcondor.app)):
+        listed = re.search(r"`python -m jobaware\.adapters\.\w+ ([\w|]+)`", module.__doc__).group(1).split("|")
+        assert sorted(listed) == sorted(info.name for info in app.registered_commands if not info.hidden), module.__name__
+    root, _ = _tree()
+    assert "doctor" in root.commands["slurm"].help and "submit" in root.commands["pipeline"].help

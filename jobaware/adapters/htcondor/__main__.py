@@ -1,4 +1,4 @@
-"""`python -m adapters.htcondor follow|decide|policy|report`: the adapter's commands without the platform's CLI
+"""`python -m jobaware.adapters.htcondor follow|decide|policy|report`: the adapter's commands without the platform's CLI
 (which loads every capability, torch included); for a light install beside a schedd. Same functions as
 `jobaware hold follow|decide|policy` and `jobaware report holds`."""
 
@@ -24,4 +24,4 @@ app.command("report")(report_holds_command)
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # unwind: the position is kept
-    sys.exit(cli_contract.run(cli_contract.installed(app), sys.argv[1:], "python -m adapters.htcondor"))
+    sys.exit(cli_contract.run(cli_contract.installed(app), sys.argv[1:], "python -m jobaware.adapters.htcondor"))
