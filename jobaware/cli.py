@@ -26,7 +26,7 @@ from jobaware.adapters.htcondor.commands import register as _register_htcondor
 from jobaware.adapters.slurm.commands import part_command as _part_command
 from jobaware.adapters.slurm.commands import register as _register_slurm
 from jobaware.adapters.slurm.mail_commands import register as _register_mail
-from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argument, given, option
+from jobaware.cli_contract import FOLDER, OUTPUT, SERVICE, SOURCE, STORE, argument, given, moved, option
 from jobaware.console import err, out, progress, show, warning
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.store.commands import register as _register_store
@@ -72,6 +72,7 @@ def root(version: Annotated[bool, typer.Option("--version", callback=_print_vers
     Example: jobaware pipeline run all
     """
     config.load_site_settings()  # /etc/jobaware/jobaware.env (or JOBAWARE_CONFIG) under the environment
+    config.fail_fast()  # a person waits seconds, not MLflow's minutes, on a tracking server that does not answer
 
 
 def _parse_params(capability: capabilities.Capability, items: list[str]) -> dict:
@@ -100,8 +101,10 @@ def data_validate(
     as_json: JsonFlag = False,
     strict: Annotated[bool, typer.Option("--strict", help="stop at the first bad record")] = False,
 ):
-    """Check source data against its contracts: exit 0 when every record is good and every expectation met,
-    1 with the bad records (file:line, field, value, reason) and the failed expectations otherwise.
+    """Check source data against its contracts, record by record and expectation by expectation.
+
+    Exit 0 when every record is good and every expectation met, 1 with the bad records (file:line, field, value,
+    reason) and the failed expectations otherwise.
 
     Example: jobaware data validate failure --input jobs.csv
     """
@@ -144,8 +147,9 @@ def data_synth(
     seed: Annotated[int, typer.Option(min=0, help="random seed")] = 0,
     overwrite: Overwrite = False,
 ):
-    """Generate data in the capability's real format, with its ground truth beside it (both written whole or
-    not at all).
+    """Generate data in the capability's real format, with its ground truth beside it.
+
+    Both are written whole or not at all.
 
     Example: jobaware data synth failure --jobs 1000 --output jobs.csv
     """
@@ -176,6 +180,8 @@ def _arguments(name: str, data: list[str], params: list[str], budget: float, rem
     from jobaware import sources
 
     keys = capabilities.keys() if name == "all" else [name]
+    if not remote:  # the steps will track there: a server that does not answer is said now, in seconds
+        config.reach(config.tracking_uri(create=False))
     if name == "all" and (data or params):
         raise UsageError("pipeline all runs every capability on its default data; run one capability for --input "
                          "or --param")
@@ -222,25 +228,29 @@ def pipeline_run(
     inputs: Inputs = None,
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
     budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
-    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="submit to this Kubeflow Pipelines host")] = "",
+    kfp_host: Annotated[str, option("--kfp-host", envvar="KFP_HOST", role=SERVICE, help="submit to this Kubeflow "
+                                    "Pipelines host (env KFP_HOST)")] = "",
+    _host: Annotated[str | None, moved("--host", "--kfp-host", "the Kubeflow Pipelines host")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", help="show the steps' own logs live")] = False,
     runner_name: Annotated[Literal["subprocess", "docker"], typer.Option(
         "--runner", help="kfp.local runner: subprocess (fast), or docker: every step in the project image "
                          "through podman")] = "subprocess",
     as_json: JsonFlag = False,
 ):
-    """Run a pipeline with kfp.local (default) or submit it to a KFP host. Data given with --input is read once
-    before the pipeline starts: nothing usable, or more bad records than --budget, is refused right away.
+    """Run a capability's pipeline (or all of them) with kfp.local, or submit it to a KFP host.
+
+    Data given with --input is read once before the pipeline starts: nothing usable, or more bad records than
+    --budget, is refused right away. With --kfp-host (or KFP_HOST) the run is submitted there instead.
 
     Example: jobaware pipeline run failure --input jobs.csv --param max_iter=100
     """
     extras.require("train")
-    arguments = _arguments(name, inputs or [], param, budget, remote=bool(host))
-    if host:
+    arguments = _arguments(name, inputs or [], param, budget, remote=bool(kfp_host))
+    if kfp_host:
         from jobaware.pipelines import runner
 
-        run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
-        show({"submitted": name, "host": host, "run_id": run_id}, as_json)
+        run_id = runner.submit(name, arguments, kfp_host, f"jobaware-{name}")
+        show({"submitted": name, "host": kfp_host, "run_id": run_id}, as_json)
         return
     outputs = _run_pipelines({name: arguments}, verbose, runner_name)[name]
     keys = capabilities.keys() if name == "all" else [name]
@@ -251,18 +261,21 @@ def pipeline_run(
 @pipeline_app.command("submit")
 def pipeline_submit(
     name: Key,
-    host: Annotated[str, option(envvar="KFP_HOST", role=SERVICE, help="the Kubeflow Pipelines host (KFP_HOST)")],
+    kfp_host: Annotated[str, option("--kfp-host", envvar="KFP_HOST", role=SERVICE, help="the Kubeflow Pipelines host "
+                                    "(env KFP_HOST)")],
     inputs: Annotated[list[str], typer.Option("--input", "-i", metavar="PATH",
                                               help="source path or URI as the host's steps see it (repeatable)")],
     param: Annotated[list[str], typer.Option(help="training parameter key=value (repeatable)")] = [],  # noqa: B006
     budget: Annotated[float, typer.Option(min=0, max=1, help="largest share of bad records the run goes past")] = 0.01,
     recurring: Annotated[str, typer.Option(help="retrain on this cron schedule ('0 3 * * *') instead of once")] = "",
     as_json: JsonFlag = False,
+    _host: Annotated[str | None, moved("--host", "--kfp-host", "the Kubeflow Pipelines host")] = None,
 ):
-    """Submit a run, or a recurring run, of a capability's pipeline to a Kubeflow Pipelines host; its steps read
-    the MLflow tracking URI from the Secret `jobaware-mlflow` there.
+    """Submit a run, or a recurring run, of a capability's pipeline to a Kubeflow Pipelines host.
 
-    Example: jobaware pipeline submit failure --host https://kfp.example.org --input s3://bucket/jobs.parquet
+    Its steps read the MLflow tracking URI from the Secret `jobaware-mlflow` there.
+
+    Example: jobaware pipeline submit failure --kfp-host https://kfp.example.org --input s3://bucket/jobs.parquet
     """
     extras.require("train")
     from kfp_server_api import ApiException
@@ -275,16 +288,16 @@ def pipeline_submit(
         with open(config.logs_dir() / "kfp-client.log", "a") as chatter, contextlib.redirect_stdout(chatter), \
                 contextlib.redirect_stderr(chatter):
             if recurring:
-                result = runner.schedule(name, arguments, host, f"jobaware-{name}", recurring)
+                result = runner.schedule(name, arguments, kfp_host, f"jobaware-{name}", recurring)
             else:
-                run_id = runner.submit(name, arguments, host, f"jobaware-{name}")
-                result = {"run_id": run_id, "details": f"{host.rstrip('/')}/#/runs/details/{run_id}"}
+                run_id = runner.submit(name, arguments, kfp_host, f"jobaware-{name}")
+                result = {"run_id": run_id, "details": f"{kfp_host.rstrip('/')}/#/runs/details/{run_id}"}
     except ValueError as exc:
         raise JobawareError(f"pipeline submit {name}: {exc}") from None
     except (ApiException, HTTPError) as exc:
         reason = f"answered {exc.status} {exc.reason}" if isinstance(exc, ApiException) else f"unreachable ({exc})"
-        raise JobawareError(f"pipeline submit {name}: the KFP host {host} {reason}") from None
-    show({"submitted": name, "host": host, **result}, as_json)
+        raise JobawareError(f"pipeline submit {name}: the KFP host {kfp_host} {reason}") from None
+    show({"submitted": name, "host": kfp_host, **result}, as_json)
 
 
 def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "subprocess", lanes: int = 1,
@@ -307,7 +320,8 @@ def _run_pipelines(runs: dict[str, dict], verbose: bool, runner_name: str = "sub
     lock = threading.Lock()
     # pipelines side by side share the cores: each step's thread pools (OpenMP, BLAS, torch) get their share
     threads = str(max(1, (os.cpu_count() or 1) // max(1, min(lanes, len(runs)))))
-    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}, **os.environ}
+    env = {**{name: threads for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")},
+           **config.patient(dict(os.environ))}  # the steps keep MLflow's own waits
 
     def view():
         grid = Table.grid(padding=(0, 1))
@@ -484,8 +498,10 @@ def models_verify(
                                          "version that has none (after you checked them)")] = False,
     as_json: JsonFlag = False,
 ):
-    """Check that VERSION's files are the ones recorded when it was registered (a model is loaded only then); with
-    --record, record them on a version registered before jobaware recorded digests. Exit 1 when they do not match.
+    """Check that VERSION's files are the ones recorded when it was registered.
+
+    A model is loaded only then. With --record, record them on a version registered before jobaware recorded
+    digests. Exit 1 when they do not match.
 
     Example: jobaware models verify failure 3
     """
@@ -544,7 +560,9 @@ def report_live(
                                  "JOBAWARE_STORE): a folder, sqlite:PATH or redis://host:port/db")],
     as_json: JsonFlag = False,
 ):
-    """How each capability did on live jobs, by week and model version: one table per card part that declares it.
+    """How each capability did on live jobs, by week and model version.
+
+    One table per card part that declares it.
 
     What each part said of the store's finished jobs while they waited (the cards the Slurm adapter kept, refreshes
     included) against what happened to them, in the part's own table (`CardPart.accuracy` in its registration).
@@ -578,11 +596,14 @@ def predict(
                                         "(repeatable)")],
     output: Annotated[str, option("--output", "-o", role=OUTPUT, stdout=True,
                                   help="JSON Lines file, one object per record; - for standard output")],
-    version: Annotated[str, typer.Option(help="model version (default: the champion)")] = "",
+    model_version: Annotated[str, typer.Option("--model-version", metavar="VERSION", help="the model version to "
+                                               "predict with (default: the champion)")] = "",
     overwrite: Overwrite = False,
+    _version: Annotated[str | None, moved("--version", "--model-version", "the model version to predict with")] = None,
 ):
-    """Predict every record of the input with the champion (or a given version). The input is read before the
-    model is loaded; the output is written whole or not at all.
+    """Predict every record of the input with the champion (or --model-version).
+
+    The input is read before the model is loaded; the output is written whole or not at all.
 
     Example: jobaware predict failure --input jobs.csv --output predictions.jsonl
     """
@@ -595,7 +616,7 @@ def predict(
     def model():  # MLflow is imported only once the input held something to predict
         from jobaware import tracking
 
-        return tracking.load_bundle(key, version or None)
+        return tracking.load_bundle(key, model_version or None)
 
     capability = capabilities.get(key)
     inputs = [path for source in inputs for path in sources.expand(source)]
@@ -604,7 +625,7 @@ def predict(
         summary = capability.predict_file(inputs, output, model, progress=lambda n: bar.advance(task, n))
     used = summary.model_version
     model = f"model version {used}" if used else "no model loaded: nothing to predict"
-    used = used or version or registry_read.champion_version(key)  # the input still meets the model it would meet
+    used = used or model_version or registry_read.champion_version(key)  # the input still meets the model it would meet
     if used:
         summary.fit = fit.notes(registry_read.training_profile(key, used), summary.input_profile, used)
     where = "standard output" if output == "-" else output
@@ -638,7 +659,8 @@ def service_env(key: str, port: int) -> dict:
     """The environment of a service: BentoML's home is the service's own (`JOBAWARE_HOME/bentoml/<key>-<port>`), so
     that each keeps its own Prometheus folder (BentoML empties that folder when a service starts)."""
     home = config.home(create=False)
-    return {**os.environ, "MLFLOW_TRACKING_URI": config.tracking_uri(create=False), "JOBAWARE_HOME": str(home),
+    return {**config.patient(dict(os.environ)), "MLFLOW_TRACKING_URI": config.tracking_uri(create=False),
+            "JOBAWARE_HOME": str(home),
             "BENTOML_HOME": str(home / "bentoml" / f"{key}-{port}")}
 
 
@@ -648,8 +670,10 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port")] = FIRST_PORT,
     host: Annotated[str, typer.Option(help="address to bind")] = "127.0.0.1",
 ):
-    """Serve the champion over HTTP with BentoML (or, as `card`, the card gateway); stopping this command, however,
-    stops the server. With JOBAWARE_SERVICE_TOKEN_FILE, every answer proves it is the deployment's service.
+    """Serve the champion over HTTP with BentoML (or, as `card`, the card gateway).
+
+    Stopping this command, however, stops the server. With JOBAWARE_SERVICE_TOKEN_FILE, every answer proves it is
+    the deployment's service.
 
     Example: jobaware serve failure --port 3000
     """
@@ -670,10 +694,11 @@ def demo(
     parallel: Annotated[int, typer.Option(min=1, max=16, help="pipelines run at the same time (default: the "
                                           "cores, at most 2)")] = min(2, os.cpu_count() or 1),
 ):
-    """What `make run` does: every pipeline on its default data (PARALLEL at a time), each champion served on
-    localhost as soon as its pipeline is done; it says when each service is ready and how long the whole took, and
-    prints the services' URLs and the service token it made in JOBAWARE_HOME (what `jobaware card` and the adapters
-    need in another shell: no service has a default URL).
+    """What `make run` does: every pipeline on its default data, each champion then served on localhost.
+
+    The pipelines run PARALLEL at a time, and each champion is served as soon as its pipeline is done; it says when
+    each service is ready and how long the whole took, and prints the services' URLs and the service token it made
+    in JOBAWARE_HOME (what `jobaware card` and the adapters need in another shell: no service has a default URL).
 
     Example: jobaware demo --first-port 3000
     """

@@ -5,17 +5,30 @@
   unreadable, empty, binary or one-huge-line input; an output that exists or is a folder; a store that is not
   one; a URL that is not one), so that a wrong path is refused in one line before anything is read, loaded or
   written.
+- Reading nothing is not success, at the depth of what a command reads: a path that is not there is refused, but of
+  the files a SOURCE names (several values, a glob, a folder) the command is refused only when none can be read; the
+  others it reads, and it says what became of each (an empty or binary script among 500 is one line of its
+  answer). A FILE is one file, checked alone. A LOG is a log a daemon follows: not written yet (missing or empty)
+  it is waited for, not refused.
 - Exit codes: 0 done; 1 bad input (files, data, services, registry: `JobawareError`); 2 a wrong command line
   (click's own usage errors and `UsageError`: an unknown option, a value of the wrong type, out of its range or
   not among its choices). One line on stderr (`jobaware.console.error`), or with `--json` one JSON object on stdout.
 - One spelling: `--input`, `--output`/`-o`, `--service`, `--overwrite`; old spellings (`--out`, `--data`,
   `--force` where it meant overwrite) are read as the new ones, with a notice.
+- One meaning per option name across commands: `--since`/`--until` are moments in one form (`when_option`: a time
+  ago 7d, 12h, 30m, 2w, a date, a local time, now, all; a bare number is refused: its unit is not known); `--host` is
+  an address to bind (`--kfp-host` the Kubeflow Pipelines URL); `--version` is jobaware's (`--model-version` a
+  model's). An old spelling that meant something else is a one-line usage error naming the new one (`moved`), never
+  a silent alias.
 - Plain flags show as flags in `--help` (typer shows `--json <bool>`).
+- Help reads whole: a docstring's paragraphs are joined into lines before typer shows them (it keeps a docstring's
+  line breaks, so that a sentence broke where the source line did); the first paragraph is the command's summary.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import stat
@@ -28,13 +41,13 @@ from typer.core import TyperOption
 
 from jobaware import console
 from jobaware.errors import InputError, JobawareError, UsageError
-from jobaware.reading import binary_reason
+from jobaware.reading import BINARY_SUFFIXES, binary_reason
 
-SOURCE, FILE, OUTPUT, FOLDER, APPEND, STORE, SERVICE = "source", "file", "output", "folder", "append", "store", "service"
-METAVARS = {SOURCE: "SOURCE", FILE: "FILE", OUTPUT: "OUTPUT", FOLDER: "DIR", APPEND: "FILE", STORE: "STORE",
-            SERVICE: "URL"}
+SOURCE, FILE, LOG, OUTPUT, FOLDER, APPEND, STORE, SERVICE = ("source", "file", "log", "output", "folder", "append",
+                                                          "store", "service")
+METAVARS = {SOURCE: "SOURCE", FILE: "FILE", LOG: "LOG", OUTPUT: "OUTPUT", FOLDER: "DIR", APPEND: "FILE",
+            STORE: "STORE", SERVICE: "URL"}
 OLD_SPELLINGS = {"out": "output", "data": "input", "force": "overwrite"}  # read as the new one where it exists
-BINARY_SUFFIXES = (".parquet", ".pq", ".arrow", ".feather", ".gz", ".bz2", ".xz", ".zst", ".zip")
 WHOLE_SUFFIXES = (".json",)  # one record may fill the file: no limit on a line
 HEAD = 64 << 10  # bytes of a file looked at for binary content
 LINE = 1 << 20  # the longest first line a line-based text file may have
@@ -64,6 +77,48 @@ def argument(role: str | None = None, **kwargs):
     return info
 
 
+WHEN = "WHEN"  # the metavar of a moment option (`when_option`)
+
+
+def when_option(*decls: str, **kwargs):
+    """A moment (`--since`, `--until`): a time ago (7d, 12h, 30m, 2w), a date (2026-01-31), a local time
+    (2026-01-31T08:00), now or all, checked as the command line is read (exit 2), the same on every command."""
+    kwargs.setdefault("metavar", WHEN)
+    return typer.Option(*decls, callback=_checked_moment, **kwargs)
+
+
+def _checked_moment(ctx: typer.Context, param: typer.CallbackParam, value: str | None) -> str | None:
+    from jobaware.usage.jobs import moment
+
+    if value is not None:
+        moment(value, 0.0, param.opts[0])
+    return value
+
+
+def moved(old: str, new: str, meaning: str):
+    """A hidden option `old` that a command no longer takes, because it meant something else elsewhere: given, it is a
+    one-line usage error naming `new` (what it meant here: `meaning`), never a silent alias."""
+    elsewhere = f"; {old} is only {MEANINGS[old]}" if old in MEANINGS else ""
+
+    def refuse(value):
+        if value is not None:
+            raise UsageError(f"{old} is now {new} ({meaning}){elsewhere}")
+        return value
+
+    info = typer.Option(old, hidden=True, callback=refuse, help=f"moved to {new}")
+    info.moved_to = new
+    return info
+
+
+MEANINGS = {"--host": "the address a server binds (jobaware serve)", "--version": "jobaware's own version (jobaware "
+            "--version)", "--cluster": "a Slurm cluster's name"}  # what an option moved away from a command means
+
+
+def moved_to(param) -> str | None:
+    """The new spelling of a hidden option left to name it (`moved`), else None."""
+    return getattr(getattr(getattr(param, "type_descriptor", None), "parameter_info", None), "moved_to", None)
+
+
 def role_of(param) -> str | None:
     """The role a click parameter was declared with (None: a plain value)."""
     return getattr(getattr(getattr(param, "type_descriptor", None), "parameter_info", None), "role", None)
@@ -85,11 +140,49 @@ def given(option_values: list[str] | None, positional: list[str] | None, name: s
 
 # ---------------------------------------------------------------- checks by role
 def check_source(value: str, single: bool = False) -> None:
-    """A path to read (a file; a folder or a glob unless `single`): there, readable, and a file neither empty,
-    binary (unless its format is), nor one huge line. URIs are left to their readers."""
-    text = str(value)
+    """One path to read checked alone (a FILE; `single`: a file, never a folder or a glob): there, and every file it
+    names readable (see `check_sources`)."""
+    _, problems = _readable(str(value), single)
+    if problems:
+        raise problems[0]
+
+
+def check_sources(values: list[str]) -> None:
+    """The paths one SOURCE parameter names (files, folders, globs): each must be there (a missing path, a pattern
+    matching no file, an empty or unlistable folder are refused); each file must be readable, text unless its format
+    is binary, and not one huge line, but the rule 'reading nothing is not success' holds for them together: refused,
+    with the first file's reason, only when none of them can be read. The others the command reads, and it says what
+    became of each. URIs are left to their readers."""
+    readable, problems = 0, []
+    for value in values:
+        good, bad = _readable(str(value), single=False)
+        readable, problems = readable + good, problems + bad
+    if problems and not readable:
+        raise problems[0]
+
+
+def check_log(value: str) -> None:
+    """A log a daemon follows: its folder there; the log itself may not be written yet (missing or empty: the daemon
+    waits for it); when there, a file of text."""
+    path = Path(str(value))
+    if not path.parent.is_dir():
+        raise InputError(f"{value}: no such folder ({path.parent}); the log's folder must be there")
+    if path.is_dir():
+        raise InputError(f"{value}: is a folder; give the log file")
+    if path.exists():
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(HEAD)
+        except OSError as exc:
+            raise InputError(f"{value}: cannot read ({exc.strerror})") from None
+        _check_text(head, str(value))
+
+
+def _readable(text: str, single: bool) -> tuple[int, list[InputError]]:
+    """How many of the files `text` names can be read, and the problems of the others; a path that names nothing
+    there raises."""
     if text.startswith(REMOTE) or (not single and text == "-"):
-        return
+        return 1, []
     path = Path(text)
     if not path.exists() and not path.is_symlink() and not single and any(c in text for c in "*?["):
         import glob
@@ -97,9 +190,8 @@ def check_source(value: str, single: bool = False) -> None:
         matches = sorted(glob.glob(text, recursive=True))
         if not matches:
             raise InputError(f"{text}: the pattern matches no file")
-        for match in matches:
-            check_source(match, single=False)
-        return
+        found = [_readable(match, single=False) for match in matches]
+        return sum(good for good, _ in found), [problem for _, bad in found for problem in bad]
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -111,7 +203,11 @@ def check_source(value: str, single: bool = False) -> None:
             raise InputError(f"{text}: is a folder; give a file")
         _check_folder(path, text)
     elif stat.S_ISREG(mode):
-        _check_file(path, text)
+        try:
+            _check_file(path, text)
+        except InputError as problem:
+            return 0, [problem]
+    return 1, []
 
 
 def _check_folder(path: Path, text: str) -> None:
@@ -225,9 +321,11 @@ def check(params: list, values: dict) -> None:
     name = lambda param: param.opts[0] if param.opts else param.name.upper()  # noqa: E731
     for param, value in by_role.get(SERVICE, []):
         check_service(value, name(param))
-    for role in (SOURCE, FILE):
-        for _, value in by_role.get(role, []):
-            check_source(value, single=role == FILE)
+    check_sources([value for _, value in by_role.get(SOURCE, [])])  # what the command reads, together
+    for _, value in by_role.get(FILE, []):
+        check_source(value, single=True)
+    for _, value in by_role.get(LOG, []):
+        check_log(value)
     for param, value in by_role.get(STORE, []):
         check_store(value, name(param))
     for param, value in by_role.get(OUTPUT, []):
@@ -283,10 +381,29 @@ def installed(app: typer.Typer):
 
 
 def install(root) -> None:
-    """Wrap every command of the click tree `root` with the role checks and the old spellings."""
+    """Wrap every command of the click tree `root` with the role checks and the old spellings; every help made whole
+    (`whole`)."""
     for _, command in commands(root):
         command.callback = _checked(command.callback, command.params)
         command.context_settings = {**command.context_settings, "token_normalize_func": _spelling(command.params)}
+    for node in _nodes(root):
+        node.help = whole(node.help)
+
+
+def _nodes(group) -> Iterator:
+    """`group` and every group and command below it."""
+    yield group
+    for sub in getattr(group, "commands", {}).values():
+        yield from _nodes(sub)
+
+
+def whole(text: str | None) -> str | None:
+    """A docstring as help: each paragraph on one line, so that it is wrapped to the terminal and never breaks where
+    the source line did (typer keeps a paragraph's line breaks); a paragraph that starts with `\b` is kept as it is."""
+    if not text:
+        return text
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(part if part.startswith("\b") else " ".join(part.split()) for part in paragraphs)
 
 
 _typed = TyperOption.display_type_rich

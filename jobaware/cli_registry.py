@@ -23,8 +23,9 @@ def models_show(
     version: Annotated[str, typer.Argument(metavar="VERSION", help="model version")],
     as_json: JsonFlag = False,
 ):
-    """A version: the data it was trained on, its parameters, the metrics of the model and of its baselines at its
-    operating point, its gate history.
+    """A model version: its training data, parameters, metrics beside its baselines, and gate history.
+
+    The metrics are the model's and its baselines' at its operating point.
 
     Example: jobaware models show failure 1
     """
@@ -94,7 +95,7 @@ def runs_show(run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="an M
 
 
 def capabilities_command(as_json: JsonFlag = False):
-    """Every capability: its question, the formats it reads, its champion and what the champion was trained on.
+    """Every capability: its question, the formats it reads, its champion and what that was trained on.
 
     Example: jobaware capabilities --json
     """

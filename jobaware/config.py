@@ -71,6 +71,59 @@ def load_site_settings() -> None:
         os.environ.setdefault(name, value)
 
 
+# MLflow waits minutes on a tracking server that does not answer (7 retries with a backoff factor of 2 s: about 4 min,
+# and 120 s a request). A person's command (`fail_fast`) waits seconds: these bound it, where neither the environment
+# nor the site's settings set them; pipeline steps and services keep MLflow's patience (`patient`).
+MLFLOW_WAITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                "MLFLOW_HTTP_REQUEST_TIMEOUT": "30"}
+REACH_SECONDS = 3.0  # to connect to a tracking server, and again for its first answer
+_bounded: set[str] = set()  # the MLFLOW_WAITS this process set itself
+_reached: set[str] = set()  # the tracking servers that answered this process
+_waits = {"bounded": False}  # whether this process is a person's command (`fail_fast`)
+
+
+def fail_fast() -> None:
+    """This process is a person's command: MLflow's HTTP waits bounded (MLFLOW_WAITS, where not set), and a tracking
+    server is checked to answer at all (`reach`) before MLflow is asked anything."""
+    _waits["bounded"] = True
+    for name, value in MLFLOW_WAITS.items():
+        if name not in os.environ:
+            os.environ[name] = value
+            _bounded.add(name)
+
+
+def patient(environ: dict[str, str]) -> dict[str, str]:
+    """`environ` for long work a command starts (pipeline steps, services): MLflow's own waits, where only
+    `fail_fast` bounded them."""
+    return {name: value for name, value in environ.items() if name not in _bounded}
+
+
+def reach(uri: str, seconds: float = REACH_SECONDS) -> None:
+    """In a person's command (`fail_fast`), a tracking server must answer, anything at all, within `seconds` to
+    connect and as many for the answer; else a JobawareError names it and why, instead of MLflow's minutes of
+    retries. Nothing but `GET /health` is sent (no credentials); a URI that is no HTTP server is left to MLflow."""
+    if not _waits["bounded"] or not uri.startswith(("http://", "https://")) or uri in _reached:
+        return
+    import httpx
+
+    from jobaware.text import redacted
+
+    try:  # any answer will do: a server behind authentication, or a proxy, answers 401 or 404
+        httpx.get(f"{uri.rstrip('/')}/health", timeout=seconds, verify=False, follow_redirects=False)
+    except httpx.ConnectTimeout:
+        why = f"no connection within {seconds:g} s"
+    except httpx.ReadTimeout:
+        why = f"it took the connection but gave no answer within {seconds:g} s"
+    except httpx.ConnectError as exc:
+        why = f"cannot connect ({str(exc)[:200]})"
+    except httpx.HTTPError as exc:
+        why = f"{type(exc).__name__}: {str(exc)[:200]}"
+    else:
+        _reached.add(uri)
+        return
+    raise JobawareError(f"MLflow at {redacted(uri)} (MLFLOW_TRACKING_URI) is unreachable: {why}")
+
+
 def trusted(path: Path, what: str, group_write: bool = True) -> Path:
     """`path` when it and every folder above it are owned by the caller or root and writable by no one else (a
     sticky folder such as /tmp aside); group write is allowed only where `group_write` (the store and the spool are

@@ -13,6 +13,12 @@ class InputError(JobawareError):
     """Bad input data: a file, line or field that cannot be read."""
 
 
+class UnreadableFile(InputError):
+    """A whole file no record can be read from (empty, binary, not of its format, unreadable). Among several files it
+    is one bad record of its own and the others are read (`jobaware.reading.unreadable`); alone, or in strict mode, it
+    is the error."""
+
+
 class ContractError(JobawareError):
     """A table broke its data contract; `report` holds the readable failures."""
 

@@ -12,6 +12,8 @@ from typing import BinaryIO
 
 MAX_EXAMPLES = 20
 QUARANTINE = "quarantine.jsonl"  # the bad records of a read, one JSON object a line
+BINARY_SUFFIXES = (".parquet", ".pq", ".arrow", ".feather", ".gz", ".bz2", ".xz", ".zst", ".zip")  # formats not text
+WHOLE_FILE = "file"  # the field of a Problem that is a whole file's (empty, binary, not of its format)
 
 
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\v\x1b") + b"\x7f"
@@ -45,7 +47,45 @@ class Problem:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        if self.field == WHOLE_FILE:
+            return f"{where}: {self.reason}"
         return f"{where}: field '{self.field}': {self.reason} (got {abbreviated(self.value)!r})"
+
+
+def unreadable(path: str | Path, error: Exception) -> tuple[Problem, dict]:
+    """A file no record could be read from (`jobaware.errors.UnreadableFile`), as one bad record among a read of
+    several files: its problem and its quarantine record. An empty file, or binary content, is named as such, not as
+    the header it lacks or garbles."""
+    text = str(error)
+    reason = text.removeprefix(f"{path}:1: ").removeprefix(f"{path}: ")
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        head = b""
+    if not head and Path(path).is_file():
+        reason = "empty file"
+    elif (binary := binary_reason(head)) and not str(path).lower().endswith(BINARY_SUFFIXES):
+        reason = binary
+    return Problem(str(path), None, WHOLE_FILE, "", reason), {"file": str(path), "reason": reason}
+
+
+def read_each(paths: list[str], read: Callable, on_unreadable: Callable[[Problem, dict], None], *,
+              strict: bool = False) -> Iterator:
+    """`read(path)` of each path, in order. A file no record can be read from (`UnreadableFile`), among several and
+    not `strict`, goes to `on_unreadable` (its problem and quarantine record) and the next is read; alone, or in
+    strict mode, it is the error."""
+    from jobaware.errors import UnreadableFile
+
+    for path in paths:
+        try:
+            found = read(path)
+        except UnreadableFile as error:
+            if strict or len(paths) == 1:
+                raise
+            on_unreadable(*unreadable(path, error))
+            continue
+        yield found
 
 
 @dataclass
@@ -160,8 +200,13 @@ def ingest_sources(paths: list[str], read_source, out_dir: str | Path, contract:
     report = ReadReport(", ".join(paths))
     clusters: dict[str, str] = {}
     with pq.ParquetWriter(out_dir / f"{contract}.parquet", schema) as writer, open(out_dir / QUARANTINE, "w") as bad:
-        for path in paths:
-            jobs, problems, quarantined = read_source(path)
+        def unreadable_file(problem: Problem, record: dict) -> None:
+            report.bad_rows += 1
+            report.add([problem])
+            bad.write(json.dumps(record, default=str) + "\n")
+
+        for path, (jobs, problems, quarantined) in read_each(paths, lambda path: (path, read_source(path)),
+                                                             unreadable_file, strict=strict):
             for cluster in pd.unique(jobs["cluster"]):
                 if cluster in clusters:
                     raise InputError(f"{path}: the same cluster ({cluster}) as {clusters[cluster]}; one source a "

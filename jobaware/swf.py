@@ -27,7 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import pandas as pd
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UnreadableFile
 from jobaware.reading import Problem
 from jobaware.sources import files as source_files
 from jobaware.text import ascii_digits
@@ -142,7 +142,7 @@ def parse_header(path: str | Path) -> SwfHeader:
                     continue
                 _header_line(header, number, text)
         except (OSError, EOFError) as exc:
-            raise InputError(f"{path}: not a readable trace ({exc})") from None
+            raise UnreadableFile(f"{path}: not a readable trace ({exc})") from None
     header.start_epoch = _header_number(path, header, "UnixStartTime", EPOCH_RANGE, "epoch seconds between 1970 and 2100")
     header.tz = _header_zone(path, header)
     return header
@@ -171,7 +171,7 @@ def _header_number(path, header: SwfHeader, key: str, bounds: tuple[int, int], e
     except ValueError:
         value = None
     if value is None or not bounds[0] <= value <= bounds[1]:
-        raise InputError(f"{path}:{header.lines[key]}: header {key}: expected {expected}, got {text[:80]!r}")
+        raise UnreadableFile(f"{path}:{header.lines[key]}: header {key}: expected {expected}, got {text[:80]!r}")
     return value
 
 

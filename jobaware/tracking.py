@@ -62,6 +62,7 @@ def mlflow_client(create: bool = False):
     import mlflow
 
     uri = config.tracking_uri(create=create)
+    config.reach(uri)  # a person's command: one line within seconds when the server does not answer
     store = config.local_registry(uri)
     if store is not None and not create and not store.is_file():
         raise JobawareError(f"no MLflow store at {store} (JOBAWARE_HOME={config.home(create=False)}); "

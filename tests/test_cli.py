@@ -462,3 +462,73 @@ def test_every_help_has_an_example_and_shows_flags_as_flags():
     for args in (("--help",), ("predict", "--help"), ("models", "list", "--help"), ("hold", "follow", "--help")):
         shown = run(*args, env={**os.environ, "COLUMNS": "120"}).stdout
         assert "Example: jobaware" in shown and "<bool>" not in shown, shown
+
+
+def test_an_empty_or_binary_file_among_several_is_one_line_of_the_answer(tmp_path):
+    """The contract's 'reading nothing is not success' holds for what a command reads together (issue 51): an empty or
+    binary file among good ones is one bad record of the answer, named and why; alone, or with only bad ones, it is
+    the one-line refusal it was."""
+    good = tmp_path / "good.csv"
+    good.write_text("\n".join(NREL_CSV.read_text().splitlines()[:51]) + "\n")
+    empty, noise = tmp_path / "empty.csv", tmp_path / "noise.csv"
+    empty.write_bytes(b"")
+    noise.write_bytes(bytes(range(256)) * 12)
+    checked = run("data", "validate", "failure", "--input", good, "--input", empty, "--input", noise, "--json")
+    assert checked.returncode == 1, checked.stderr  # validation calls no data valid that held a bad file
+    read = json.loads(checked.stdout)["read"]
+    assert read["rows"] == 50 and read["bad_rows"] == 2, read
+    assert f"{empty}: empty file" in read["problems"] and any(p.startswith(f"{noise}: binary data, not text")
+                                                              for p in read["problems"])
+    codings = ROOT / "jobaware" / "data" / "real" / "mistral" / "dkrz_mistral_job_codings_binary.csv"
+    ranked = run("similarity", "rank", "18035492", "--input", codings, "--input", empty, "--top", "2", "--json")
+    assert ranked.returncode == 0 and json.loads(ranked.stdout)[0]["jobid"] == 18035492, ranked.stderr
+    assert f"warning: 1 bad record(s) left out of the pool; first: {empty}: empty file" in ranked.stderr
+    for args in (("data", "validate", "failure", "--input", empty, "--input", noise),
+                 ("similarity", "rank", "18035492", "--input", empty, "--input", noise)):
+        refused = run(*args)
+        assert refused.returncode == 1 and refused.stderr == f"error: {empty}: empty file\n", refused.stderr
+
+
+@pytest.mark.timeout(300)
+def test_an_unreachable_mlflow_is_one_line_within_seconds(tmp_path):
+    """Issue 51: with MLFLOW_TRACKING_URI at a closed port, `models list` was silent for 255 s (MLflow's 7 retries)
+    before its one line. Now a person's command checks the server answers at all, within seconds, and bounds MLflow's
+    own retries and timeout where the site did not set them. A closed port, and a socket that takes the connection
+    and never answers (as a black-holed server does)."""
+    import socket
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel takes connections; no one ever answers
+    closed = free_port()
+    env = {**os.environ, "JOBAWARE_HOME": str(tmp_path / "home"), "JOBAWARE_CONFIG": "/nonexistent"}
+    try:
+        for uri, why in ((f"http://127.0.0.1:{closed}", "cannot connect"),
+                         (f"http://jobaware:secret@127.0.0.1:{silent.getsockname()[1]}", "gave no answer within 3 s")):
+            for args in (("models", "list"), ("runs", "list"), ("models", "promote", "failure", "1")):
+                began = time.monotonic()
+                result = run(*args, env={**env, "MLFLOW_TRACKING_URI": uri}, timeout=120)
+                seconds = time.monotonic() - began
+                assert result.returncode == 1 and result.stdout == "", (args, result.stdout)
+                assert len(result.stderr.splitlines()) == 1 and why in result.stderr, (args, result.stderr)
+                assert f"MLflow at {uri.replace(':secret@', ':***@')} (MLFLOW_TRACKING_URI) is unreachable" \
+                    in result.stderr and "secret" not in result.stderr
+                assert seconds < 10, f"{args}: {seconds:.1f} s"  # a generous budget for a loaded 2-core machine
+    finally:
+        silent.close()
+
+
+def test_a_command_bounds_mlflow_waits_its_steps_and_services_keep_mlflow_own(monkeypatch):
+    """What `fail_fast` sets a person's command waits seconds with; a value the site set wins; the pipeline steps and
+    services it starts get MLflow's own patience back (a tracking server's restart must not fail a training run)."""
+    from jobaware import config
+
+    environ = {name: value for name, value in os.environ.items() if name not in config.MLFLOW_WAITS}
+    monkeypatch.setattr(os, "environ", {**environ, "MLFLOW_HTTP_REQUEST_TIMEOUT": "300"})  # as a site set it
+    monkeypatch.setattr(config, "_bounded", set())
+    monkeypatch.setattr(config, "_waits", {"bounded": False})
+    config.fail_fast()
+    assert os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] == "2" and os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "300"
+    steps = config.patient(dict(os.environ))
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in steps and "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR" not in steps
+    assert steps["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "300"

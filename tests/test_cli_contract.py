@@ -2,7 +2,7 @@
 
 Every command of the click tree (hidden aliases included; a new command is covered without editing this file) is run
 against a matrix of wrong inputs built from its parameters' declared roles (`jobaware.cli_contract`) and from the
-example in its `--help`: for each input (SOURCE, FILE) a missing, empty, binary, wrong-columns, truncated,
+example in its `--help`: for each input (SOURCE, FILE, and a LOG read once as its example does) a missing, empty, binary, wrong-columns, truncated,
 unreadable and one-10-MB-line file and a folder where a file goes; for each output an existing file and an
 existing folder; a file for an output folder, a folder for an appended file, a missing and a not-a-store store, a
 URL that is none; for each numeric option a value of the wrong type and values below and above its declared range;
@@ -47,6 +47,7 @@ HEAVY = ("torch", "sklearn", "mlflow", "bentoml", "kfp", "great_expectations")
 SCRIPT_SUFFIXES = (".sh", ".py", ".bash", ".slurm")  # any text is a script: the model judges it
 NOBODY = 65534
 LOST = 255  # the exit code multiprocessing gives a child whose end the fork server could not report
+READ = ("source", "file", "log")  # the roles of what a command reads (a LOG's example reads it once: `--once`)
 
 SAMPLES = {  # a real sample per capability, cut to make the truncated file
     "failure": REAL / "nrel" / "eagle_sample_jobs.csv",
@@ -228,7 +229,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
     # every path-like token of the example becomes a file of the case folder: inputs a small text file, outputs new
     base, files = [], {}
     for item in items:
-        if role(item.param) in ("source", "file"):
+        if role(item.param) in READ:
             name = f"in/{Path(item.value).name}"
             files[name] = b"alpha,beta\n1,2\n" if role(item.param) == "file" or Path(name).suffix else b"x\n"
             base.append(Item(item.param, item.opt, name))
@@ -250,7 +251,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
 
     for item in base:
         kind, param = role(item.param), item.param
-        if kind in ("source", "file"):
+        if kind in READ:
             name = item.value
             case("missing input", swapped(param, f"gone/{Path(name).name}"), 1, Path(name).name)
             matrix = {"empty": b"", "binary": _binary(), "10 MB line": LONG}
@@ -297,7 +298,7 @@ def cases_of(path: tuple[str, ...], command) -> list[Case]:
         if param.required and present:
             case(f"{spelling(param)} left out", [i for i in base if i.param is not param], 2, spelling(param))
     case("an unknown option", [*base, Item(None, "--no-such-option", None)], 2, "--no-such-option")
-    inputs = [i for i in base if role(i.param) in ("source", "file")]
+    inputs = [i for i in base if role(i.param) in READ]
     if inputs and any("--json" in p.opts for p in visible):
         name = inputs[0].value
         case("an error as JSON", [*base, Item(None, "--json", None)], 1, Path(name).name, {name: _binary()}, json=True)
@@ -446,10 +447,43 @@ def check(case: Case, result: dict, out: str, err: str) -> None:
 
 # ---------------------------------------------------------------- the tests
 def test_every_command_has_one_example_that_names_it_and_parses():
-    """The example in each `--help` is what the matrix starts from: it must parse as the command's arguments."""
+    """The example in each `--help` is what the matrix starts from: it must parse as the command's arguments; a
+    follower's (a LOG input) reads once, as the matrix assumes (following, it waits for a log not written yet)."""
     for path, command in _commands():
         items = parse(command, example_args(command))
         assert items or not [p for p in command.params if p.required], f"{' '.join(path)}: an empty example"
+        if any(role(item.param) == "log" for item in items):
+            assert "--once" in example_args(command), f"{' '.join(path)}: a LOG's example reads once (--once)"
+
+
+def test_what_a_command_reads_is_refused_only_when_none_of_it_can_be_read(tmp_path):
+    """Reading nothing is not success, at the depth of what a command reads (issue 51): a path that is not there is
+    refused, but of the files a SOURCE names the command is refused only when none can be read. A LOG (a follower's)
+    may not be written yet."""
+    from jobaware.cli_contract import check_log, check_source, check_sources
+    from jobaware.errors import InputError
+
+    good, empty, noise, folder = tmp_path / "good.csv", tmp_path / "empty.csv", tmp_path / "noise.csv", tmp_path / "f"
+    good.write_text("job_id,state\n1,COMPLETED\n")
+    empty.write_bytes(b"")
+    noise.write_bytes(_binary())
+    folder.mkdir()
+    check_sources([str(good), str(empty), str(noise)])
+    check_sources([str(tmp_path / "*.csv")])
+    for values, refusal in (([empty, noise], "empty.csv: empty file"), ([str(tmp_path / "e*.csv")], "empty file"),
+                            ([good, tmp_path / "gone.csv"], "gone.csv: no such file or folder"),
+                            ([good, folder], "f: an empty folder"),
+                            ([good, str(tmp_path / "x*.csv")], "the pattern matches no file")):
+        with pytest.raises(InputError, match=refusal):
+            check_sources([str(value) for value in values])
+    with pytest.raises(InputError, match="empty.csv: empty file"):
+        check_source(str(empty), single=True)
+    check_log(str(tmp_path / "EventLog"))  # not written yet: waited for
+    check_log(str(empty))
+    for log, refusal in ((tmp_path / "nowhere" / "EventLog", r"no such folder"), (noise, "binary data"),
+                         (folder, "is a folder")):
+        with pytest.raises(InputError, match=refusal):
+            check_log(str(log))
 
 
 def test_every_numeric_option_states_its_range():
@@ -497,3 +531,143 @@ def test_every_command_refuses_every_wrong_input_in_one_line_touching_nothing(fo
     for name, (whole, own) in sorted(seconds.items(), key=lambda item: -item[1][0])[:15]:
         print(f"  {whole:5.1f} {own:5.1f}  {name}")
     assert not failures, f"{len(failures)} of {len(CASES)} cases broke the contract:\n" + "\n".join(failures[:60])
+
+
+def _every_node():
+    """Every group and command of the tree, hidden ones left out, with its path."""
+    root, _ = _tree()
+
+    def walk(node, path):
+        if node.hidden:
+            return
+        yield path, node
+        for name, sub in getattr(node, "commands", {}).items():
+            yield from walk(sub, (*path, name))
+
+    yield from walk(root, ())
+
+
+@pytest.mark.parametrize("width", [80, 200])
+def test_help_reads_whole_at_any_width(width, monkeypatch):
+    """typer keeps a docstring's line breaks, so that help broke mid-sentence where the source line did, in a command's
+    own help and in the command lists (issue 51). Every help's description (and every command's summary in its group's
+    list) is wrapped by the terminal alone: a line ends early only where a paragraph does."""
+    import contextlib
+    import io
+
+    root, _ = _tree()
+    monkeypatch.setenv("COLUMNS", str(width))
+    broken = []
+    for path, _ in _every_node():
+        with contextlib.redirect_stdout(io.StringIO()) as shown:
+            assert root.main([*path, "--help"], prog_name="jobaware", standalone_mode=False) in (0, None), path
+        lines = shown.getvalue().splitlines()
+        start = next(i for i, line in enumerate(lines) if line.strip().startswith("Usage:")) + 1
+        end = next((i for i, line in enumerate(lines) if line.startswith("╭")), len(lines))
+        pairs = [(before, after) for before, after in zip(lines[start:end], lines[start + 1:end], strict=False)
+                 if before.strip() and after.strip()]  # a paragraph's lines
+        listed = _commands_box(lines)
+        for before, after in zip(listed, listed[1:], strict=False):  # a summary's lines: the name column blank
+            column = len(before) - len(before.lstrip()) + len(before.split()[0]) if before.strip() else 0
+            continued = after[:column].strip() == "" and after.strip() and after[column:column + 2].strip()
+            if before.strip() and continued:
+                pairs.append((before, after))
+        for before, after in pairs:
+            if len(before.rstrip()) + 1 + len(after.split()[0]) <= width - 3:  # the next word fitted: a hard break
+                broken.append(f"jobaware {' '.join(path)} --help at {width}: {before.strip()!r} / {after.strip()!r}")
+    assert not broken, "\n".join(broken[:20])
+
+
+def _commands_box(lines: list[str]) -> list[str]:
+    """The rows of the Commands panel of a help, without the box's sides."""
+    inside, rows = False, []
+    for line in lines:
+        if line.startswith("╭─ Commands"):
+            inside = True
+        elif line.startswith("╰"):
+            inside = False
+        elif inside and line.startswith("│"):
+            rows.append(line[1:-1])
+    return rows
+
+
+def test_every_command_has_a_one_line_summary():
+    """The first paragraph of a command's help is its summary (the command lists show it; the README's command list is
+    made from it): one sentence of at most 100 characters."""
+    import re
+
+    for path, node in _every_node():
+        if not path:
+            continue
+        summary = (node.help or "").split("\n\n")[0]
+        assert summary and len(summary) <= 100, f"jobaware {' '.join(path)}: summary of {len(summary)}: {summary!r}"
+        assert not re.search(r"[.;] [A-Z]", summary.rstrip(".?")), f"jobaware {' '.join(path)}: {summary!r}"
+
+
+def _kind(param) -> tuple[str, str]:
+    """What an option's value is: a flag, a number or text; and whether it is a URL to ask (a SERVICE)."""
+    import typing
+
+    annotation = param.type_descriptor.annotation
+    values = {a for a in typing.get_args(annotation) if a is not type(None)} or {annotation}
+    base = "flag" if param.is_flag else "number" if values <= {int, float} else "text"
+    return base, "url" if role(param) == "service" else ""
+
+
+def test_one_meaning_per_option_name():
+    """An option's name means one thing on every command (issue 51 found `--since` integer days on `card` and `7d` on
+    `report`, `--host` a bind address on `serve` and a KFP URL on `pipeline run`, `predict --version` a model version
+    beside jobaware's `--version`, `--cluster` a Slurm cluster's name and an HTCondor job's number): every option
+    spelled alike takes the same kind of value (a flag, a number, text, a URL), and `--since`/`--until` are moments in
+    one form (WHEN). An old spelling moved off a command (`moved`) is a usage error naming its new one."""
+    from jobaware.cli_contract import WHEN, moved_to
+
+    kinds: dict[str, dict[tuple, list[str]]] = {}
+    for path, node in _every_node():
+        for param in node.params:
+            if param.param_type_name != "option" or moved_to(param):
+                continue
+            for spelled in param.opts:
+                kinds.setdefault(spelled, {}).setdefault(_kind(param), []).append(" ".join(path) or "(jobaware)")
+                if spelled in ("--since", "--until"):
+                    assert param.metavar == WHEN and param.callback is not None, f"{' '.join(path)} {spelled}"
+    two = {name: found for name, found in kinds.items() if len(found) > 1}
+    assert not two, f"options meaning two things: {two}"
+    assert set(kinds["--host"]) == {("text", "")} and kinds["--host"][("text", "")] == ["serve"]
+    assert "--kfp-host" in kinds and "--model-version" in kinds and len(kinds["--since"][("text", "")]) >= 4
+
+
+@pytest.mark.parametrize(("args", "named"), [
+    (["pipeline", "run", "failure", "--host", "http://kfp:8080"], "--host is now --kfp-host"),
+    (["pipeline", "submit", "failure", "--host", "http://kfp:8080", "--input", "s3://b/j.csv"], "--host is now --kfp-host"),
+    (["predict", "failure", "--input", "jobs.csv", "--output", "p.jsonl", "--version", "3"],
+     "--version is now --model-version"),
+    (["hold", "decide", "--input", "EventLog", "--cluster", "4242"], "--cluster is now --job"),
+    (["card", "4242", "--since", "30"], "--since '30': a time ago needs its unit: 30d (days)"),
+    (["report", "jobs", "--store", "store", "--since", "7"], "--since '7': a time ago needs its unit: 7d (days)"),
+])
+def test_an_old_meaning_is_a_usage_error_naming_the_new_spelling(args, named, tmp_path, monkeypatch, capsys):
+    from jobaware import cli, cli_contract
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "300")
+    assert cli_contract.run(cli.command(), args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {named}") and len(err.splitlines()) == 1, err
+
+
+def test_where_the_code_lists_commands_it_lists_every_one():
+    """`slurm doctor` was missing where commands were listed (issue 51): the light entry points' docstrings (their
+    `--help` is generated, their docstring is what a reader of the code sees) name every command of their app, and
+    the `slurm` group's summary names its doctor."""
+    import re
+
+    import jobaware.adapters.htcondor.__main__ as htcondor
+    import jobaware.adapters.slurm.__main__ as slurm
+    from jobaware.adapters.slurm.commands import slurm_app
+
+    for module, app in ((slurm, slurm_app), (htcondor, htcondor.app)):
+        listed = re.search(r"`python -m jobaware\.adapters\.\w+ ([\w|]+)`", module.__doc__).group(1).split("|")
+        assert sorted(listed) == sorted(info.name for info in app.registered_commands if not info.hidden), module.__name__
+    root, _ = _tree()
+    assert "doctor" in root.commands["slurm"].help and "submit" in root.commands["pipeline"].help

@@ -20,8 +20,9 @@ def export(
     out_path: Annotated[Path, option("--output", "-o", role=OUTPUT, help="NREL-format CSV to write")],
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing output")] = False,
 ):
-    """Every finished job of the store, once, as an NREL-format CSV (the format the failure readers take). A store
-    with no finished job writes nothing and says so.
+    """Every finished job of the store, once, as an NREL-format CSV (what the failure readers take).
+
+    A store with no finished job writes nothing and says so.
 
     Example: jobaware failure export --store /var/lib/jobaware/store --output jobs.csv
     """
@@ -38,7 +39,9 @@ def export(
 
 def accuracy(store: StoreOption,
              as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False):
-    """How the failure model does on live jobs: its verdicts joined with the jobs' real ends, by week and version.
+    """How the failure model does on live jobs: its verdicts against the jobs' real ends.
+
+    By week and model version.
 
     Example: jobaware failure accuracy --store /var/lib/jobaware/store
     """

@@ -43,7 +43,7 @@ from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import write_quarantine
+from jobaware.reading import read_each, write_quarantine
 
 
 def _is_squeue(path: Path) -> bool:
@@ -204,13 +204,17 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None) ->
     before `model()` loads the model; a read with no job in it is an InputError."""
     frames, quarantined, problems = [], [], []
     paths = job_files(inputs)
-    for path in paths:
-        jobs, bad, found = read_for_prediction(path)
+
+    def unreadable(problem, record) -> None:
+        problems.append(str(problem))
+        quarantined.append(record)
+
+    for jobs, bad, found in read_each(paths, read_for_prediction, unreadable):
         frames.append(jobs)
         quarantined += bad
         problems += found
-    jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    if not len(jobs):
+    jobs = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0] if frames else None
+    if jobs is None or not len(jobs):
         first = f"; first: {problems[0]}" if problems else ""
         raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
     bundle, version = model()

@@ -7,7 +7,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobaware.errors import InputError
+from jobaware.errors import UnreadableFile
 from jobaware.jobtable.schema import (
     CANONICAL,
     COLUMNS,
@@ -137,9 +137,9 @@ def canonicalize(
     """
     missing = [c for c in ("job_id", "submit_time") if c not in raw.columns]
     if missing:
-        raise InputError(f"{file}: missing required column(s) {', '.join(missing)}; found {', '.join(map(str, raw.columns))}")
+        raise UnreadableFile(f"{file}: missing required column(s) {', '.join(missing)}; found {', '.join(map(str, raw.columns))}")
     if require_state and "state" not in raw.columns:
-        raise InputError(f"{file}: no 'state' column; a training table needs each job's final state")
+        raise UnreadableFile(f"{file}: no 'state' column; a training table needs each job's final state")
     n = len(raw)
     bad = np.zeros(n, dtype=bool)
     problems: list[Problem] = []

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UnreadableFile
 from jobaware.jobtable.common import CSV_TIME_FORMAT, Batch, canonicalize, formulas_unescaped, valid_table
 from jobaware.reading import Block, Problem, line_blocks
 
@@ -79,9 +79,9 @@ def iter_csv(path: Path, require_state: bool = False) -> Iterator[Batch]:
     with open(path, "rb") as handle:
         header = handle.readline().decode("utf-8-sig", "replace").strip().split(",")  # a BOM is no part of a name
     if not header or header == [""]:
-        raise InputError(f"{path}: empty file, expected a CSV header line")
+        raise UnreadableFile(f"{path}: empty file, expected a CSV header line")
     if "job_id" not in header:
-        raise InputError(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
+        raise UnreadableFile(f"{path}:1: header has no 'job_id' column; found {', '.join(header)}")
     _columns_once(f"{path}:1: header", header)
     for part in _csv_blocks(path):
         table = _valid_block(part, header, require_state)
@@ -203,11 +203,11 @@ def iter_json(path: Path, require_state: bool = False) -> Iterator[Batch]:
         try:
             records = json.loads(Path(path).read_bytes())
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+            raise UnreadableFile(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
         except RecursionError:
-            raise InputError(f"{path}: JSON nested too deeply to read (job records are flat objects)") from None
+            raise UnreadableFile(f"{path}: JSON nested too deeply to read (job records are flat objects)") from None
         except UnicodeDecodeError as exc:
-            raise InputError(f"{path}: not UTF-8 JSON (byte {exc.start})") from None
+            raise UnreadableFile(f"{path}: not UTF-8 JSON (byte {exc.start})") from None
         bad = [i for i, r in enumerate(records) if not isinstance(r, dict)]
         raw = pd.DataFrame([r for r in records if isinstance(r, dict)], dtype=object)
         lines = np.array([i + 1 for i, r in enumerate(records) if isinstance(r, dict)])
@@ -252,7 +252,7 @@ def iter_parquet(path: Path, require_state: bool = False) -> Iterator[Batch]:
     try:
         source = pq.ParquetFile(path, pre_buffer=False)  # pre-buffering holds whole row groups' column chunks
     except (pa.ArrowInvalid, OSError) as exc:
-        raise InputError(f"{path}: not a readable Parquet file ({exc})") from None
+        raise UnreadableFile(f"{path}: not a readable Parquet file ({exc})") from None
     _columns_once(f"{path}: schema", source.schema_arrow.names)
     first = 1
     for record_batch in source.iter_batches(batch_size=500_000):

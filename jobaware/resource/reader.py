@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from rapidfuzz import fuzz
 from rapidfuzz.process import cdist
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UnreadableFile
 from jobaware.reading import QUARANTINE, Problem, ReadReport
 from jobaware.resource.lexer import NEWLINE, scan_tokens
 from jobaware.resource.schema import CLASSES, CONTRACT, LABELLED_SCRIPTS, TRUTH_FILE
@@ -84,7 +84,7 @@ def _expand(sources: list[str] | str) -> list[Path]:
 def _header(row: list[str], path: Path) -> dict[str, int]:
     names = [c.strip().lstrip("\ufeff").lower() for c in row]
     if "file" not in names or "class" not in names:
-        raise InputError(f"{path}:1: header must name the columns file and class (optionally stored_as); "
+        raise UnreadableFile(f"{path}:1: header must name the columns file and class (optionally stored_as); "
                          f"got {','.join(row)[:120]!r}")
     return {name: names.index(name) for name in ("file", "class", "stored_as") if name in names}
 
@@ -130,7 +130,7 @@ def read_labels(path: Path, *, strict: bool = False, max_file_bytes: int = MAX_F
     while rows and not any(c.strip() for c in rows[0]):
         rows.pop(0)
     if not rows:
-        raise InputError(f"{path}: empty labels file (expected a header file,class[,stored_as])")
+        raise UnreadableFile(f"{path}: empty labels file (expected a header file,class[,stored_as])")
     columns = _header(rows[0], path)
     folder = path.parent
     origin = "synthetic" if (folder / TRUTH_FILE).is_file() else "real"

@@ -33,11 +33,11 @@ from pydantic_settings import SettingsConfigDict
 from jobaware import fit
 from jobaware.bodies import Body, Matching, worded
 from jobaware.bodies import Limits as BaseLimits
-from jobaware.errors import InputError, TooLargeError
+from jobaware.errors import InputError, TooLargeError, UnreadableFile
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import Problem, binary_reason, write_quarantine
+from jobaware.reading import WHOLE_FILE, Problem, binary_reason, unreadable, write_quarantine
 from jobaware.resource.pairing import plan
 from jobaware.resource.schema import BINDING, CLASSES, CONTRACT, NOT_A_JOB
 from jobaware.sources import files as source_files
@@ -262,46 +262,50 @@ def read_script(path: str | Path) -> tuple[bytes | None, Problem | None]:
         with open(path, "rb") as handle:
             content = handle.read(MAX_SCRIPT_BYTES)
     except OSError as error:
-        return None, Problem(str(path), None, "file", "", f"cannot read ({error.strerror or error})")
+        return None, Problem(str(path), None, WHOLE_FILE, "", f"cannot read ({error.strerror or error})")
     reason = binary_reason(content[:65536]) if content else None
-    return (None, Problem(str(path), None, "file", content[:40].decode("latin-1"), reason)) if reason else (content, None)
+    return (None, Problem(str(path), None, WHOLE_FILE, "", reason)) if reason else (content, None)
 
 
-def read_scripts_given(sources: list[str], max_scripts: int = 100_000) -> tuple[list, list[Problem]]:
-    """(name, bytes) of every script the sources (files, globs, folders) name, and the problems of those that are no
-    script; an InputError when none is one."""
-    scripts, problems = [], []
-    for name in source_files([str(s) for s in sources], recursive=True)[: max_scripts + 1]:
-        content, problem = read_script(name)
-        if problem is None:
-            scripts.append((name, content))
-        else:
-            problems.append(problem)
-    if len(scripts) > max_scripts:
+def read_scripts_given(sources: list[str], max_scripts: int = 100_000) -> list[tuple[str, bytes | None, Problem | None]]:
+    """Every file the sources (files, globs, folders) name, in order, with its bytes or the problem that makes it no
+    script; an InputError when none is one (reading nothing is not success, of the files together)."""
+    found = [(name, *read_script(name))
+             for name in source_files([str(s) for s in sources], recursive=True)[: max_scripts + 1]]
+    if len(found) > max_scripts:
         raise InputError(f"{', '.join(map(str, sources))}: more than {max_scripts:,} scripts; split the input")
-    if not scripts:
-        first = f"; first: {problems[0]}" if problems else ""
-        raise InputError(f"{', '.join(map(str, sources))}: no script read ({len(problems):,} not a script){first}")
-    return scripts, problems
+    if all(problem is not None for _, _, problem in found):
+        first = f"; first: {found[0][2]}" if found else ""
+        raise InputError(f"{', '.join(map(str, sources))}: no script read ({len(found):,} not a script){first}")
+    return found
 
 
-def classify_files(paths: list[str | Path], model, detail: bool = False) -> tuple[list[dict], list[Problem]]:
-    """`jobaware resource classify FILE...` (files, globs, folders): one `{"file", "class", "probabilities"}` per script
-    (more with `detail`), and the problems of the files that are no script. The files are read before `model()` loads
-    the model."""
+CLASSIFIED = "classified"  # the status of a script classify read; any other is why a file was not read
+
+
+def classify_files(paths: list[str | Path], model, detail: bool = False) -> list[dict]:
+    """`jobaware resource classify FILE...` (files, globs, folders): one `{"file", "status", "class", "probabilities"}`
+    per file, in order (more with `detail`): `status` CLASSIFIED, or why the file is no script (`class` None). The
+    files are read before `model()` loads the model; when none is a script, an InputError and no model loaded."""
     if not paths:
         raise InputError("no files given")
-    scripts, problems = read_scripts_given([str(p) for p in paths])
+    found = read_scripts_given([str(p) for p in paths])
+    scripts = [(name, content) for name, content, problem in found if problem is None]
     bundle, _ = model()
-    results = bundle.classify([content for _, content in scripts], [name for name, _ in scripts], top=5 if detail else 0)
-    out = []
-    for (name, _), result in zip(scripts, results, strict=True):
-        row = {"file": str(name), "class": result["class"], "probabilities": result["probabilities"]}
+    results = iter(bundle.classify([content for _, content in scripts], [name for name, _ in scripts],
+                                   top=5 if detail else 0))
+    rows = []
+    for name, _, problem in found:
+        if problem is not None:
+            rows.append({"file": str(name), "status": f"not read: {problem.reason}", "class": None, "probabilities": {}})
+            continue
+        result = next(results)
+        row = {"file": str(name), "status": CLASSIFIED, "class": result["class"], "probabilities": result["probabilities"]}
         if detail:
             row.update(parse_status=result["parse_status"], not_a_job_reason=result["not_a_job_reason"],
                        top_features=result["top_features"])
-        out.append(row)
-    return out, problems
+        rows.append(row)
+    return rows
 
 
 def predict_file(inputs: list[str], output: str | Path, model, progress=None,
@@ -318,16 +322,24 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None,
     for source in sources:
         path = Path(source)
         if path.name == "labels.csv" or (path.is_dir() and any(path.rglob("labels.csv"))):
-            table, bad, report = read_scripts([str(path)])
+            try:
+                table, bad, report = read_scripts([str(path)])
+            except UnreadableFile as error:  # among several sources, one bad record; the others are read
+                if len(sources) == 1:
+                    raise
+                problem, record = unreadable(path, error)
+                problems.append(str(problem))
+                quarantined.append(record)
+                continue
             quarantined += bad
             problems += [str(p) for p in report.problems]
             items += list(zip(table["file"], table["content"], table["class"], strict=True))
             labelled = True
         else:
-            scripts, unread = read_scripts_given([str(path)], max_scripts)
-            items += [(name, content, None) for name, content in scripts]
-            quarantined += [{"file": p.file, "reason": p.reason} for p in unread]
-            problems += [str(p) for p in unread]
+            found = [(name, *read_script(name)) for name in source_files(str(path), recursive=True)[: max_scripts + 1]]
+            items += [(name, content, None) for name, content, problem in found if problem is None]
+            quarantined += [{"file": p.file, "reason": p.reason} for _, _, p in found if p is not None]
+            problems += [str(p) for _, _, p in found if p is not None]
         if len(items) > max_scripts:
             raise InputError(f"{source}: more than {max_scripts:,} scripts; split the input")
     if not items:

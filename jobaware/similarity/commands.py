@@ -35,8 +35,12 @@ def rank(
 
     if unknown := [name for name in consensus if name not in get_args(Algorithm)]:
         raise UsageError(f"--consensus {unknown[0]}: expected one of {', '.join(get_args(Algorithm))}")
+    def left_out(report) -> None:
+        if report.bad_rows:
+            warning(f"{report.bad_rows:,} bad record(s) left out of the pool; first: {report.problems[0]}")
+
     if inputs or index:
-        pool = open_index(inputs or None, index)
+        pool = open_index(inputs or None, index, on_read=left_out)
     else:
         from jobaware import fit, tracking
 

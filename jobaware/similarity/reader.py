@@ -27,8 +27,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from jobaware.errors import InputError
-from jobaware.reading import QUARANTINE, Problem, ReadReport, line_blocks
+from jobaware.errors import InputError, UnreadableFile
+from jobaware.reading import QUARANTINE, Problem, ReadReport, line_blocks, read_each
 from jobaware.similarity.flat import sequences_equal
 from jobaware.similarity.schema import (
     CODINGS,
@@ -91,12 +91,12 @@ def read_header(path: Path) -> tuple[str, list[str]]:
         with _open(path) as handle:
             first = handle.readline(64 << 10)
     except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise UnreadableFile(f"{path}: cannot read ({exc.strerror or exc})") from None
     names = first.decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r\n").split(",")
     table = table_of_header(names)
     if table is None:
         known = "; ".join(f"{t}: {','.join(SOURCE_COLUMNS[t])}" for t in ORDER)
-        raise InputError(f"{path}:1: header {first[:200].decode('utf-8', 'replace').strip()!r} is none of the "
+        raise UnreadableFile(f"{path}:1: header {first[:200].decode('utf-8', 'replace').strip()!r} is none of the "
                          f"Mistral tables ({known})")
     return table, names
 
@@ -361,14 +361,18 @@ def ingest(sources: list[str], out_dir: Path, *, strict: bool = False, progress=
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = expand(sources)
-    kinds = {path: read_header(path)[0] for path in files}
+    named = expand(sources)
+    unreadable: list[tuple[Problem, dict]] = []  # files without a header of a Mistral table: one bad record each
+    kinds = dict(read_each(named, lambda path: (path, read_header(path)[0]), lambda *bad: unreadable.append(bad),
+                           strict=strict))
     if not {CODINGS, LEVELS} & set(kinds.values()):
-        raise InputError(f"{', '.join(map(str, files))}: no coding file among the sources (need the binary "
+        raise InputError(f"{', '.join(map(str, named))}: no coding file among the sources (need the binary "
                          f"coding file 'coding,jobid' or the quantised job_codings table)")
-    files.sort(key=lambda p: ORDER.index(kinds[p]))
+    files = sorted(kinds, key=lambda p: ORDER.index(kinds[p]))
     derive_codings = CODINGS not in kinds.values()
-    report = ReadReport(", ".join(str(p) for p in files))
+    report = ReadReport(", ".join(str(p) for p in named))
+    report.bad_rows += len(unreadable)
+    report.add([problem for problem, _ in unreadable])
     writers: dict[str, pq.ParquetWriter] = {}
     seen: dict[str, set[int]] = {table: set() for table in ORDER}
 
@@ -379,6 +383,8 @@ def ingest(sources: list[str], out_dir: Path, *, strict: bool = False, progress=
 
     try:
         with open(out_dir / QUARANTINE, "w") as quarantine:
+            for _, record in unreadable:
+                quarantine.write(json.dumps(record) + "\n")
             for path in files:
                 for block in iter_blocks(path, seen[kinds[path]]):
                     _account(report, block, strict)

@@ -29,7 +29,7 @@ from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import write_quarantine
+from jobaware.reading import read_each, write_quarantine
 from jobaware.similarity.algorithms import ALGORITHMS, KS_MIN_VALUES, NEEDS, check_algorithm
 from jobaware.similarity.index import Reference, SimilarityIndex
 from jobaware.similarity.schema import CODINGS, LEVEL_MAX, LEVELS, METRICS, NODE_VALUES, SCORE_MAX, SYMBOL_MAX
@@ -208,8 +208,10 @@ def job(body: JobBody, model: Served, limits: Limits = LIMITS) -> dict:
     return {**jsonable(model.bundle.index.job(body.jobid)), "model_version": model.version}
 
 
-def open_index(data: list[str] | str | None = None, index: str | Path | None = None, *, progress=None) -> SimilarityIndex:
-    """An index from a saved index folder, or built from source files / a canonical dataset folder."""
+def open_index(data: list[str] | str | None = None, index: str | Path | None = None, *, progress=None,
+               on_read=None) -> SimilarityIndex:
+    """An index from a saved index folder, or built from source files / a canonical dataset folder; `on_read` is
+    given the read report of source files (their bad records, a file no record could be read from among them)."""
     if (data is None) == (index is None):
         raise InputError("data: give either --data (coding files or a dataset folder) or --index (an index folder)")
     if index is not None:
@@ -224,6 +226,8 @@ def open_index(data: list[str] | str | None = None, index: str | Path | None = N
         if not report.rows:
             first = f"; first: {report.problems[0]}" if report.problems else ""
             raise InputError(f"{', '.join(map(str, sources))}: no job read ({report.bad_rows:,} bad record(s)){first}")
+        if on_read is not None:
+            on_read(report)
         return SimilarityIndex.build(tmp, progress=progress)
 
 
@@ -246,10 +250,15 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None) ->
     """Rank the bundle's pool against every job of Mistral coding files (paths, globs, folders; binary or
     quantised), by the bundle's algorithm; one JSON line per query job (`-`: standard output). Bad records are
     counted and written to `<output>.quarantine.jsonl`. The files are read before `model()` loads the model."""
-    from jobaware.similarity.reader import expand, iter_blocks
+    from jobaware.similarity.reader import expand, iter_blocks, read_header
     quarantined, problems, tables, queries = [], [], {}, []
     paths = expand(inputs)
-    for path in paths:
+
+    def unreadable(problem, record) -> None:  # a file with no header of a Mistral table: one bad record
+        problems.append(str(problem))
+        quarantined.append(record)
+
+    for path in read_each(paths, lambda path: read_header(path) and path, unreadable):
         for block in iter_blocks(path, set()):
             quarantined += block.quarantined
             problems += [str(p) for p in block.problems]

@@ -32,7 +32,7 @@ from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import write_quarantine
+from jobaware.reading import read_each, write_quarantine
 from jobaware.sizing.reader import read_source, source_paths
 from jobaware.sizing.schema import CONTRACT, MAX_MEM_PER_CPU_MB, YEAR
 
@@ -148,8 +148,12 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None) ->
     are an InputError."""
     paths = source_paths(inputs)
     frames, quarantined, problems = [], [], []
-    for path in paths:
-        jobs, found, bad = read_source(path)
+
+    def unreadable(problem, record) -> None:
+        problems.append(str(problem))
+        quarantined.append(record)
+
+    for jobs, found, bad in read_each(paths, read_source, unreadable):
         frames.append(jobs)
         quarantined += bad
         problems += [str(p) for p in found]

@@ -26,11 +26,12 @@ def copy_command(
                                         "that the source also holds are replaced whole): finishes an interrupted "
                                         "copy, or brings a copy up to date")] = False,
 ):
-    """Copy every job (row, states, script, final state), prediction, checkpoint and event from the --input store
-    to the --output one; stop the daemons that write the input first. A new --output store (SQLite or a folder log)
-    is made beside its place and moved there whole when the copy is done: a failed copy, a full disk included,
-    leaves nothing. Into a store that exists (Redis, or --merge), each job is written whole, and running the same
-    command again with --merge finishes a copy that stopped.
+    """Copy every job, prediction, checkpoint and event from the --input store to the --output one.
+
+    Each job whole: its row, states, script and final state. Stop the daemons that write the input first. A new
+    --output store (SQLite or a folder log) is made beside its place and moved there whole when the copy is done: a
+    failed copy, a full disk included, leaves nothing. Into a store that exists (Redis, or --merge), each job is
+    written whole, and running the same command again with --merge finishes a copy that stopped.
 
     Example: jobaware store copy --input /var/lib/jobaware/store.old --output /var/lib/jobaware/store
     """

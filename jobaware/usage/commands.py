@@ -10,16 +10,16 @@ from typing import Annotated, Literal
 
 import typer
 
-from jobaware.cli_contract import OUTPUT, STORE, option
+from jobaware.cli_contract import OUTPUT, STORE, option, when_option
 from jobaware.console import err, out, progress, show
 from jobaware.errors import InputError, UsageError
 from jobaware.text import escaped
 
 StoreOption = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
                                     "JOBAWARE_STORE): a folder (SQLite) or redis://host:port/db")]
-Since = Annotated[str, typer.Option(help="jobs submitted from: 7d, 12h, 30m, 2w ago, a date 2026-01-31, a local "
-                                         "time 2026-01-31T08:00, or all")]
-Until = Annotated[str, typer.Option(help="jobs submitted before: as --since, or now")]
+Since = Annotated[str, when_option("--since", help="jobs submitted from: 7d, 12h, 30m, 2w ago, a date 2026-01-31, a "
+                                   "local time 2026-01-31T08:00, or all")]
+Until = Annotated[str, when_option("--until", help="jobs submitted before: as --since, or now")]
 Cluster = Annotated[str, typer.Option(help="the cluster's name in the store (default: every cluster)")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="print JSON")]
 Users = Annotated[list[str] | None, typer.Option("--user", help="only this user's jobs (repeat for more)")]
@@ -95,8 +95,9 @@ def report_jobs(
                                         "plots here")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace an existing page")] = False,
 ):
-    """One row per finished job (an array as one row: the median and 10th-90th percentile of its tasks): time,
-    CPU and memory efficiency, the end, and what jobaware said before it ran.
+    """One row per finished job: its efficiencies, its end, and what jobaware said before it ran.
+
+    Time, CPU and memory efficiency; an array is one row, with the median and 10th-90th percentile of its tasks.
 
     Example: jobaware report jobs --store /var/lib/jobaware/store --since 7d --html jobs.html
     """
@@ -149,8 +150,9 @@ def report_waste(
                     typer.Option(help="the order (the most first)")] = "wasted",
     as_json: JsonFlag = False,
 ):
-    """Node-hours left idle, spent on failed and timed-out jobs, and asked for but not used, per user, account or
-    partition, the top offenders first; and what the recommendations would have released.
+    """Node-hours idle, failed, timed out, or asked for and unused, per user, account or partition.
+
+    The top offenders first; and what the recommendations would have released.
 
     Example: jobaware report waste --store /var/lib/jobaware/store --by account --since 30d --top 20
     """
@@ -193,8 +195,10 @@ def report_digest(
     worst: Annotated[int, typer.Option(min=0, max=100, help="jobs listed per digest (those that left most "
                                        "unused)")] = 5,
 ):
-    """A digest per user (or account) of the jobs that finished in a period: counts, efficiencies, failed work,
-    the jobs that left most unused with the values to ask for next time; printed, or mailed (SMTP, retried).
+    """A digest per user (or account) of the jobs that finished in a period, printed or mailed.
+
+    Counts, efficiencies, failed work, the jobs that left most unused with the values to ask for next time; mailed
+    over SMTP, retried.
 
     Example: jobaware report digest --store /var/lib/jobaware/store --since 7d --mail --dry-run
     """

@@ -27,6 +27,7 @@ from jobaware.usage.measures import FAILED, TIMED_OUT, efficiencies, measured
 USAGE_STREAM = "htcondor.usage"  # where the HTCondor follower keeps terminated jobs' use
 _AGO = re.compile(r"^(\d+(?:\.\d+)?)([mhdw])$")
 _UNITS = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+_NUMBER = re.compile(r"\d{1,7}(?:\.\d+)?")  # a bare number (8 digits are a date: 20260131)
 _JOB = re.compile(r"^(\d+)(?:_(\d+))?$")
 EFFICIENCIES = ("time_eff", "cpu_eff", "mem_eff")
 SKIPPED_FIELDS = {"status", "reason", "model_version"}  # a part's fields not shown as what it said
@@ -46,6 +47,9 @@ def moment(text: str, now: float, name: str) -> float | None:
     try:
         return dt.datetime.fromisoformat(text).timestamp()
     except ValueError:
+        if _NUMBER.fullmatch(text):  # days to one command, hours to another: never guessed
+            raise UsageError(f"{name} {text!r}: a time ago needs its unit: {text}d (days), {text}h, {text}m or "
+                             f"{text}w") from None
         raise UsageError(f"{name} {text!r}: expected a time ago (7d, 12h, 30m, 2w), a date (2026-01-31), a local time "
                          "(2026-01-31T08:00), now or all") from None
 

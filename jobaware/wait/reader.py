@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UnreadableFile
 from jobaware.reading import Problem, ReadReport, ingest_sources
 from jobaware.swf import SwfHeader, SwfTrace, cluster_name, read_swf, trace_and_export_files
 from jobaware.text import ascii_digits
@@ -26,7 +26,7 @@ def cluster_procs(path: str | Path, header: SwfHeader) -> int | None:
     if not stated:
         return None
     if not ascii_digits(stated) or not 1 <= int(stated) <= MAX_PROCS:
-        raise InputError(f"{path}:{header.lines['MaxProcs']}: header MaxProcs: expected a number of processors, 1 to "
+        raise UnreadableFile(f"{path}:{header.lines['MaxProcs']}: header MaxProcs: expected a number of processors, 1 to "
                          f"{MAX_PROCS:,}, got {stated[:80]!r}")
     return int(stated)
 

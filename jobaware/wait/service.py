@@ -33,7 +33,7 @@ from jobaware.jsonable import jsonable
 from jobaware.model import Served
 from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
-from jobaware.reading import write_quarantine
+from jobaware.reading import read_each, write_quarantine
 from jobaware.swf import trace_files
 from jobaware.wait.bundle import ANSWER
 from jobaware.wait.features import Snapshot, capacities
@@ -248,13 +248,17 @@ def predict_file(inputs: list[str], output: str | Path, model, progress=None) ->
     model; traces with no job in them are an InputError."""
     paths = trace_files(inputs)
     frames, quarantined, problems = [], [], []
-    for path in paths:
-        jobs, found, bad = read_trace(path)
+
+    def unreadable(problem, record) -> None:
+        problems.append(str(problem))
+        quarantined.append(record)
+
+    for jobs, found, bad in read_each(paths, read_trace, unreadable):
         frames.append(jobs)
         quarantined += bad
         problems += [str(p) for p in found]
-    jobs = pd.concat(frames, ignore_index=True)
-    if not len(jobs):
+    jobs = pd.concat(frames, ignore_index=True) if frames else None
+    if jobs is None or not len(jobs):
         first = f"; first: {problems[0]}" if problems else ""
         raise InputError(f"{', '.join(map(str, paths))}: no job read ({len(quarantined):,} bad record(s)){first}")
     bundle, version = model()

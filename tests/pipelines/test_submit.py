@@ -20,7 +20,7 @@ def compiled_name(created: dict) -> str:
 
 
 def submit(api: KfpApi, *args):
-    return run("pipeline", "submit", "failure", "--host", api.url, "--input", DATA, *args, "--json", timeout=300)
+    return run("pipeline", "submit", "failure", "--kfp-host", api.url, "--input", DATA, *args, "--json", timeout=300)
 
 
 def test_submit_creates_a_run_of_the_compiled_pipeline():
@@ -62,7 +62,7 @@ def test_bad_cron_and_unreachable_host_are_one_line_errors():
         assert bad.returncode == 1 and "'every night' is not a cron expression" in json.loads(bad.stdout)["error"]
         assert not [r for r in api.requests if r[0] == "POST"]
         url = api.url
-    gone = run("pipeline", "submit", "failure", "--host", url, "--input", DATA, timeout=300)
+    gone = run("pipeline", "submit", "failure", "--kfp-host", url, "--input", DATA, timeout=300)
     assert gone.returncode == 1 and f"the KFP host {url} unreachable" in gone.stderr and "Traceback" not in gone.stderr
 
 

@@ -134,14 +134,14 @@ def test_a_version_without_a_digest_is_refused_until_a_person_records_it(registr
     uri = f"sqlite:///{registry_home / 'mlflow.db'}"
     MlflowClient(uri, uri).delete_model_version_tag("jobaware-failure", "2", MODEL_DIGEST_TAG)
     output = tmp_path / "out.jsonl"
-    refused = jobaware(registry_home, "predict", "failure", "--version", "2", "--input", NREL_CSV, "--output", output)
+    refused = jobaware(registry_home, "predict", "failure", "--model-version", "2", "--input", NREL_CSV, "--output", output)
     assert refused.returncode == 1 and refused.stderr.strip().splitlines() == [
         "error: jobaware-failure version 2: no digest of its files was recorded (registered before jobaware recorded "
         "them); not loaded. Check its files, then record it: `jobaware models verify failure 2 --record`"]
     assert jobaware(registry_home, "models", "verify", "failure", "2").returncode == 1
     recorded = jobaware(registry_home, "models", "verify", "failure", "2", "--record", "--json")
     assert recorded.returncode == 0 and '"state": "recorded"' in recorded.stdout, recorded.stderr
-    loaded = jobaware(registry_home, "predict", "failure", "--version", "2", "--input", NREL_CSV, "--output", output)
+    loaded = jobaware(registry_home, "predict", "failure", "--model-version", "2", "--input", NREL_CSV, "--output", output)
     assert loaded.returncode == 0 and output.stat().st_size, loaded.stderr
     again = jobaware(registry_home, "models", "verify", "failure", "2", "--json")
     assert again.returncode == 0 and "matches the digest recorded at promotion" in again.stdout

@@ -2,7 +2,7 @@
 
   jobaware hold follow --input LOG... (--store URI | --audit FILE) [--service URL] [--act] [--policy FILE]
                        [--state FILE] [--once|--seconds N]
-  jobaware hold decide --input LOG --cluster C --proc P [--service URL]
+  jobaware hold decide --input LOG --job CLUSTER.PROC [--service URL]
   jobaware hold policy --print [--policy FILE]
   jobaware report holds (--store URI | --audit FILE)
 """
@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from jobaware.cli_contract import APPEND, FILE, SERVICE, SOURCE, STORE, argument, given, option
+from jobaware.cli_contract import APPEND, FILE, LOG, SERVICE, STORE, argument, check_sources, given, moved, option
 from jobaware.console import err, out, show
 from jobaware.errors import InputError, JobawareError, UsageError
 from jobaware.logs import OneLine, file_handler
@@ -29,9 +29,9 @@ PolicyFile = Annotated[Path | None, option("--policy", role=FILE, help="the site
 Year = Annotated[int | None, typer.Option(min=1970, max=2100, help="year of the first event of year-less (MM/DD) "
                                           "logs")]
 Timeout = Annotated[float, typer.Option(min=0.1, max=3600, help="seconds to wait for one answer of the service")]
-Logs = Annotated[list[Path] | None, option("--input", "-i", role=SOURCE, metavar="LOG",
-                                           help="event log (repeatable)")]
-OldLogs = Annotated[list[Path] | None, argument(role=SOURCE, hidden=True, help="old spelling of --input")]
+Logs = Annotated[list[Path] | None, option("--input", "-i", role=LOG, help="event log (repeatable); one not written "
+                                           "yet is waited for (with --once: refused)")]
+OldLogs = Annotated[list[Path] | None, argument(role=LOG, hidden=True, help="old spelling of --input")]
 Store = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job store "
                                     "(env JOBAWARE_STORE): the audit and the read position kept there, beside what "
                                     "the other daemons keep")]
@@ -78,8 +78,11 @@ def follow_command(
     year: Year = None,
     timeout: Timeout = 5.0,
 ):
-    """Follow event logs; decide every new hold over HTTP; audit it (in the site's store, or an --audit file), and
-    act only as the policy allows. With --once, logs holding no whole event are refused before anything is written.
+    """Follow event logs and decide every new hold over HTTP, audited, acting only as the policy allows.
+
+    The audit goes in the site's store, or an --audit file. A log not written yet (the schedd not started, or
+    nothing logged) is waited for, said once; with --once, logs holding no whole event are refused before anything
+    is written.
 
     Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
     """
@@ -95,7 +98,8 @@ def follow_command(
     acting = act or rules.mode == "act"
     if acting and not service:
         raise UsageError("--act: give --service (acting needs the model's decision)")
-    if once:
+    if once:  # one pass: reading nothing is not success
+        check_sources([str(log) for log in logs])
         _some_event(logs, year)
     client = DecisionClient(service, timeout=timeout) if service else None
     if acting:
@@ -109,6 +113,8 @@ def follow_command(
             "; the hold service's answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
         err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}){unverified}; audit "
                   f"{place}", highlight=False, soft_wrap=True)
+        for log in adapter.follower.unwritten():
+            err.print(f"waiting for {log} to be written", highlight=False, soft_wrap=True)
         try:
             total = adapter.run(seconds=seconds, once=once)
         finally:
@@ -118,7 +124,7 @@ def follow_command(
             opened.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
-              f"{adapter.follower.bad_records}", highlight=False)
+              f"{adapter.follower.bad_records}", highlight=False, soft_wrap=True)
 
 
 def _some_event(logs: list[Path], year: int | None) -> None:
@@ -133,26 +139,33 @@ def _some_event(logs: list[Path], year: int | None) -> None:
     raise InputError(f"{', '.join(map(str, logs))}: no whole HTCondor event ({bad})")
 
 
+HeldJob = Annotated[str, typer.Option("--job", metavar="CLUSTER.PROC", help="the held job, as HTCondor names it: 4242 "
+                                      "(proc 0), 4242.3, or 4242.3.0 with its subproc")]
+_MOVED = "the held job's cluster, proc and subproc ids, as one: 4242.3"
+
+
 def decide_command(
-    cluster: Annotated[int, typer.Option(min=0, help="the held job's cluster id")],
+    job: HeldJob,
     inputs: Annotated[Path | None, option("--input", "-i", role=FILE, metavar="LOG",
                                           help="the event log holding the job")] = None,
     log: Annotated[Path | None, argument(role=FILE, hidden=True, help="old spelling of --input")] = None,
-    proc: Annotated[int, typer.Option(min=0, help="its proc id")] = 0,
-    subproc: Annotated[int, typer.Option(min=0, help="its subproc id")] = 0,
     service: Service = DEFAULT_SERVICE,
     year: Year = None,
     timeout: Timeout = 30.0,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON (errors too)")] = False,
+    _cluster: Annotated[str | None, moved("--cluster", "--job", _MOVED)] = None,
+    _proc: Annotated[str | None, moved("--proc", "--job", _MOVED)] = None,
+    _subproc: Annotated[str | None, moved("--subproc", "--job", _MOVED)] = None,
 ):
     """One decision for one held job: its last hold in LOG, with the same window `follow` sends.
 
-    Example: jobaware hold decide --input EventLog --cluster 4242 --service http://127.0.0.1:3001
+    Example: jobaware hold decide --input EventLog --job 4242.0 --service http://127.0.0.1:3001
     """
     from jobaware.adapters.htcondor.client import DecisionClient
     from jobaware.adapters.htcondor.follower import Follower
     from jobaware.adapters.htcondor.window import Window
 
+    cluster, proc, subproc = _held_job(job)
     log = inputs or log
     if log is None:
         raise UsageError("missing option '--input'")
@@ -183,6 +196,16 @@ def decide_command(
            "reasons": answer.get("reasons"), "model_version": answer.get("model_version"),
            "trained_on": f"{trained.get('source', 'unrecorded')} ({trained.get('labelled_holds', '?')} holds)"}
     show(answer if as_json else row, as_json)
+
+
+def _held_job(text: str) -> tuple[int, int, int]:
+    """`--job 4242[.3[.0]]` as (cluster, proc, subproc); a usage error otherwise."""
+    parts = text.strip().split(".")
+    if not 1 <= len(parts) <= 3 or not all(part.isascii() and part.isdigit() and len(part) <= 10 for part in parts):
+        raise UsageError(f"--job {text[:40]!r}: expected an HTCondor job id: CLUSTER, CLUSTER.PROC or "
+                         "CLUSTER.PROC.SUBPROC (4242.3)")
+    numbers = [int(part) for part in parts] + [0] * (3 - len(parts))
+    return numbers[0], numbers[1], numbers[2]
 
 
 def policy_command(

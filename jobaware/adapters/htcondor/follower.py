@@ -1,6 +1,7 @@
 """Follow HTCondor job event logs as they grow: new whole events, in order, each read once.
 
-A followed log is a path (the schedd's EVENT_LOG, or a user log). The schedd rotates its event log by
+A followed log is a path (the schedd's EVENT_LOG, or a user log); one not written yet (missing, or empty) is read
+once it is (`unwritten` names them). The schedd rotates its event log by
 renaming: with EVENT_LOG_MAX_ROTATIONS = 1 to `<log>.old`, with more to `<log>.1` (the newest) ... `<log>.N`.
 A position is (file identity, byte offset): the identity is the file's device and inode plus a digest of its
 first bytes, so a renamed file is found again under its new name and a file truncated in place, or a new
@@ -138,8 +139,6 @@ class Follower:
         for log in self.logs:
             if not log.parent.is_dir():
                 raise InputError(f"{log}: no such folder")
-            if not log.exists():
-                logger.warning("%s does not exist yet; it is read once it appears", log)
         self.checkpoint = state_file if isinstance(state_file, tuple) else None
         self.state_file = None if self.checkpoint else Path(state_file)
         self.options = ReadOptions(year=year)
@@ -180,6 +179,10 @@ class Follower:
             return
         with atomic_text(self.state_file) as handle:  # whole, or as it was (a full disk included)
             json.dump(state, handle)
+
+    def unwritten(self) -> list[Path]:
+        """The logs never read that are not written yet (missing, or empty): `poll` reads each once it is."""
+        return [log for log in self.logs if self.positions[str(log)].file is None and _identity(log) is None]
 
     def poll(self) -> list[Event]:
         """The whole events written since the last poll, log by log, each log in its order."""

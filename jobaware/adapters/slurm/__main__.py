@@ -1,5 +1,5 @@
-"""`python -m jobaware.adapters.slurm collect|adapt|plugins`: the same commands as `jobaware slurm`, without the rest of the CLI
-(a collector beside slurmctld starts fast and loads no model library)."""
+"""`python -m jobaware.adapters.slurm collect|adapt|plugins|doctor`: the same commands as `jobaware slurm`, without the
+rest of the CLI (a collector beside slurmctld starts fast and loads no model library)."""
 
 import sys
 

@@ -10,12 +10,13 @@ from typing import Annotated, Literal
 import typer
 
 from jobaware.adapters.slurm.plugins import DEFAULT_CACHE
-from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, STORE, option
+from jobaware.cli_contract import APPEND, FILE, FOLDER, OUTPUT, SERVICE, STORE, option, when_option
 from jobaware.console import err, notice, out
 from jobaware.errors import JobawareError, UsageError
 from jobaware.text import redacted
 
-slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the plugins.")
+slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs into a store, write verdicts back, the "
+                        "plugins, the doctor.")
 
 StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job "
                                           "store (env JOBAWARE_STORE): a folder (SQLite, created when missing) or "
@@ -35,25 +36,70 @@ def _logging(name: str) -> Path:
     return path
 
 
-def run_collector(store_uri: str, interval: float, polls: int | None, notices_uri: str | None, cluster: str | None,
-                  max_calls: int, timeout: float) -> int:
-    """Collect into the store; a line per poll on stderr. Returns the number of polls."""
+WAIT_SECONDS = 10.0  # between two asks of a daemon waiting for Slurm to answer
+
+
+def slurm_cluster(slurm, given: str | None, log: Path, stop=None, interval: float = WAIT_SECONDS) -> str | None:
+    """The cluster's name: `given`, else Slurm's ClusterName. A daemon (`stop`, the event that ends it) started before
+    slurmctld answers waits for it, saying so once, and asks again every `interval` seconds (None: stopped while
+    waiting); a bounded run is refused in one line."""
+    from jobaware.adapters.slurm.collector import cluster_name
+
+    if given:
+        return given
+    said = False
+    while not (name := cluster_name(slurm)):
+        why = slurm.error or "no ClusterName in its answer"
+        if stop is not None and stop.is_set():
+            return None
+        if stop is None:
+            raise JobawareError(f"scontrol show config: {why}; is Slurm reachable? pass --cluster (log: {log})")
+        if not said:
+            err.print(f"waiting for Slurm to answer (scontrol show config: {why}); asking every {interval:g} s",
+                      highlight=False, soft_wrap=True)
+            said = True
+        if stop.wait(interval):
+            return None
+    return name
+
+
+def _stop_on_signals():
+    """An event set by SIGTERM or SIGINT (a daemon's end), and the handlers it replaced."""
     import signal
     import threading
 
-    from jobaware.adapters.slurm.collector import Collector, Slurm, cluster_name
-    from jobaware.adapters.slurm.notices import open_notices
-    from jobaware.store import open_store
+    stop = threading.Event()
+    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    return stop, previous
+
+
+def run_collector(store_uri: str, interval: float, polls: int | None, notices_uri: str | None, cluster: str | None,
+                  max_calls: int, timeout: float) -> int:
+    """Collect into the store; a line per poll on stderr. Returns the number of polls. Polling until stopped (`polls`
+    None), it waits for a Slurm that does not answer yet."""
+    import signal
+
+    from jobaware.adapters.slurm.collector import Slurm
 
     if interval <= 0 or (polls is not None and polls < 1) or max_calls < 0 or timeout <= 0:
         raise JobawareError("expected --interval > 0, --polls >= 1, --max-calls >= 0 and --timeout > 0")
     log = _logging("slurm-collect")
     slurm = Slurm(timeout=timeout)
-    cluster = cluster or cluster_name(slurm)
-    if not cluster:
-        raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
-    stop = threading.Event()
-    previous = {signum: signal.signal(signum, lambda *_: stop.set()) for signum in (signal.SIGTERM, signal.SIGINT)}
+    stop, previous = _stop_on_signals()
+    try:
+        cluster = slurm_cluster(slurm, cluster, log, stop if polls is None else None, min(interval, WAIT_SECONDS))
+        return 0 if cluster is None else _collect(store_uri, cluster, slurm, max_calls, polls, interval, notices_uri,
+                                                  stop)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _collect(store_uri: str, cluster: str, slurm, max_calls: int, polls: int | None, interval: float,
+             notices_uri: str | None, stop) -> int:
+    from jobaware.adapters.slurm.collector import Collector
+    from jobaware.adapters.slurm.notices import open_notices
+    from jobaware.store import open_store
 
     def shown(number: int, result, seconds: float) -> None:
         status = "ok" if not result.failed else "retry next: " + ", ".join(result.failed[:3])
@@ -67,8 +113,6 @@ def run_collector(store_uri: str, interval: float, polls: int | None, notices_ur
         finally:
             if notices is not None:
                 notices.close()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
 
 
 @slurm_app.command("collect")
@@ -82,7 +126,11 @@ def collect(
     max_calls: Annotated[int, typer.Option(min=0, help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
-    """Poll Slurm (squeue, sacct, scontrol) into the job store: each job once, with its states, script and end.
+    """Poll Slurm into the job store: each job once, with its states, script and end.
+
+    It asks squeue, sacct and scontrol.
+
+    With --forever (a daemon), started before Slurm answers, it waits for it, saying so once.
 
     Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
     """
@@ -123,16 +171,16 @@ def adapt(
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
 ):
-    """For each pending job: its card (every capability with a card part) kept in the store as a verdict and audited,
-    and by the policy written into its comment or acted on. Dry-run unless --act; fails open when services are down.
+    """Give each pending job its card: kept in the store and, as the policy says, written or acted on.
+
+    The card (every capability with a card part) is kept as a verdict and audited, and by the policy written into
+    the job's comment or acted on. Dry-run unless --act; fails open when services are down; with --forever, started
+    before Slurm answers, it waits for it.
 
     Example: jobaware slurm adapt --store /var/lib/jobaware/store --passes 1
     """
-    import signal
-    import threading
-
     from jobaware.adapters.slurm.adapter import PendingJobAdapter, read_policy
-    from jobaware.adapters.slurm.collector import Slurm, cluster_name
+    from jobaware.adapters.slurm.collector import Slurm
     from jobaware.store import open_store
 
     if interval <= 0 or passes < 1 or timeout <= 0:
@@ -140,13 +188,11 @@ def adapt(
     chosen = read_policy(policy)
     log = _logging("slurm-adapt")
     slurm = Slurm(timeout=timeout)
-    cluster = cluster or cluster_name(slurm)
-    if not cluster:
-        raise JobawareError(f"scontrol show config gave no ClusterName; is Slurm reachable? pass --cluster (log: {log})")
+    stop, _ = _stop_on_signals()
+    cluster = slurm_cluster(slurm, cluster, log, stop if forever else None, min(interval, WAIT_SECONDS))
+    if cluster is None:
+        return
     audited = audit or f"{redacted(store)} (stream slurm.adapt)"
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
     done = 0
     urls = _urls(service)
@@ -177,9 +223,9 @@ SimilarityJobid = Annotated[int | None, typer.Option("--similarity-jobid", min=1
 Gateway = Annotated[str, option(role=SERVICE, help="ask the card gateway at this URL instead of the services")]
 FinishedStore = Annotated[str, option("--store", role=STORE, envvar="JOBAWARE_STORE", help="the site's job store (env "
                                       "JOBAWARE_STORE): where the card of a job squeue no longer lists is read")]
-Since = Annotated[int, typer.Option("--since", min=1, max=3650, metavar="DAYS", help="with --store: look for a finished "
-                                    "job among the jobs submitted in the last DAYS days only (newest first; the store "
-                                    "has no index by job id)")]
+Since = Annotated[str, when_option("--since", help="with --store: look for a finished job among the jobs submitted "
+                                   "from then on only, newest first (the store has no index by job id): 30d, 12h, "
+                                   "2w ago, a date 2026-01-31, or all")]
 Cluster = Annotated[str, typer.Option(help="with --store: the cluster's name in the store (default: Slurm's "
                                       "ClusterName, else every cluster)")]
 CardJson = Annotated[bool, typer.Option("--json", help="print JSON (a list for several array tasks; errors too)")]
@@ -193,11 +239,11 @@ def card(
     part: Annotated[list[str], typer.Option("--part", metavar="KEY", help="only this capability's part, "
                                             "repeatable: one line each (default: the whole card)")] = [],  # noqa: B006
     store: FinishedStore = "",
-    since: Since = 30,
+    since: Since = "30d",
     cluster: Cluster = "",
     as_json: CardJson = False,
 ):
-    """One answer for one job: a part per capability with a card part, each with its version or why it is missing.
+    """One answer for one job: a part per capability, each with its model version or why it is missing.
 
     Today's parts: failure risk, the script's binding resource, similar past jobs, when it is likely to start, ...
     Array tasks still pending share their array's record, so they share its card. With --part KEY, only that part,
@@ -206,8 +252,8 @@ def card(
 
     A job squeue no longer lists (finished) has, with --store, the card the adapter kept for it before it ran beside
     what happened: its end, exit code and signal, run time and use, and each part judged against that end (with
-    --json: the kept card and `happened`). The store is searched newest first among the jobs submitted in the last
-    --since days (default 30).
+    --json: the kept card and `happened`). The store is searched newest first among the jobs submitted since --since
+    (default 30d ago).
 
     Example: jobaware card 4242 --gateway http://127.0.0.1:3010
     """
@@ -229,7 +275,7 @@ def part_command(key: str, question: str):
         gateway: Gateway = "",
         service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
         store: FinishedStore = "",
-        since: Since = 30,
+        since: Since = "30d",
         cluster: Cluster = "",
         as_json: CardJson = False,
     ):
@@ -250,7 +296,7 @@ def part_command(key: str, question: str):
 
 
 def show_cards(job_id: str, similarity_jobid: int | None, gateway: str, service: list[str], keys: list[str] | None,
-               store: str, since: int, cluster: str, as_json: bool) -> None:
+               store: str, since: str, cluster: str, as_json: bool) -> None:
     """`jobaware card`'s answer for JOBID (every part, or the parts of `keys` in a line each), printed."""
     from jobaware import card as cards
     from jobaware.adapters.slurm import arrays, finished
@@ -271,8 +317,8 @@ def show_cards(job_id: str, similarity_jobid: int | None, gateway: str, service:
         if (j, task) not in stored:
             name = _name(j, task)
             raise JobawareError(f"job {name}: not known to squeue (pending or running jobs have cards)" if not store
-                                else f"job {name}: not known to squeue, nor among the store's jobs submitted in the "
-                                     f"last {since} days (--since)")
+                                else f"job {name}: not known to squeue, nor among the store's jobs submitted "
+                                     f"since {since} (--since)")
     token, unverified = readable_token()
     if unverified and len(gone) < len(wanted):  # said to a person at a terminal; a script's output stays as it was
         import logging
@@ -319,13 +365,15 @@ def _name(job: int, task: int | None) -> str:
     return str(job) if task is None else f"{job}_{task}"
 
 
-def _stored(uri: str, cluster: str | None, since_days: int, wanted: list[tuple[int, int | None]]) -> dict:
-    """The finished jobs' cards found in the store (see `jobaware.adapters.slurm.finished`)."""
+def _stored(uri: str, cluster: str | None, since: str, wanted: list[tuple[int, int | None]]) -> dict:
+    """The finished jobs' cards found in the store among the jobs submitted from `since` on (see
+    `jobaware.adapters.slurm.finished`)."""
     from jobaware.adapters.slurm import finished
     from jobaware.store import open_store
+    from jobaware.usage.jobs import moment
 
     with open_store(uri) as store:
-        return finished.find(store, cluster, time.time() - since_days * 86_400, wanted)
+        return finished.find(store, cluster, moment(since, time.time(), "--since"), wanted)
 
 
 def _part_line(name: str, row: dict) -> str:
@@ -401,8 +449,10 @@ def plugins(
              "host's Slurm with the system C compiler, into this folder: one of slurm.conf's PluginDir folders")] = None,
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace existing files")] = False,
 ):
-    """Write job_submit.lua and cli_filter.lua (put them beside slurm.conf; see the README), and with --plugin-dir
-    build the compiled cli_filter, which costs sbatch less than cli_filter.lua (rebuild it when Slurm is upgraded).
+    """Write job_submit.lua and cli_filter.lua, and with --plugin-dir build the compiled cli_filter.
+
+    Put the Lua files beside slurm.conf. The compiled cli_filter costs sbatch less than cli_filter.lua; rebuild it
+    when Slurm is upgraded.
 
     Example: jobaware slurm plugins --output /etc/slurm --plugin-dir /usr/lib/x86_64-linux-gnu/slurm-wlm
     """
@@ -427,10 +477,11 @@ def doctor(
                                           "switches off is not checked")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ):
-    """Check the deployment end to end: the plugins in slurm.conf and beside it, the verdict cache (fresh, readable
-    by SlurmUser and sbatch's users), the service token, the services the deployment names (those the adapter's
-    --policy leaves on) answering /readyz with their identity proof, the store, accounting and out-of-memory kills.
-    One line per check with what to fix; exits 1 when any fails.
+    """Check the Slurm deployment end to end: one line per check with what to fix; exit 1 when any fails.
+
+    The plugins in slurm.conf and beside it, the verdict cache (fresh, readable by SlurmUser and sbatch's users), the
+    service token, the services the deployment names (those the adapter's --policy leaves on) answering /readyz with
+    their identity proof, the store, accounting and out-of-memory kills.
 
     Example: jobaware slurm doctor --store sqlite:/var/lib/jobaware/store.db --conf /etc/slurm/slurm.conf
     """

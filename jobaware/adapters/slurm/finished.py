@@ -26,9 +26,9 @@ def matches(happened: dict, job: int, task: int | None) -> bool:
     return happened.get("array_job_id") == job and happened.get("array_task_id") == task
 
 
-def find(store: JobStore, cluster: str | None, since: float, wanted: list[Wanted]) -> dict[Wanted, dict]:
+def find(store: JobStore, cluster: str | None, since: float | None, wanted: list[Wanted]) -> dict[Wanted, dict]:
     """The answer (`answer`) of each of `wanted` found among the jobs of `cluster` (None: every one) submitted from
-    `since` on; a job not found there is left out."""
+    `since` on (None: every job); a job not found there is left out."""
     records: dict[Wanted, dict] = {}
     by_array: dict[int, dict] = {}  # array id -> the array's own record (where its pending tasks' cards are kept)
     array_ids = {job for job, task in wanted if task is not None}

@@ -55,8 +55,10 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="print JSON")] =
 
 @mail_app.command("flush")
 def flush():
-    """Try every spooled mail now, due or not (the end-of-job mails' text written first); exit 1 while any mail
-    is waiting for a retry or was given up on. Runs beside a delivery that is waiting for its next try.
+    """Try every spooled mail now, due or not.
+
+    The end-of-job mails' text is written first; exit 1 while any mail is waiting for a retry or was given up on.
+    Runs beside a delivery that is waiting for its next try.
 
     Example: jobaware mail flush
     """

@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from jobaware.errors import InputError
+from jobaware.errors import InputError, UnreadableFile
 from jobaware.failure.reader.swf import iter_swf
 from jobaware.fit import is_public
 from jobaware.jobtable.common import Batch, to_canonical_dtypes
 from jobaware.jobtable.nrel import READERS as EAGLE_READERS
 from jobaware.jobtable.schema import CANONICAL, TIME_COLUMNS
-from jobaware.reading import QUARANTINE, ReadReport
+from jobaware.reading import QUARANTINE, ReadReport, unreadable
 from jobaware.sources import files as source_files
 from jobaware.swf import SUFFIXES as SWF_SUFFIXES
 from jobaware.swf import is_swf
@@ -112,16 +112,24 @@ def ingest(
     with pq.ParquetWriter(out_dir / f"{contracts.pop()}.parquet", CANONICAL, **PARQUET_OPTIONS) as writer, \
             open(out_dir / QUARANTINE, "w") as bad, ThreadPoolExecutor(1) as background:
         for source in sources:
-            for batch in iter_batches(source, require_state=require_state):
-                account(report, batch, strict)
-                table = batch.table
-                if writing is not None:
-                    writing.result()
-                writing = background.submit(writer.write_table, table)
-                for record in batch.quarantined:
-                    bad.write(json.dumps(record, default=str) + "\n")
-                if progress:
-                    progress(len(batch) + len(batch.quarantined))
+            try:
+                for batch in iter_batches(source, require_state=require_state):
+                    account(report, batch, strict)
+                    table = batch.table
+                    if writing is not None:
+                        writing.result()
+                    writing = background.submit(writer.write_table, table)
+                    for record in batch.quarantined:
+                        bad.write(json.dumps(record, default=str) + "\n")
+                    if progress:
+                        progress(len(batch) + len(batch.quarantined))
+            except UnreadableFile as error:  # among several files, one bad record; the others are read
+                if strict or len(sources) == 1:
+                    raise
+                problem, record = unreadable(source, error)
+                report.bad_rows += 1
+                report.add([problem])
+                bad.write(json.dumps(record, default=str) + "\n")
         if writing is not None:
             writing.result()
     if report.rows == 0:

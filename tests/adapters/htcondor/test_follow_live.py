@@ -104,3 +104,33 @@ def test_a_sigkill_and_a_restart_neither_lose_nor_repeat_a_hold(tmp_path):
     first_hold = [e[:3] for e in TEMPLATE].index(b"012")
     per_job = sum(e[:3] in (b"013", b"005", b"009") for e in TEMPLATE[first_hold:])
     assert len(outcomes) == len(set(outcomes)) == 6 * per_job == 6 * 4  # three releases, a termination: once each
+
+
+def test_a_follower_started_before_its_log_is_written_waits_then_decides_each_hold(tmp_path):
+    """A follower unit starts beside a new schedd: the event log is not there yet, or there and empty. It waits,
+    saying so once, then follows the log as usual: each hold written is decided (by the site rule, no service here)
+    and audited. Issue 51 found it refused both at once ('no such file or folder', 'empty file'), so the unit died."""
+    holds = sum(event.startswith(b"012 ") for event in TEMPLATE)
+    for start in ("missing", "empty"):
+        log, audit = tmp_path / start / "EventLog", tmp_path / start / "audit.jsonl"
+        log.parent.mkdir()
+        if start == "empty":
+            log.write_bytes(b"")
+        process = _start(log, audit)
+        said = audit.with_suffix(".err")
+        try:
+            _wait(lambda: "waiting for" in said.read_text() or process.poll() is not None, 120)  # noqa: B023
+            time.sleep(1.0)
+            assert process.poll() is None, said.read_text()  # waiting, not refused
+            assert f"waiting for {log} to be written\n" in said.read_text()
+            with open(log, "ab") as writer:
+                for event in renumber(TEMPLATE, 4242):
+                    writer.write(event)
+                    writer.flush()
+            _wait(lambda: len(_hold_keys(audit)) >= holds, 30)  # noqa: B023
+        finally:
+            stop(process)
+        decided = [record for record in read_records(audit) if record["kind"] == "hold"]
+        assert len(decided) == holds == 3 and all(record["job"].startswith("4242.") for record in decided)
+        assert all(record["fired"] and record["recommended"] for record in decided), decided
+        assert said.read_text().count("waiting for") == 1, said.read_text()

@@ -64,7 +64,7 @@ def test_a_real_hold_service_decides_each_new_hold_and_a_synthetic_model_never_a
         assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
         assert f"the hold model (version {version}) was trained on synthetic logs" in refused.stderr
 
-        one = CliRunner().invoke(app, ["hold", "decide", "--input", str(LOG), "--cluster", "12636334", "--service", url, "--json"])
+        one = CliRunner().invoke(app, ["hold", "decide", "--input", str(LOG), "--job", "12636334", "--service", url, "--json"])
         assert one.exit_code == 0, one.output
         assert '"hold_time": "2025-05-22 10:56:18"' in one.output and f'"model_version": "{version}"' in one.output
         assert '"decided_by": ' in one.output and '"reasons": "hold 26/103' in one.output  # who decided, and on what

@@ -96,12 +96,15 @@ def test_without_a_store_or_outside_the_window_one_line(store_uri, empty_queue):
     assert str(alone.exception) == "job 103: not known to squeue (pending or running jobs have cards)"
     old = CliRunner().invoke(app, ["card", "90", "--store", store_uri])
     assert old.exit_code == 1 and str(old.exception) == \
-        "job 90: not known to squeue, nor among the store's jobs submitted in the last 30 days (--since)"
-    wider = CliRunner().invoke(app, ["card", "90", "--store", store_uri, "--since", "60", "--json"])
+        "job 90: not known to squeue, nor among the store's jobs submitted since 30d (--since)"
+    wider = CliRunner().invoke(app, ["card", "90", "--store", store_uri, "--since", "60d", "--json"])
     assert wider.exit_code == 0, wider.output
     answer = json.loads(wider.stdout)
     assert answer["parts"] == {} and answer["created"] is None and answer["happened"]["state"] == "COMPLETED"
-    none = CliRunner().invoke(app, ["card", "90", "--store", store_uri, "--since", "60"])
+    none = CliRunner().invoke(app, ["card", "90", "--store", store_uri, "--since", "all"])
     assert "job 90: no card was kept before it ran" in none.stdout
+    bare = CliRunner().invoke(app, ["card", "90", "--store", store_uri, "--since", "60"])  # days? hours? never guessed
+    assert bare.exit_code != 0 and "--since '60': a time ago needs its unit: 60d (days), 60h, 60m or 60w" in str(
+        bare.exception)
     task = CliRunner().invoke(app, ["card", "300_7", "--store", store_uri])
     assert task.exit_code == 1 and "job 300_7: not known to squeue, nor among" in str(task.exception)

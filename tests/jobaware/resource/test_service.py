@@ -1,6 +1,7 @@
 import base64
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -118,16 +119,35 @@ def test_classify_files_on_the_real_scripts(trained):
     bundle, _ = trained
     paths = sorted((SCRIPTS / "files").glob("*.txt"))
     model = lambda: (bundle, "1")  # noqa: E731
-    rows, unread = classify_files(paths, model)
-    assert not unread and len(rows) == 134 and all(set(r) == {"file", "class", "probabilities"} for r in rows)
+    rows = classify_files(paths, model)
+    assert len(rows) == 134 and all(set(r) == {"file", "status", "class", "probabilities"} for r in rows)
+    assert all(r["status"] == "classified" for r in rows)  # the empty ones too: a script, of class `other`
     by_name = {r["file"].rsplit("/", 1)[-1]: r for r in rows}
     assert by_name["udpserver.py.txt"]["class"] == "not_a_job" and by_name["18.py.txt"]["class"] == "other"
     assert all(set(r["probabilities"]) == {"cpu", "mem", "network", "io", "other"} for r in rows)
-    detailed, _ = classify_files(paths[:2], model, detail=True)
+    detailed = classify_files(paths[:2], model, detail=True)
     assert {"parse_status", "top_features"} <= set(detailed[0])
     with pytest.raises(InputError, match="nowhere.py: no such file"):
         classify_files(["nowhere.py"], model)
-    assert len(classify_files([SCRIPTS / "files"], model)[0]) == 134  # a folder: every script in it
+    assert len(classify_files([SCRIPTS / "files"], model)) == 134  # a folder: every script in it
+
+
+def test_classify_files_gives_each_file_its_status(trained, tmp_path):
+    """An empty or a binary script among good ones is one row of the answer: the empty one a script (of class
+    `other`, as the labelled real scripts hold them), the binary one not read and why; issue 51 found the whole
+    command refused for one empty file."""
+    bundle, _ = trained
+    (tmp_path / "a.py").write_text("import numpy\nx = numpy.ones((4000, 4000)) @ numpy.ones((4000, 4000))\n")
+    (tmp_path / "b.sh").write_text("#!/bin/bash\n#SBATCH --mem=4G\nsrun ./simulate\n")
+    (tmp_path / "empty.py").write_bytes(b"")
+    (tmp_path / "noise.sh").write_bytes(bytes(range(256)) * 12)
+    rows = classify_files([tmp_path], lambda: (bundle, "1"))
+    by_name = {Path(r["file"]).name: r for r in rows}
+    assert list(by_name) == ["a.py", "b.sh", "empty.py", "noise.sh"]
+    assert by_name["empty.py"]["status"] == "classified" and by_name["empty.py"]["class"] == "other"
+    assert by_name["noise.sh"]["class"] is None and by_name["noise.sh"]["status"].startswith(
+        "not read: binary data, not text")
+    assert all(by_name[name]["status"] == "classified" for name in ("a.py", "b.sh"))
 
 
 def test_classify_files_leaves_out_what_is_no_script_and_refuses_when_nothing_is(tmp_path):
