@@ -14,7 +14,6 @@ import pytest
 from tests.conftest import ROOT
 
 
-
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--no-cache"], cwd=root,
                           capture_output=True, text=True, timeout=300,
