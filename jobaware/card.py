@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 MARK = "jobaware: "  # every text the scheduler side writes starts with it
 SHORT_MAX = 200  # characters of the comment line
 ANSWERED = ("ok", "not_applicable")  # the other statuses are a part missing
+STATUSES = (*ANSWERED, "unavailable", "refused", "error")
 NO_HISTORY = {"similar": [], "site": {}}
 MAX_DEPTH = 2  # a part may ask another part (`Asking.part`); that one may not ask on
 

@@ -13,6 +13,7 @@ from pydantic_settings import SettingsConfigDict
 
 from jobaware import card, config
 from jobaware.bodies import Limits
+from jobaware.serving import observe
 from jobaware.serving.base import Route, service
 
 
@@ -53,6 +54,7 @@ def job_card(body: CardRequest, services: card.Services, limits: CardLimits) -> 
     """The job card; a part whose service is down says so (`status`, `reason`)."""
     answer = card.make_card(body.model_dump(by_alias=True), services)
     card.audit(answer, config.audit_dir() / "card.jsonl")
+    observe.card_parts(answer)
     return answer
 
 
