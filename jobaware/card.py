@@ -245,6 +245,13 @@ def hold_reasons(card: dict, site_threshold: float | None = None) -> list[str]:
     return _say(card, "hold", site_threshold)
 
 
+def flagged(card: dict, history: dict | None = None, site_threshold: float | None = None) -> list[str]:
+    """The capabilities whose part flags the job: advice for its user, or a reason to hold it."""
+    history = history or NO_HISTORY
+    return [key for key, answer in card["parts"].items()
+            if _said(key, "advice", answer, history) or _said(key, "hold", answer, site_threshold)]
+
+
 def table(card: dict) -> list[dict]:
     """`jobaware card`'s rows: each part, its status, its answer in short (or why there is none), its version."""
     rows = []
