@@ -21,7 +21,7 @@ from jobaware import card as cards
 from jobaware import metrics
 
 log = logging.getLogger("jobaware.serving")
-OWN_PATHS = ("/", "/docs", "/docs.json", "/schema.json", "/metrics", "/livez", "/readyz", "/healthz")
+OWN_PATHS = ("/", "/docs", "/docs.json", "/schema.json", "/metrics", "/livez", "/readyz", "/healthz", "/board")
 STATIC = "/static_content/"  # the files of BentoML's Swagger UI: one label for all of them
 
 
