@@ -55,6 +55,7 @@ def _rate(series: str, by: str, window: str = RATE) -> str:
     return f"sum by ({by}) (rate({series}{window}))"
 
 
+LATENCY = _rate("bentoml_service_request_duration_seconds_bucket", "le, service_name, endpoint")
 ROWS: list[tuple[str, list[dict]]] = [
     ("Services", [
         _panel("Up", "Each jobaware target's last scrape: 1 answered, 0 down (the JobawareDown alert).",
@@ -63,8 +64,8 @@ ROWS: list[tuple[str, list[dict]]] = [
                "`other`).", [(_rate("bentoml_service_request_total", "service_name, endpoint, http_response_code"),
                               "{{service_name}} {{endpoint}} {{http_response_code}}")], unit="reqps"),
         _panel("Latency p50 and p99", "How long requests took, by service and endpoint (BentoML's histogram).",
-               [(f"histogram_quantile({q}, {_rate('bentoml_service_request_duration_seconds_bucket', 'le, service_name, endpoint')})",
-                 f"p{int(q * 100)} {{{{service_name}}}} {{{{endpoint}}}}") for q in (0.5, 0.99)], unit="s"),
+               [(f"histogram_quantile({q}, {LATENCY})", f"p{int(q * 100)} {{{{service_name}}}} {{{{endpoint}}}}")
+                for q in (0.5, 0.99)], unit="s"),
         _panel("Errors by reason", "Requests the services answered with an error themselves: bad input, too large, "
                "not JSON, no champion yet.", [(_rate("jobaware_service_errors_total", "service, reason"),
                                               "{{service}} {{reason}}")], unit="reqps"),

@@ -273,7 +273,8 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
     capability's champion (503 until there is one). `threads`: bodies answered at once in worker threads. Without
     `key`, `resources` (if given) is called once when the service starts, and its result (the card gateway's HTTP
     clients) is handed to the routes in the model's place."""
-    namespace = {"name": f"jobaware-{name}", "key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": f"serving.{name}",
+    namespace = {"name": f"jobaware-{name}", "key": key, "limits": limits, "threads": threads, "__doc__": question,
+                 "__module__": f"serving.{name}",
                  "resources": staticmethod(resources) if resources is not None else None}
     namespace.update({route.name: _endpoint(route) for route in routes})
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)

@@ -11,7 +11,6 @@ makes BentoML build `BoundedTraffic` instead: the same series, whose `endpoint` 
 from __future__ import annotations
 
 import functools
-import logging
 import math
 
 from bentoml._internal.context import server_context
@@ -20,7 +19,6 @@ from bentoml._internal.server.http import instruments
 from jobaware import card as cards
 from jobaware import metrics
 
-log = logging.getLogger("jobaware.serving")
 OWN_PATHS = ("/", "/docs", "/docs.json", "/schema.json", "/metrics", "/livez", "/readyz", "/healthz", "/board")
 STATIC = "/static_content/"  # the files of BentoML's Swagger UI: one label for all of them
 

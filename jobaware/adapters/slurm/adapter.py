@@ -461,8 +461,9 @@ class PendingJobAdapter:
                 continue
             done = self.slurm.run(*command) is not None if self.act else None
             acts.append({"command": command, "why": why, "done": done})
+            outcome = "dry_run" if done is None else "done" if done else "failed"
             self.series.adapter_actions.labels(adapter=ADAPTER, action=ACTIONS.get(command[1], "other"),
-                                               outcome="dry_run" if done is None else "done" if done else "failed").inc()
+                                               outcome=outcome).inc()
             self.audit.write(stamp({
                 "id": act_id, "actor": "jobaware slurm adapt", "cluster": key.cluster, "job_id": key.job_id,
                 "submit_time": key.submit_time, "action": command[1], "command": command, "why": why,

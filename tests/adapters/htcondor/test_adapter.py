@@ -210,7 +210,9 @@ def test_with_the_service_down_each_hold_is_recorded_as_no_decision(tmp_path):
     assert all(h["p_release"] is None and h["action"] == "none" and h["fired"] == "no decision" for h in holds)
     assert holds[0]["no_decision"].startswith("unavailable: ") and "unreachable: ConnectError" in holds[0]["no_decision"]
     assert holds[0]["site_rule"] == "release"  # the site rule's call is recorded all the same
-    value = lambda name, **labels: series.registry.get_sample_value(name, {"adapter": "htcondor", **labels})  # noqa: E731
+    def value(name, **labels):
+        return series.registry.get_sample_value(name, {"adapter": "htcondor", **labels})
+
     assert value("jobaware_adapter_deferred_total") == 3 and value("jobaware_adapter_verdicts_total") == 3
     assert value("jobaware_adapter_service_backoff", capability="hold") == 1  # failing open, out loud
     assert value("jobaware_adapter_service_unavailable_total", capability="hold") == 3
