@@ -3,11 +3,17 @@ the in-process model on the same jobs (what parsing, features and model cost wit
 `/livez` round trip (what HTTP costs without the model). Bounded request counts.
 
     python bench/service.py [--jobs 100000] [--single 500] [--batches 40] [--batch-size 1000] [--in-flight 2]
+                            [--against REF]
 
 Cases: one live job (submitted after the bundled history), one job submitted inside the history (the README's
 example), and batches of live jobs (an adapter sending its pending jobs), one request at a time and then with
 `--in-flight` requests in flight. Targets (issue 7): single-job p99
 <= 10 ms, batches >= 20,000 jobs/s.
+
+What a change costs (issue 49: the bounded metrics and jobaware's series), with `--against REF`: the same service of
+another tree (REF's files, from `git archive`, first on PYTHONPATH), started beside this one on the same registry and
+champion, and the same requests (one live job, and batches) sent to each in turn; the medians and their ratio
+(this tree over REF's).
 
 What the service's identity costs (issue 50), in the same run: the service is started with a service token, and one
 live job is asked in alternating requests with a nonce (the service hashes its answer and signs it, the client
@@ -95,6 +101,47 @@ def identity_cost(url: str, bodies: list[list[dict]]) -> dict:
             "content_type_share_of_p50": round(check_us / 1000 / without_p50, 5)}
 
 
+def reference_tree(ref: str, folder: Path) -> Path:
+    """REF's files (the committed tree, as `git archive` gives it) in `folder`."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", ref], capture_output=True, check=True)
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+    return folder
+
+
+def serve(port: int, env: dict | None = None) -> subprocess.Popen:
+    return subprocess.Popen([str(Path(sys.executable).with_name("jobaware")), "serve", "failure", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
+
+
+def ready(url: str) -> None:
+    for _ in range(240):
+        try:
+            if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"{url} not ready")
+
+
+def against(url: str, reference: str, cases: dict[str, list[list[dict]]]) -> dict:
+    """Each case's requests sent to this tree's service and to the reference's in turn: the medians and their ratio."""
+    found = {}
+    with httpx.Client(timeout=60) as client:
+        for name, bodies in cases.items():
+            times: dict[str, list[float]] = {"this": [], "reference": []}
+            for body in bodies:
+                for which, where in (("this", url), ("reference", reference)):
+                    start = time.perf_counter()
+                    predict(client, where, body)
+                    times[which].append(time.perf_counter() - start)
+            this, before = ms(times["this"], 50), ms(times["reference"], 50)
+            found[name] = {"requests_each": len(bodies), "this_p50_ms": this, "reference_p50_ms": before,
+                           "ratio_p50": round(this / before, 3)}
+    return found
+
+
 def in_flight(url: str, bodies: list[list[dict]], clients: int) -> int:
     """Jobs per second with `clients` requests in flight (an adapter with several pollers, or several
     adapters): each client sends its share of the bodies one after another; all jobs over the wall time."""
@@ -118,6 +165,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=1000)
     parser.add_argument("--in-flight", type=int, default=2, help="batch requests in flight in the loaded run")
+    parser.add_argument("--against", default="", help="a git ref: its service measured beside this tree's")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # harness/ and serving/ of this tree
     home = tempfile.mkdtemp(prefix="jobaware-bench-")
@@ -149,17 +197,11 @@ def main() -> None:
     proof_bodies = requests_for(jobs, after, args.single, 1, 5 * 10**9)
     os.environ["JOBAWARE_SERVICE_TOKEN_FILE"] = str(config.make_service_token(Path(home) / "service.token"))
     port = free_port()
-    process = subprocess.Popen([str(Path(sys.executable).with_name("jobaware")), "serve", "failure", "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    process = serve(port)
     url = f"http://127.0.0.1:{port}"
+    processes = [process]
     try:
-        for _ in range(240):
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        ready(url)
         results = {}
         with httpx.Client(timeout=60) as client:
             def post(body):
@@ -184,7 +226,16 @@ def main() -> None:
                 }
             results[f"{args.batch_size} live jobs"]["jobs_per_second_in_flight"] = in_flight(url, loaded, args.in_flight)
         identity = identity_cost(url, proof_bodies)
-        print(json.dumps({"history_jobs": len(bundle.history), **results, "identity": identity}, indent=2))
+        compared = {}
+        if args.against:
+            tree = reference_tree(args.against, Path(tempfile.mkdtemp(prefix="jobaware-reference-")))
+            reference = f"http://127.0.0.1:{free_port()}"
+            processes.append(serve(int(reference.rsplit(":", 1)[1]), {**os.environ, "PYTHONPATH": str(tree)}))
+            ready(reference)
+            same = {name: cases[name] for name in ("1 live job", f"{args.batch_size} live jobs")}
+            compared = against(url, reference, same)
+        print(json.dumps({"history_jobs": len(bundle.history), **results, "identity": identity,
+                          **({f"against {args.against}": compared} if compared else {})}, indent=2))
         for name, r in results.items():
             if r["jobs_per_request"] == 1:
                 target = f"p99 target {TARGET_P99_MS} ms {verdict(r['http_p99_ms'] / TARGET_P99_MS)}"
@@ -199,9 +250,14 @@ def main() -> None:
         print(f"identity proof, 1 live job: p50 {identity['with_proof_p50_ms']} ms with, "
               f"{identity['without_proof_p50_ms']} ms without ({identity['proof_ratio_p50']}x); Content-Type check "
               f"{identity['content_type_check_us']} us a request ({identity['content_type_share_of_p50']:.3%} of p50)")
+        for name, found in compared.items():
+            print(f"{name}, this tree against {args.against}: p50 {found['this_p50_ms']} ms against "
+                  f"{found['reference_p50_ms']} ms ({found['ratio_p50']}x; {found['requests_each']} requests each, "
+                  "in turn)")
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(30)
+        for started in processes:
+            os.killpg(started.pid, signal.SIGTERM)
+            started.wait(30)
 
 
 if __name__ == "__main__":

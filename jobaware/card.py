@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 MARK = "jobaware: "  # every text the scheduler side writes starts with it
 SHORT_MAX = 200  # characters of the comment line
 ANSWERED = ("ok", "not_applicable")  # the other statuses are a part missing
+STATUSES = (*ANSWERED, "unavailable", "refused", "error")
 NO_HISTORY = {"similar": [], "site": {}}
 MAX_DEPTH = 2  # a part may ask another part (`Asking.part`); that one may not ask on
 
@@ -242,6 +243,13 @@ def advice(card: dict, history: dict | None = None) -> str:
 def hold_reasons(card: dict, site_threshold: float | None = None) -> list[str]:
     """Why a policy that holds risky jobs should hold this one (empty: no reason)."""
     return _say(card, "hold", site_threshold)
+
+
+def flagged(card: dict, history: dict | None = None, site_threshold: float | None = None) -> list[str]:
+    """The capabilities whose part flags the job: advice for its user, or a reason to hold it."""
+    history = history or NO_HISTORY
+    return [key for key, answer in card["parts"].items()
+            if _said(key, "advice", answer, history) or _said(key, "hold", answer, site_threshold)]
 
 
 def table(card: dict) -> list[dict]:

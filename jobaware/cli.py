@@ -569,13 +569,12 @@ def report_live(
 
     Example: jobaware report live --store /var/lib/jobaware/store
     """
+    from jobaware.live import reports
     from jobaware.store import open_store
 
     extras.require("reports")  # failure's part scores with scikit-learn's metrics
-    parts = {key: capability.card for key, capability in capabilities.registry().items()
-             if capability.card is not None and capability.card.accuracy is not None}
     with open_store(store) as opened:
-        found = {key: part.accuracy(opened) for key, part in parts.items()}
+        found = reports(opened)
     if as_json:
         show(found, True)
         return

@@ -1,8 +1,9 @@
 """The Kubernetes manifests that follow from the registry, rendered (`python -m jobaware.manifests` writes them under
 `k8s/`; `--check` says which differ): each capability's service (Deployment, Service, HorizontalPodAutoscaler,
 PodDisruptionBudget) in `k8s/base/<key>.yaml`, the base's list of them, the job-card gateway with every service's
-in-cluster URL, each overlay's patches of the services (`k8s/overlays/<overlay>/services.yaml`), and the production
-Ingress with a path per service (`k8s/overlays/production/ingress.yaml`). A capability joins the manifests by
+in-cluster URL, each overlay's patches of the services (`k8s/overlays/<overlay>/services.yaml`), the production
+Ingress with a path per service (`k8s/overlays/production/ingress.yaml`), and the Prometheus Operator's PodMonitor
+of the services and the gateway (`k8s/monitoring/podmonitor.yaml`). A capability joins the manifests by
 registering; `tests/test_k8s.py` holds the committed files equal to what this renders."""
 
 from __future__ import annotations
@@ -194,6 +195,25 @@ spec:
     matchLabels: {{app.kubernetes.io/name: jobaware-card}}
 """
 
+MONITOR = """\
+# For a Prometheus run by the Prometheus Operator (its CRDs installed; not part of the overlays): every service's and
+# the gateway's /metrics, each target's job named after its pod's app.kubernetes.io/name (jobaware-failure, ...,
+# jobaware-card), as jobaware's alert rules expect. base/networkpolicies.yaml lets Prometheus's pods in.
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: jobaware
+  namespace: jobaware
+  labels: {app.kubernetes.io/name: jobaware, app.kubernetes.io/part-of: jobaware}
+spec:
+  jobLabel: app.kubernetes.io/name
+  selector:
+    matchExpressions:
+      - {key: app.kubernetes.io/component, operator: In, values: [service, gateway]}
+  podMetricsEndpoints:
+    - {port: http, path: /metrics, interval: 30s}
+"""
+
 KUSTOMIZATION = """\
 # The whole platform in one namespace: the MLflow server (with authentication) and the Job that gives the services
 # their read-only MLflow user, one service per registered capability and the job-card gateway (each a Deployment,
@@ -325,6 +345,7 @@ def rendered() -> dict[str, str]:
         for key in registry))
     files["overlays/production/ingress.yaml"] = GENERATED + INGRESS.format(
         host=INGRESS_HOST, paths="".join(INGRESS_PATH.format(key=key) for key in [*registry, "card"]))
+    files["monitoring/podmonitor.yaml"] = GENERATED + MONITOR
     for overlay, (head, patch) in OVERLAYS.items():
         files[f"overlays/{overlay}/services.yaml"] = GENERATED + head + "".join(patch.format(key=key) for key in registry)
     return files
@@ -345,6 +366,7 @@ def write(root: Path) -> list[str]:
     files, changed = rendered(), differing(root)
     for path in changed:
         if path in files:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(files[path])
         else:
             (root / path).unlink()

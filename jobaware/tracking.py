@@ -492,6 +492,17 @@ def version_metrics(key: str, version: str) -> dict:
     return json.loads(Path(path).read_text())
 
 
+def version_facts(key: str, version: str) -> dict:
+    """What the services show of the version they serve: when it was registered (Unix time), and its registered
+    evaluation (the primary metric's name and score, NaN when unrecorded, and whether higher is better)."""
+    _, client = mlflow_client()
+    capability = capabilities.get(key)
+    found = model_version(client, capability.model_name, version)
+    return {"created": found.creation_timestamp / 1000, "metric": capability.primary_metric,
+            "score": version_score(client, found, capability.primary_metric),
+            "higher_is_better": capability.higher_is_better}
+
+
 def champion_version(key: str) -> str | None:
     _, client = mlflow_client()
     return alias_version(client, capabilities.get(key).model_name, "champion")

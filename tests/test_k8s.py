@@ -240,6 +240,8 @@ def pods(overlay: str) -> dict[str, Pod]:
         "other-pipeline-step": ("kubeflow", {"jobaware.pipelines.kubeflow.org/v2_component": "true"}),
         "other-namespace": ("default", {"app.kubernetes.io/part-of": "jobaware", "app.kubernetes.io/component": "service"}),
         "dns": ("kube-system", {"k8s-app": "kube-dns"}),
+        "prometheus": ("monitoring", {"app.kubernetes.io/name": "prometheus"}),
+        "other-monitoring-pod": ("monitoring", {"app.kubernetes.io/name": "grafana"}),
     }
     found |= {name: Pod(name, namespace, tuple(sorted(labels.items()))) for name, (namespace, labels) in outsiders.items()}
     return found
@@ -257,9 +259,9 @@ def expected_sources(overlay: str, name: str) -> set[str]:
     if name == "mlflow":
         return services | {"mlflow-access", "pipeline-step"}
     if name in services:
-        return {"jobaware-card"} | outside
+        return {"jobaware-card", "prometheus"} | outside
     assert name == "jobaware-card", f"{overlay}: the design says nothing of who reaches the Deployment {name}"
-    return outside
+    return {"prometheus"} | outside
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -287,6 +289,32 @@ def test_egress_is_the_cluster_dns_for_all_and_the_database_port_for_mlflow_alon
         assert outside == ({5432} if name == "mlflow" else set()), f"{overlay}: {name} may leave the cluster on {outside}"
     assert not reachable(policies, everyone["jobaware-card"], everyone["mlflow"], 5000)  # the gateway holds no model
     assert not reachable(policies, everyone["jobaware-failure"], everyone["jobaware-hold"], 3000)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_prometheus_scrapes_every_service_and_the_gateway_at_the_port_and_path_their_pods_announce(overlay):
+    """The pods' prometheus.io annotations name their own port and /metrics; the PodMonitor (k8s/monitoring, for the
+    Prometheus Operator) selects exactly the services' and the gateway's pods, by their port's name, and names each
+    target's job after the pod (jobaware-..., which the alert rules' `up{job=~"jobaware.*"}` reads)."""
+    monitor = yaml.safe_load((K8S / "monitoring" / "podmonitor.yaml").read_text())
+    assert monitor["kind"] == "PodMonitor" and monitor["metadata"]["namespace"] == "jobaware"
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    scraped = set()
+    for name, workload in objects(overlay, "Deployment").items():
+        template = workload["spec"]["template"]
+        labels = template["metadata"]["labels"]
+        if not selects(monitor["spec"]["selector"], labels):
+            assert "prometheus.io/scrape" not in (template["metadata"].get("annotations") or {}), name
+            continue
+        scraped.add(name)
+        [container] = template["spec"]["containers"]
+        [port] = container["ports"]
+        annotations = template["metadata"]["annotations"]
+        assert (port["name"], endpoint["port"]) == ("http", "http") and endpoint["path"] == "/metrics"
+        assert annotations == {"prometheus.io/scrape": "true", "prometheus.io/path": "/metrics",
+                               "prometheus.io/port": str(port["containerPort"])}
+        assert labels[monitor["spec"]["jobLabel"]] == name and name.startswith("jobaware")
+    assert scraped == {f"jobaware-{key}" for key in capabilities.keys()} | {"jobaware-card"}
 
 
 def test_the_policy_evaluator_matches_what_kubernetes_documents():

@@ -38,7 +38,7 @@ from jobaware import config, identity, tracking
 from jobaware.bodies import Limits, openapi_schema, read_json
 from jobaware.errors import InputError, JobawareError, TooLargeError
 from jobaware.model import Served
-from jobaware.serving import connections
+from jobaware.serving import connections, observe
 
 logger = logging.getLogger("jobaware.serving")
 MAX_ERROR_CHARS = 500
@@ -91,9 +91,11 @@ class ChampionFollower:
                 bundle, version = tracking.load_bundle(self.key, version)
                 profile = tracking.training_profile(self.key, version)  # what it was trained on (jobaware.fit)
                 bundle.warm()  # state built once per model, before the first request and before /readyz
+                before = self._current.version if self._current else None
                 self._current = Served(bundle, version, profile)
                 _settle()
                 logger.warning("serving jobaware-%s version %s", self.key, version)
+                observe.served(self.key, version, before, self._facts(version))
             if self._failing:
                 logger.warning("the registry answers again for jobaware-%s", self.key)
             self._failing = False
@@ -103,6 +105,16 @@ class ChampionFollower:
                 logger.error("could not refresh the champion of jobaware-%s (serving version %s): %s",
                              self.key, serving, str(exc)[:300])
             self._failing = True
+        observe.registry_failing(self.key, self._failing)
+
+    def _facts(self, version: str) -> dict | None:
+        """When `version` was registered and its evaluation (`tracking.version_facts`); None when unreadable."""
+        try:
+            return tracking.version_facts(self.key, version)
+        except Exception as exc:  # noqa: BLE001 - the model serves without them; its series say less
+            logger.error("could not read when jobaware-%s version %s was registered: %s", self.key, version,
+                         str(exc)[:300])
+            return None
 
     @property
     def ready(self) -> bool:
@@ -199,6 +211,7 @@ def is_json(media_type: str | None) -> bool:
 class ModelService:
     """What every generated service class shares (`service()` fills in the class variables)."""
 
+    name: ClassVar[str]  # jobaware-<name>
     key: ClassVar[str | None] = None  # the capability whose champion it follows; None: no model
     limits: ClassVar[Limits]
     threads: ClassVar[int] = 1
@@ -218,18 +231,24 @@ class ModelService:
             model = self.champion.get() if self.champion is not None else self.built
             if not is_json(media_type):
                 given = repr(media_type[:100]) if media_type else "no content-type"
-                return error_response(415, f"body: expected JSON (content-type: application/json), got {given}")
+                return self.refused(route, 415, "not_json",
+                                    f"body: expected JSON (content-type: application/json), got {given}")
             if len(raw or b"") <= route.inline_bytes:
                 answer = self.answer(route, raw, model)
             else:
                 answer = await anyio.to_thread.run_sync(self.answer, route, raw, model, limiter=self.limiter)
         except NoChampion as exc:
-            return error_response(503, str(exc))
+            return self.refused(route, 503, "no_champion", str(exc))
         except TooLargeError as exc:
-            return error_response(413, str(exc))
+            return self.refused(route, 413, "too_large", str(exc))
         except (InputError, JobawareError) as exc:
-            return error_response(400, str(exc))
+            return self.refused(route, 400, "bad_input", str(exc))
         return Response(answer, media_type="application/json")
+
+    def refused(self, route: Route, status: int, reason: str, message: str) -> Response:
+        """The error answer, counted by reason (`jobaware_service_errors_total`)."""
+        observe.error(self.name, route.path, reason)
+        return error_response(status, message)
 
     def answer(self, route: Route, raw: bytes, model: Served | None) -> bytes:
         """The body read as the route's model, answered, and encoded here in one piece (BentoML would validate the
@@ -254,13 +273,15 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
     capability's champion (503 until there is one). `threads`: bodies answered at once in worker threads. Without
     `key`, `resources` (if given) is called once when the service starts, and its result (the card gateway's HTTP
     clients) is handed to the routes in the model's place."""
-    namespace = {"key": key, "limits": limits, "threads": threads, "__doc__": question, "__module__": f"serving.{name}",
+    namespace = {"name": f"jobaware-{name}", "key": key, "limits": limits, "threads": threads, "__doc__": question,
+                 "__module__": f"serving.{name}",
                  "resources": staticmethod(resources) if resources is not None else None}
     namespace.update({route.name: _endpoint(route) for route in routes})
     cls = type(f"{name.title().replace('-', '')}Service", (ModelService,), namespace)
     built = bentoml.service(name=f"jobaware-{name}", traffic={"timeout": timeout})(cls)
     harden(built)
-    connections.install(SERVING.header_timeout_s, SERVING.body_timeout_s, SERVING.max_connections)
+    connections.install(SERVING.header_timeout_s, SERVING.body_timeout_s, SERVING.max_connections, built.name)
+    observe.install()
     return built
 
 
@@ -268,16 +289,17 @@ def service(name: str, question: str, limits: Limits, *routes: Route, key: str |
 class BodyLimit:
     """ASGI middleware: a request body over `max_bytes` is answered 413 before the service reads it."""
 
-    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES):
+    def __init__(self, app, max_bytes: int = MAX_BODY_BYTES, service: str = "", routes: frozenset[str] = frozenset()):
         self.app = app
         self.max_bytes = max_bytes
+        self.service, self.routes = service, routes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            return await self._too_large(send)
+            return await self._too_large(scope, send)
         body, more = b"", True
         while more:
             message = await receive()
@@ -286,7 +308,7 @@ class BodyLimit:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
-                return await self._too_large(send)
+                return await self._too_large(scope, send)
         replayed = False
 
         async def replay():
@@ -298,7 +320,8 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
-    async def _too_large(self, send):
+    async def _too_large(self, scope, send):
+        observe.error(self.service, observe.endpoint_label(scope["path"], self.routes), "too_large")
         await _send(send, 413, error_body(f"request body too large: the limit is {self.max_bytes:,} bytes"))
 
 
@@ -456,7 +479,8 @@ def harden(built) -> None:
     """The shared middleware of a `@bentoml.service`: the identity proof (outermost, so that it covers every answer
     of the ones below), the body limit, the one error shape, the docs page."""
     built.add_asgi_middleware(Proof, token=config.service_token())
-    built.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES)
+    routes = frozenset(api.route for api in built.apis.values())
+    built.add_asgi_middleware(BodyLimit, max_bytes=MAX_BODY_BYTES, service=built.name, routes=routes)
     key = built.inner.key
     built.add_asgi_middleware(OneErrorShape, unavailable=no_champion(key) if key else "not ready")
     built.add_asgi_middleware(Docs, served=built)

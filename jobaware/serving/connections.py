@@ -24,6 +24,8 @@ import json
 import uvicorn.config
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from jobaware.serving import observe
+
 REFUSED = json.dumps({"error": "too many connections: try again", "field": None}).encode()
 
 
@@ -33,12 +35,14 @@ class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type] - htt
     header_s: float = 5.0
     body_s: float = 5.0
     max_connections: int = 1024
+    service: str = ""  # its name, for the count of connections closed (`jobaware_service_connections_closed_total`)
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._timer, self._since = None, None
         self._body_cycle = None  # the request whose body was given `body_s` (the body deadline is armed once)
         if len(self.connections) > self.max_connections and not self._make_room():
+            self._closed("refused")
             transport.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\ncontent-length: "
                             + str(len(REFUSED)).encode() + b"\r\nconnection: close\r\n\r\n" + REFUSED)
             transport.close()
@@ -77,6 +81,7 @@ class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type] - htt
             self._body_cycle = cycle  # the headers came in: the body is due within body_s more
             self._timer = self.loop.call_later(self.body_s, self._expired)
             return
+        self._closed("body_timeout" if cycle is self._body_cycle and not cycle.response_complete else "header_timeout")
         self.transport.close()
 
     def _make_room(self) -> bool:
@@ -89,12 +94,16 @@ class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type] - htt
         if not waiting:
             return False
         min(waiting, key=lambda other: other._since).transport.close()
+        self._closed("over_cap")
         return True
 
+    def _closed(self, reason: str) -> None:
+        observe.series().service_connections_closed.labels(service=self.service, reason=reason).inc()
 
-def install(header_s: float, body_s: float, max_connections: int) -> None:
+
+def install(header_s: float, body_s: float, max_connections: int, service: str = "") -> None:
     """Make `GuardedProtocol`, with these limits, the HTTP protocol of every uvicorn server this process configures
-    with `http="auto"` (BentoML's)."""
+    with `http="auto"` (BentoML's), for `service`."""
     GuardedProtocol.header_s, GuardedProtocol.body_s = header_s, body_s
-    GuardedProtocol.max_connections = max_connections
+    GuardedProtocol.max_connections, GuardedProtocol.service = max_connections, service
     uvicorn.config.HTTP_PROTOCOLS["auto"] = f"{__name__}:GuardedProtocol"

@@ -13,6 +13,7 @@ stream is read whole: it has no time index).
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 import re
 import time
@@ -294,9 +295,11 @@ class Report:
         self.timeout_node_hours += hours if happened["state"] in TIMED_OUT else 0.0
 
 
-def finished(store: JobStore, filters: Filters, source: str = "slurm") -> Iterator[tuple[dict, dict]]:
+def finished(store: JobStore, filters: Filters, source: str = "slurm",
+             at_most: int | None = None) -> Iterator[tuple[dict, dict]]:
     """(what happened, the job's predictions) of every finished job the filters keep, newest first; a job not
-    finished yet is yielded as (None, its record) so that it can be counted."""
+    finished yet is yielded as (None, its record) so that it can be counted. With `at_most`, the Slurm jobs are the
+    filters' among the newest `at_most` jobs of the window only (a bounded read)."""
     if source == "htcondor":
         for event in store.events(USAGE_STREAM):
             happened = condor_facts(event["record"])
@@ -305,7 +308,8 @@ def finished(store: JobStore, filters: Filters, source: str = "slurm") -> Iterat
                     and filters.keeps(happened):
                 yield happened, {}
         return
-    for record in store.records(filters.cluster, filters.since, filters.until, newest_first=True, predictions=""):
+    records = store.records(filters.cluster, filters.since, filters.until, newest_first=True, predictions="")
+    for record in records if at_most is None else itertools.islice(records, at_most):
         happened = facts(record)
         if not filters.keeps(happened):
             continue
@@ -316,9 +320,10 @@ def finished(store: JobStore, filters: Filters, source: str = "slurm") -> Iterat
 
 
 def report(store: JobStore, filters: Filters, limit: int = 200, source: str = "slurm",
-           advance=lambda n: None) -> Report:
-    """The report over the store's jobs that `filters` keep (see the module); `advance(1)` after each job read."""
-    return summarize(finished(store, filters, source), limit, filters.grouped, advance)
+           advance=lambda n: None, at_most: int | None = None) -> Report:
+    """The report over the store's jobs that `filters` keep (see the module; `at_most`: among the newest so many
+    jobs of the window only); `advance(1)` after each job read."""
+    return summarize(finished(store, filters, source, at_most), limit, filters.grouped, advance)
 
 
 def summarize(found: Iterable[tuple[dict | None, dict]], limit: int = 200,

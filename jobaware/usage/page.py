@@ -73,7 +73,8 @@ def _requested_used(found: Report) -> str:
     return _png(fig)
 
 
-def _cells(row: dict) -> list[str]:
+def cells(row: dict) -> list[str]:
+    """A row's cells as the page's table shows them (HEADER's columns), not escaped yet."""
     if "distribution" in row:
         elapsed = row["distribution"]["elapsed_s"]
         ran = f"median {clock(elapsed['median'])}" if elapsed else "-"
@@ -102,7 +103,7 @@ def write(found: Report, path: str | Path, title: str) -> Path:
     for caption, data in figures:
         parts.append(f"<figure><img class='figure' alt='{esc(caption)}' src='data:image/png;base64,{data}'>"
                      f"<figcaption>{esc(caption)}</figcaption></figure>")
-    rows = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in _cells(row)) + "</tr>" for row in found.rows)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells(row)) + "</tr>" for row in found.rows)
     more = f"<p>{found.not_listed:,} more jobs not listed (see --limit).</p>" if found.not_listed else ""
     parts.append(f"<h2>Jobs (newest first; arrays: the median of their tasks)</h2><table><tr>"
                  f"{''.join(f'<th>{esc(h)}</th>' for h in HEADER)}</tr>{rows}</table>{more}")

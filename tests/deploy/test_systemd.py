@@ -148,3 +148,31 @@ def test_a_service_runs_out_of_connections_before_file_descriptors_and_every_uni
     assert limit is not None and int(limit.group(1)) >= 4 * ServingLimits.model_fields["max_connections"].default
     credentials = _environment(UNITS / "credentials.env")
     assert credentials["JOBAWARE_SERVICE_TOKEN_FILE"] == "/etc/jobaware/service.token"
+
+
+def test_the_board_s_drop_in_lets_the_card_gateway_read_the_store_alone(tmp_path):
+    """board.conf, installed as jobaware-serve@card.service.d/board.conf, is a drop-in systemd takes (verified with
+    the template unit it changes) and opens the store to the card gateway read-only, the spools still out of reach;
+    the board is off until serve-card.env names the store."""
+    text = (UNITS / "board.conf").read_text()
+    settings = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert settings == ["[Service]", "InaccessiblePaths=", "InaccessiblePaths=-/var/spool/jobaware",
+                        "ReadOnlyPaths=-/var/lib/jobaware/store"]
+    assert "JOBAWARE_CARD_BOARD_STORE" not in _environment(UNITS / "serve-card.env")  # off unless a site says so
+    assert "#JOBAWARE_CARD_BOARD_STORE=/var/lib/jobaware/store" in (UNITS / "serve-card.env").read_text()
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed here")
+    for path in UNITS.glob("*.env"):
+        shutil.copy(path, tmp_path / path.name)
+    template = (UNITS / "jobaware-serve@.service").read_text().replace(INSTALLED, JOBAWARE)
+    (tmp_path / "jobaware-serve@.service").write_text(template.replace("/etc/jobaware/", f"{tmp_path}/"))
+    (tmp_path / "jobaware-serve@card.service.d").mkdir()
+    drop_in = tmp_path / "jobaware-serve@card.service.d" / "board.conf"
+    drop_in.write_text(text)
+    verify = ["systemd-analyze", "verify", "--man=no", "jobaware-serve@card.service"]
+    env = {"PATH": "/usr/bin:/bin", "SYSTEMD_UNIT_PATH": f"{tmp_path}:"}
+    checked = subprocess.run(verify, capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert checked.returncode == 0 and checked.stderr == "", checked.stderr
+    drop_in.write_text(text + "Restrt=no\n")  # the drop-in is read: the check can fail
+    assert "Unknown key 'Restrt'" in subprocess.run(verify, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                                                    env=env).stderr

@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import httpx
 
+from jobaware import metrics
 from jobaware.adapters.common.pacing import Backoff
 from jobaware.card import SITE_TOKEN, Reply, Services, Unproven
 
@@ -30,8 +31,14 @@ WARN_EVERY_S = 60.0
 class FailOpen(Services):
     def __init__(self, urls: dict[str, str], timeout: float = 5.0, *, backoff_s: float = 5.0,
                  backoff_max_s: float = 300.0, probe_s: float | None = None, log: logging.Logger | None = None,
-                 clock: Callable[[], float] = time.monotonic, token: bytes | None | object = SITE_TOKEN):
+                 clock: Callable[[], float] = time.monotonic, token: bytes | None | object = SITE_TOKEN,
+                 series: metrics.Group | None = None, adapter: str = ""):
+        """`series` (`metrics.ADAPTER`, of the `adapter` asking): each service's back-off and the requests it left
+        unanswered."""
         super().__init__(urls, timeout, token)
+        self.series, self.adapter = series, adapter
+        for key in self.urls:
+            self._backed_off(key, False)
         self.backoff = Backoff(backoff_s, backoff_max_s, clock)
         self.probe_s = backoff_s if probe_s is None else probe_s
         self.log = log or logging.getLogger(__name__)
@@ -61,19 +68,30 @@ class FailOpen(Services):
         if key in self.urls and not self.available(key):
             self.unsent[key] = self.unsent.get(key, 0) + 1
             self._still_down(key)
+            self._unanswered(key)
             return Reply("unavailable", reason=f"backed off after a failure ({self.backoff.left(key):.0f} s left)")
         reply = super().post(key, route, body)
         if key not in self.urls:
             return reply
         if reply.status == "unavailable":
+            self._unanswered(key)
             self._failed(key, reply.reason)
         else:
             self._answered(key)
         return reply
 
+    def _unanswered(self, key: str) -> None:
+        if self.series is not None:
+            self.series.adapter_service_unavailable.labels(adapter=self.adapter, capability=key).inc()
+
+    def _backed_off(self, key: str, now: bool) -> None:
+        if self.series is not None:
+            self.series.adapter_service_backoff.labels(adapter=self.adapter, capability=key).set(1 if now else 0)
+
     def _failed(self, key: str, reason: str | None) -> None:
         beginning = key not in self.backoff.since
         delay = self.backoff.failed(key)
+        self._backed_off(key, True)
         if beginning:
             self.log.warning("%s service unavailable (%s); backing off %.0f s", key, reason, delay)
             self.warned[key] = self.clock()
@@ -89,6 +107,7 @@ class FailOpen(Services):
 
     def _answered(self, key: str) -> None:
         lasted = self.backoff.ok(key)
+        self._backed_off(key, False)
         if lasted is not None:
             self.log.warning("%s service answers again after %.0f s", key, lasted)
             self.warned.pop(key, None)

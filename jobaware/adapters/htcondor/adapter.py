@@ -22,6 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prometheus_client import CollectorRegistry
+
+from jobaware import metrics
 from jobaware.adapters.common.pacing import RateLimit
 from jobaware.adapters.htcondor.audit import hold_audit, usage_audit
 from jobaware.adapters.htcondor.client import DecisionClient
@@ -48,6 +51,11 @@ logger = logging.getLogger("jobaware.adapters.htcondor")
 MIN_REQUEST_BYTES = 16 << 10
 CLEARS_HOLD = (1, 5, 9, 13)  # execute, terminated, aborted, released: the hold no longer stands
 OUTCOMES = {13: "released", 5: "terminated", 9: "removed"}
+ADAPTER = "htcondor"  # its `adapter` label in the metrics
+ACTIONS = ("release", "remove", "raise")
+RESOLVED = "the hold was already resolved further on in the log"
+NOT_REAL = "the model was not trained on real logs"
+REFUSALS = {RESOLVED: "resolved", NOT_REAL: "not_trained_on_real"}  # why an act was refused (else the rate limit)
 PROBE_LOG = ("000 (1.000.000) 2026-01-05 10:00:00 Job submitted from host: <10.0.0.1:9618>\n...\n"
              "012 (1.000.000) 2026-01-05 10:30:00 Job was held.\n"
              "\tTransfer input files failure at execution point slot1@node2 using protocol osdf.\n"
@@ -90,14 +98,17 @@ class Counts:
 class HoldAdapter:
     """Follows event logs and decides every new hold: audited, and acted on only as the policy says. The audit and
     the read position are kept in `store` when given (its stream `htcondor.holds` and a checkpoint), else in the
-    file `audit` and the position file `state` (default AUDIT.state.json)."""
+    file `audit` and the position file `state` (default AUDIT.state.json). `series` (`metrics.ADAPTER`, in a registry
+    of its own unless given) counts what each poll did."""
 
     def __init__(self, logs: list[str | Path], audit: str | Path | None, state: str | Path | None = None, *,
                  store: JobStore | None = None,
                  client: DecisionClient | None = None, policy: Policy | None = None, act: bool = False,
                  actor: Actor | None = None, year: int | None = None, window: Window | None = None,
-                 on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0):
+                 on_line: Callable[[str], None] | None = None, commit_seconds: float = 1.0,
+                 series: metrics.Group | None = None):
         self.policy = policy or Policy()
+        self.series = series or metrics.Group(metrics.ADAPTER, CollectorRegistry())
         self.acting = act or self.policy.mode == "act"
         if store is not None:  # the audit, the jobs' use and the position in the site's job store
             self.audit, self.usage = hold_audit(store), usage_audit(store)
@@ -118,7 +129,17 @@ class HoldAdapter:
         self._dirty = False
 
     def step(self) -> Counts:
-        """One poll: read, decide, audit, act, commit."""
+        """One poll: read, decide, audit, act, commit (its series counted)."""
+        started, outcome = time.monotonic(), "failed"
+        try:
+            counts = self._step()
+            outcome = "ok"
+            return counts
+        finally:
+            self.series.adapter_passes.labels(adapter=ADAPTER, outcome=outcome).inc()
+            self.series.adapter_pass_duration_seconds.labels(adapter=ADAPTER).observe(time.monotonic() - started)
+
+    def _step(self) -> Counts:
         counts = Counts()
         events = self.follower.poll()
         if not events:
@@ -145,6 +166,10 @@ class HoldAdapter:
         if self._dirty:
             self.follower.commit({"window": self.window.state()})
             self._committed, self._dirty = time.monotonic(), False
+            series = self.series
+            series.adapter_cache_written_timestamp_seconds.labels(adapter=ADAPTER).set(time.time())
+            series.adapter_cache_entries.labels(adapter=ADAPTER).set(len(self.window.jobs))
+            series.adapter_cache_bytes.labels(adapter=ADAPTER).set(self.window.held_bytes)
 
     def run(self, seconds: float | None = None, once: bool = False, interval: float = 0.2,
             stop: Callable[[], bool] = lambda: False) -> Counts:
@@ -207,9 +232,18 @@ class HoldAdapter:
         }
         self.audit.write(record)
         self.on_line(_line(record))
+        self.series.adapter_verdicts.labels(adapter=ADAPTER).inc()
+        if answer is None:
+            self.series.adapter_deferred.labels(adapter=ADAPTER).inc()
         if action != "none":
             self._act(hold_id, call, event, reason)
             counts.acted += 1
+        elif call.action != "none" and why == "dry-run":
+            self.series.adapter_actions.labels(adapter=ADAPTER, action=metrics.one_of(call.action, ACTIONS),
+                                               outcome="dry_run").inc()
+        elif call.action != "none":
+            self.series.adapter_actions_refused.labels(adapter=ADAPTER, action=metrics.one_of(call.action, ACTIONS),
+                                                       reason=REFUSALS.get(why, "rate_limit")).inc()
 
     def _memory(self, event: Event, seq: int, hold: Hold) -> dict | None:
         """For a hold the policy's `raise_memory` looks at (on, code 34): the limit its reason names, the job's
@@ -241,9 +275,9 @@ class HoldAdapter:
         if not self.acting:
             return "none", "dry-run"
         if not standing:
-            return "none", "the hold was already resolved further on in the log"
+            return "none", RESOLVED
         if call.action != "raise" and not trained_on_real(answer):
-            return "none", "the model was not trained on real logs"
+            return "none", NOT_REAL
         if not self.rate.take():
             return "none", f"rate limit: {self.policy.acts_per_minute} acts per minute"
         return call.action, None
@@ -261,6 +295,8 @@ class HoldAdapter:
             record.update(ok=False, error=f"{type(exc).__name__}: {str(exc)[:300]}")
             logger.warning("%s of %s failed: %s", call.action, _job(event), record["error"])
         self.audit.write(record)
+        self.series.adapter_actions.labels(adapter=ADAPTER, action=metrics.one_of(call.action, ACTIONS),
+                                           outcome="done" if record["ok"] else "failed").inc()
 
     def _usage(self, event: Event, executed: float | None, submitted: float | None, started: float | None) -> None:
         """The terminated job's use (`jobaware.adapters.htcondor.usage`), kept once (store: the stream USAGE_STREAM)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from jobaware import metrics
 from jobaware.adapters.common.services import FailOpen
 from jobaware.card import Reply
 
@@ -16,8 +17,10 @@ class DecisionClient:
     """Asks `hold` about one held job: a Reply whose answer holds `p_release`, or why there is none (the caller
     then does nothing)."""
 
-    def __init__(self, url: str, timeout: float = 5.0, backoff_s: float = 5.0, backoff_max_s: float = 300.0):
-        self.services = FailOpen({"hold": url}, timeout, backoff_s=backoff_s, backoff_max_s=backoff_max_s, log=log)
+    def __init__(self, url: str, timeout: float = 5.0, backoff_s: float = 5.0, backoff_max_s: float = 300.0,
+                 series: metrics.Group | None = None):
+        self.services = FailOpen({"hold": url}, timeout, backoff_s=backoff_s, backoff_max_s=backoff_max_s, log=log,
+                                 series=series, adapter="htcondor")
 
     def decide(self, cluster: int, proc: int, subproc: int, log_text: bytes) -> Reply:
         body = {"cluster": cluster, "proc": proc, "subproc": subproc, "log": log_text.decode("utf-8", "replace")}

@@ -77,16 +77,23 @@ def follow_command(
                                                   "stopped)")] = None,
     year: Year = None,
     timeout: Timeout = 5.0,
+    metrics_port: Annotated[int | None, typer.Option("--metrics-port", min=0, max=65535, help="serve Prometheus "
+                                                     "metrics at http://HOST:PORT/metrics (default: none)")] = None,
+    metrics_host: Annotated[str, typer.Option("--metrics-host", help="the address --metrics-port listens on")]
+    = "127.0.0.1",
 ):
     """Follow event logs and decide every new hold over HTTP, audited, acting only as the policy allows.
 
     The audit goes in the site's store, or an --audit file. A log not written yet (the schedd not started, or
     nothing logged) is waited for, said once; with --once, logs holding no whole event are refused before anything
-    is written.
+    is written. With --metrics-port, Prometheus metrics (holds decided, without a decision, acts done and refused,
+    the service's back-off, the event window's size and when the position was last kept).
 
     Example: jobaware hold follow --input EventLog --audit holds.jsonl --once
     """
-    from jobaware import config
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import config, metrics
     from jobaware.adapters.htcondor.adapter import HoldAdapter, refuse_synthetic
     from jobaware.adapters.htcondor.client import DecisionClient
     from jobaware.adapters.htcondor.policy import load_policy
@@ -101,14 +108,17 @@ def follow_command(
     if once:  # one pass: reading nothing is not success
         check_sources([str(log) for log in logs])
         _some_event(logs, year)
-    client = DecisionClient(service, timeout=timeout) if service else None
+    series = metrics.Group(metrics.ADAPTER, CollectorRegistry())
+    client = DecisionClient(service, timeout=timeout, series=series) if service else None
     if acting:
         refuse_synthetic(client)
     _log_to(Path(str(audit) + ".log") if audit is not None else config.logs_dir() / "hold-follow.log")
     opened = open_store(place) if audit is None else None
+    exposition = None
     try:
+        exposition = metrics.serve(series.registry, metrics_port, metrics_host)
         adapter = HoldAdapter(logs, audit, state, store=opened, client=client, policy=rules, act=act, year=year,
-                              on_line=lambda line: out.print(line, highlight=False, soft_wrap=True))
+                              on_line=lambda line: out.print(line, highlight=False, soft_wrap=True), series=series)
         unverified = "" if client is None or client.services.verified else \
             "; the hold service's answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
         err.print(f"following {', '.join(map(str, logs))} ({'acting' if acting else 'dry-run'}){unverified}; audit "
@@ -122,6 +132,8 @@ def follow_command(
     finally:
         if opened is not None:
             opened.close()
+        if exposition is not None:
+            exposition.close()
     err.print(f"done: {total.events} events, {total.holds} new holds ({total.decided} decided, {total.acted} acted), "
               f"{total.outcomes} outcomes, {total.seen_before} holds audited before; bad records "
               f"{adapter.follower.bad_records}", highlight=False, soft_wrap=True)

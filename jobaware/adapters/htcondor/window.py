@@ -86,6 +86,11 @@ class Window:
             self.first.pop(job, None)
         return self.seq
 
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of the events it holds (the recent ones and the jobs' histories)."""
+        return self._recent_size + self._history_size
+
     def history(self, job: Job) -> list[tuple]:
         return list(self.jobs.get(job, ()))
 

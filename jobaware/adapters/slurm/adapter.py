@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from prometheus_client import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from jobaware import card as cards
-from jobaware import settings
+from jobaware import metrics, settings
 from jobaware.adapters.common.pacing import RateLimit
 from jobaware.adapters.common.services import FailOpen
 from jobaware.adapters.slurm.collector import Slurm, state_of
@@ -54,6 +55,8 @@ from jobaware.store import JobKey, JobStore
 
 log = logging.getLogger(__name__)
 STREAM = "slurm.adapt"  # the store's event stream of the adapter's audit (when it has no audit file)
+ADAPTER = "slurm"  # its `adapter` label in the metrics
+ACTIONS = {"update": "comment", "hold": "hold"}  # an act's label by its scontrol verb
 COMMENT_MAX_CHARS = 250  # characters Slurm keeps in a comment that jobaware writes (the user's own text first)
 MARK = cards.MARK.rstrip()
 ONE_LINE = re.compile(r"[\t\n\r]+")
@@ -222,12 +225,15 @@ def comment_with(existing: str | None, verdict: str) -> str:
 
 class PendingJobAdapter:
     """Judges a cluster's pending jobs pass by pass and writes the verdicts back by the policy; every act audited in
-    the file `audit`, or without one in the store's event stream `slurm.adapt`."""
+    the file `audit`, or without one in the store's event stream `slurm.adapt`. `series` (`metrics.ADAPTER`, in a
+    registry of its own unless given) counts what each pass did."""
 
     def __init__(self, store: JobStore, cluster: str, urls: dict[str, str], policy: Policy, *, act: bool = False,
                  audit: str | Path | None = None, cache: str | Path | None = None, slurm: Slurm | None = None,
-                 clock: Callable[[], float] = time.monotonic, now: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.monotonic, now: Callable[[], float] = time.time,
+                 series: metrics.Group | None = None):
         self.store, self.cluster, self.policy, self.act = store, cluster, policy, act
+        self.series = series or metrics.Group(metrics.ADAPTER, CollectorRegistry())
         self.cache = Path(cache) if cache else None
         self.slurm = slurm or Slurm()
         self.keys = [key for key in policy.keys() if key in urls]  # without a URL: not deployed, never asked
@@ -239,7 +245,8 @@ class PendingJobAdapter:
         self.required = [key for key in self.keys if cards.declared()[key].required]
         self.services = FailOpen({key: url for key, url in urls.items() if key in self.keys},
                                  policy.service_timeout_s, backoff_s=policy.backoff_s,
-                                 backoff_max_s=policy.backoff_max_s, log=log, clock=clock)
+                                 backoff_max_s=policy.backoff_max_s, log=log, clock=clock, series=self.series,
+                                 adapter=ADAPTER)
         if not self.services.verified:
             log.warning("no service token (JOBAWARE_SERVICE_TOKEN_FILE): the services' answers are not verified")
         self.rate = RateLimit(policy.max_acts_per_minute, clock)
@@ -263,6 +270,18 @@ class PendingJobAdapter:
         self.close()
 
     def run_pass(self) -> PassResult:
+        """One pass over the pending jobs (its series counted: `metrics.ADAPTER`)."""
+        started = time.monotonic()
+        outcome = "failed"
+        try:
+            result = self._pass()
+            outcome = "failed" if "squeue" in result.missing else "waiting" if result.missing else "ok"
+            return result
+        finally:
+            self.series.adapter_passes.labels(adapter=ADAPTER, outcome=outcome).inc()
+            self.series.adapter_pass_duration_seconds.labels(adapter=ADAPTER).observe(time.monotonic() - started)
+
+    def _pass(self) -> PassResult:
         result = PassResult()
         # Slurm 22.05's --json lists every job whatever --states says: the state is read from each record
         listed = self.slurm.jobs("squeue", "--json", "--states=PENDING,RUNNING")
@@ -272,6 +291,7 @@ class PendingJobAdapter:
         queue = [job for job in listed if isinstance(job.get("job_id"), int) and state_of(job) in ("PENDING", "RUNNING")]
         pending = [job for job in queue if state_of(job) == "PENDING"][: self.policy.max_jobs_per_pass]
         result.pending = len(pending)
+        self.series.adapter_pending_jobs.labels(adapter=ADAPTER).set(result.pending)
         now = self.now()
         groups: Groups | None = None
         scripts_left = self.policy.max_scripts_per_pass
@@ -280,7 +300,7 @@ class PendingJobAdapter:
         for record in pending:
             down = [key for key in self.required if not self.services.available(key)]
             if down:
-                result.deferred += 1
+                self._deferred(result)
                 waiting.update(down)
                 continue
             found = self._stored(record)
@@ -301,7 +321,7 @@ class PendingJobAdapter:
             result.missing += card["missing"]
             lacking = [k for k in self.required if card["parts"][k]["status"] not in cards.ANSWERED]
             if lacking:
-                result.deferred += 1
+                self._deferred(result)
                 waiting.update(k for k in lacking if card["parts"][k]["status"] == "unavailable")
                 continue
             neighbours.append({"id": key.job_id, "parts": card["parts"]})
@@ -311,19 +331,34 @@ class PendingJobAdapter:
             name = self._name(versions, now)
             acts = self._acts(key, record, card, name)
             if acts is None:
-                result.deferred += 1
+                self._deferred(result)
                 continue  # over the rate limit: judged again next pass
             self.store.put_prediction(key, self._kept_as(key, versions, name, acts),
                                       cards.kept(card, acts=acts, dry_run=not self.act))
             groups.add(row, card)
             result.judged += 1
             result.acted += len(acts)
+            self._written(card, groups.history(row))
         result.missing = sorted(set(result.missing) | waiting)
         if self.cache is not None and not waiting:
             result.cached = self.write_cache(groups)
         elif self.cache is not None:
             log.warning("verdict cache %s not rewritten: no answer from %s", self.cache, ", ".join(sorted(waiting)))
         return result
+
+    def _deferred(self, result: PassResult) -> None:
+        result.deferred += 1
+        self.series.adapter_deferred.labels(adapter=ADAPTER).inc()
+
+    def _written(self, card: dict, history: dict) -> None:
+        """A verdict kept: counted, with its parts by status and the capabilities that flag the job."""
+        series, declared = self.series, cards.declared()
+        series.adapter_verdicts.labels(adapter=ADAPTER).inc()
+        for key, part in card["parts"].items():
+            series.adapter_parts.labels(adapter=ADAPTER, capability=metrics.one_of(key, declared),
+                                        status=metrics.one_of(part.get("status"), cards.STATUSES)).inc()
+        for key in cards.flagged(card, history, self.policy.hold_threshold):
+            series.adapter_flagged.labels(adapter=ADAPTER, capability=metrics.one_of(key, declared)).inc()
 
     def write_cache(self, groups: Groups | None = None) -> int:
         """Rewrite the verdict cache the Slurm plugins read (atomically), with the cluster's default partition (so that
@@ -334,6 +369,11 @@ class PendingJobAdapter:
             self.default_partition = partition
         write_cache(self.cache, verdicts, stale_after=self.policy.cache_stale_after_s,
                     max_age=int(self.policy.cache_days * 86_400), default_partition=self.default_partition)
+        series = self.series
+        series.adapter_cache_written_timestamp_seconds.labels(adapter=ADAPTER).set(self.now())
+        series.adapter_cache_entries.labels(adapter=ADAPTER).set(len(verdicts))
+        series.adapter_cache_bytes.labels(adapter=ADAPTER).set(self.cache.stat().st_size)
+        series.adapter_cache_stale_after_seconds.labels(adapter=ADAPTER).set(self.policy.cache_stale_after_s)
         return len(verdicts)
 
     def _name(self, versions: dict[str, str], now: float | None = None) -> str:
@@ -409,6 +449,9 @@ class PendingJobAdapter:
                     for act in verdict.get("acts") or [] if act.get("done") is not False}
         wanted = [(command, why) for command, why in wanted if standing.get(command[1]) != command]
         if not self.rate.take(len(wanted)):
+            for command, _ in wanted:
+                self.series.adapter_actions_refused.labels(adapter=ADAPTER, action=ACTIONS.get(command[1], "other"),
+                                                           reason="rate_limit").inc()
             return None
         acts = []
         for command, why in wanted:
@@ -418,6 +461,9 @@ class PendingJobAdapter:
                 continue
             done = self.slurm.run(*command) is not None if self.act else None
             acts.append({"command": command, "why": why, "done": done})
+            outcome = "dry_run" if done is None else "done" if done else "failed"
+            self.series.adapter_actions.labels(adapter=ADAPTER, action=ACTIONS.get(command[1], "other"),
+                                               outcome=outcome).inc()
             self.audit.write(stamp({
                 "id": act_id, "actor": "jobaware slurm adapt", "cluster": key.cluster, "job_id": key.job_id,
                 "submit_time": key.submit_time, "action": command[1], "command": command, "why": why,

@@ -23,6 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from prometheus_client import CollectorRegistry
+
+from jobaware import metrics
 from jobaware.adapters.slurm.usage import USAGE_FIELDS, sacct_usage
 from jobaware.failure.reader.slurm import (
     SACCT_ENDS,
@@ -49,6 +52,7 @@ SCRIPT_TRIES = 3          # `scontrol write batch_script` attempts per job befor
 NOTICE_TRIES = 3          # squeue attempts for a batch of notices before it is acknowledged (a poll finds the jobs)
 EPOCH_MAX = 4_102_444_800  # 2100-01-01: a later squeue time is garbled
 ERROR_TAIL = 65_536       # bytes read from the end of a job killed by signal 9's error file, for Slurm's memory words
+COMMANDS = ("squeue", "sacct", "scontrol")  # the Slurm commands counted by name (any other: `other`)
 
 
 def is_final(state: str | None) -> bool:
@@ -56,28 +60,36 @@ def is_final(state: str | None) -> bool:
 
 
 class Slurm:
-    """The scheduler's commands, each with a timeout; a failure is logged and answers None."""
+    """The scheduler's commands, each with a timeout; a failure is logged and answers None. With `series` (the
+    collector's), each command and each failure is counted by command."""
 
-    def __init__(self, env: dict | None = None, timeout: float = 30.0):
-        self.env, self.timeout = env, timeout
+    def __init__(self, env: dict | None = None, timeout: float = 30.0, series: metrics.Group | None = None):
+        self.env, self.timeout, self.series = env, timeout, series
         self.calls = 0
         self.error: str | None = None  # why the last command failed, in one line (None: it did not)
 
     def run(self, *command: str) -> str | None:
         self.calls += 1
         self.error = None
+        self._count(command[0], "collector_slurm_commands")
         try:
             result = subprocess.run(list(command), capture_output=True, text=True, env=self.env, timeout=self.timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             log.warning("%s: could not run (%s)", " ".join(command[:3]), exc)
             self.error = f"{command[0]}: could not run ({exc})"
+            self._count(command[0], "collector_slurm_command_failures")
             return None
         if result.returncode != 0:
             log.warning("%s failed: %s", " ".join(command[:3]), result.stderr.strip()[:300] or result.returncode)
             lines = result.stderr.strip().splitlines()
             self.error = lines[-1][:200] if lines else f"{command[0]} exited with {result.returncode}"
+            self._count(command[0], "collector_slurm_command_failures")
             return None
         return result.stdout
+
+    def _count(self, command: str, name: str) -> None:
+        if self.series is not None:
+            getattr(self.series, name).labels(command=metrics.one_of(command, COMMANDS)).inc()
 
     def jobs(self, *command: str) -> list[dict] | None:
         """The `jobs` list of a `--json` command's output, or None."""
@@ -88,6 +100,8 @@ class Slurm:
             jobs = json.loads(output)["jobs"]
         except (json.JSONDecodeError, KeyError, TypeError):
             log.warning("%s: output is not Slurm --json output", " ".join(command[:2]))
+            self.error = "output is not Slurm --json output"
+            self._count(command[0], "collector_slurm_command_failures")
             return None
         return [job for job in jobs if isinstance(job, dict)] if isinstance(jobs, list) else None
 
@@ -195,11 +209,15 @@ class PollResult:
 
 
 class Collector:
+    """Polls Slurm into the store; `series` (`metrics.COLLECTOR`, in a registry of its own unless given) counts what
+    each poll did."""
+
     def __init__(self, store: JobStore, cluster: str, slurm: Slurm | None = None, max_calls: int = 20,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, series: metrics.Group | None = None):
         if max_calls < 0:
             raise ValueError(f"max_calls: expected a number of calls >= 0, got {max_calls}")
         self.store, self.cluster, self.slurm = store, cluster, slurm or Slurm()
+        self.series = series or metrics.Group(metrics.COLLECTOR, CollectorRegistry())
         self.max_calls, self.clock = max_calls, clock
         self.budget = max_calls
         self.accounting: bool | None = None  # unknown until the first sacct call
@@ -395,14 +413,17 @@ class Collector:
         notices name as they come. Returns the number of polls."""
         stop = stop or threading.Event()
         done = 0
+        self.series.collector_interval_seconds.set(interval)
         while (polls is None or done < polls) and not stop.is_set():
             started = time.monotonic()
             try:
                 result = self.poll()
+                outcome = "partial" if result.failed else "ok"
             except Exception as exc:
                 log.exception("poll failed")
-                result = PollResult(failed=[f"poll ({type(exc).__name__}: {str(exc)[:200]})"])
+                result, outcome = PollResult(failed=[f"poll ({type(exc).__name__}: {str(exc)[:200]})"]), "failed"
             done += 1
+            self._record(result, outcome, time.monotonic() - started)
             if on_poll:
                 on_poll(done, result, time.monotonic() - started)
             if polls is not None and done >= polls:
@@ -419,6 +440,20 @@ class Collector:
                     log.exception("notices failed")
                     stop.wait(wait)
         return done
+
+    def _record(self, result: PollResult, outcome: str, seconds: float) -> None:
+        """A poll's series: its outcome and time, what it stored, how far the store is behind squeue and accounting."""
+        series = self.series
+        series.collector_polls.labels(outcome=outcome).inc()
+        series.collector_poll_duration_seconds.observe(seconds)
+        for what, count in (("job", result.new), ("final", result.finished), ("script", result.scripts)):
+            series.collector_stored.labels(what=what).inc(count)
+        if outcome != "failed" and "squeue" not in result.failed:
+            series.collector_jobs_listed.set(result.seen)
+            series.collector_last_squeue_timestamp_seconds.set(self.clock())
+        until = self.store.checkpoint(self.cluster).get("sacct_until") if outcome != "failed" else None
+        if isinstance(until, int | float):
+            series.collector_accounting_lag_seconds.set(max(0.0, self.clock() - until))
 
     def take_notices(self, notices, timeout: float) -> int:
         """Fetch the jobs that the next notices name, then acknowledge them. Returns how many notices."""

@@ -21,6 +21,9 @@ slurm_app = typer.Typer(no_args_is_help=True, help="The Slurm side: collect jobs
 StoreOption = Annotated[str, typer.Option("--store", envvar="JOBAWARE_STORE", metavar="STORE", help="the site's job "
                                           "store (env JOBAWARE_STORE): a folder (SQLite, created when missing) or "
                                           "redis://host:port/db")]
+MetricsPort = Annotated[int | None, typer.Option("--metrics-port", min=0, max=65535, help="serve Prometheus metrics "
+                                                "at http://HOST:PORT/metrics (0: a free port; default: none)")]
+MetricsHost = Annotated[str, typer.Option("--metrics-host", help="the address --metrics-port listens on")]
 
 
 def _logging(name: str) -> Path:
@@ -74,29 +77,37 @@ def _stop_on_signals():
 
 
 def run_collector(store_uri: str, interval: float, polls: int | None, notices_uri: str | None, cluster: str | None,
-                  max_calls: int, timeout: float) -> int:
-    """Collect into the store; a line per poll on stderr. Returns the number of polls. Polling until stopped (`polls`
-    None), it waits for a Slurm that does not answer yet."""
+                  max_calls: int, timeout: float, metrics_port: int | None = None,
+                  metrics_host: str = "127.0.0.1") -> int:
+    """Collect into the store; a line per poll on stderr; with `metrics_port`, its series served there. Returns the
+    number of polls. Polling until stopped (`polls` None), it waits for a Slurm that does not answer yet."""
     import signal
 
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import metrics
     from jobaware.adapters.slurm.collector import Slurm
 
     if interval <= 0 or (polls is not None and polls < 1) or max_calls < 0 or timeout <= 0:
         raise JobawareError("expected --interval > 0, --polls >= 1, --max-calls >= 0 and --timeout > 0")
     log = _logging("slurm-collect")
-    slurm = Slurm(timeout=timeout)
+    series = metrics.Group(metrics.COLLECTOR, CollectorRegistry())
+    slurm = Slurm(timeout=timeout, series=series)
     stop, previous = _stop_on_signals()
+    exposition = metrics.serve(series.registry, metrics_port, metrics_host)
     try:
         cluster = slurm_cluster(slurm, cluster, log, stop if polls is None else None, min(interval, WAIT_SECONDS))
         return 0 if cluster is None else _collect(store_uri, cluster, slurm, max_calls, polls, interval, notices_uri,
-                                                  stop)
+                                                  stop, series)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+        if exposition is not None:
+            exposition.close()
 
 
 def _collect(store_uri: str, cluster: str, slurm, max_calls: int, polls: int | None, interval: float,
-             notices_uri: str | None, stop) -> int:
+             notices_uri: str | None, stop, series) -> int:
     from jobaware.adapters.slurm.collector import Collector
     from jobaware.adapters.slurm.notices import open_notices
     from jobaware.store import open_store
@@ -109,7 +120,7 @@ def _collect(store_uri: str, cluster: str, slurm, max_calls: int, polls: int | N
     with open_store(store_uri) as store:
         notices = open_notices(notices_uri) if notices_uri else None
         try:
-            return Collector(store, cluster, slurm, max_calls).run(polls, interval, notices, stop, shown)
+            return Collector(store, cluster, slurm, max_calls, series=series).run(polls, interval, notices, stop, shown)
         finally:
             if notices is not None:
                 notices.close()
@@ -125,16 +136,19 @@ def collect(
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
     max_calls: Annotated[int, typer.Option(min=0, help="scontrol calls per interval at most (beside one squeue and two sacct)")] = 20,
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
 ):
     """Poll Slurm into the job store: each job once, with its states, script and end.
 
-    It asks squeue, sacct and scontrol.
-
-    With --forever (a daemon), started before Slurm answers, it waits for it, saying so once.
+    It asks squeue, sacct and scontrol. With --forever (a daemon), started before Slurm answers, it waits for it,
+    saying so once. With --metrics-port, Prometheus metrics (polls, jobs stored, the lag behind squeue, Slurm command
+    failures).
 
     Example: jobaware slurm collect --store /var/lib/jobaware/store --polls 3 --interval 60
     """
-    done = run_collector(store, interval, None if forever else polls, notices or None, cluster or None, max_calls, timeout)
+    done = run_collector(store, interval, None if forever else polls, notices or None, cluster or None, max_calls,
+                         timeout, metrics_port, metrics_host)
     out.print(f"{done} poll(s) into {redacted(store)}", highlight=False)
 
 
@@ -170,15 +184,24 @@ def adapt(
     cluster: Annotated[str, typer.Option(help="cluster name in the store (default: Slurm's ClusterName)")] = "",
     service: ServiceURLs = [],  # noqa: B006 - typer reads the default, never changes it
     timeout: Annotated[float, typer.Option(min=0.1, help="seconds each Slurm command may take")] = 30.0,
+    metrics_port: MetricsPort = None,
+    metrics_host: MetricsHost = "127.0.0.1",
+    live_every: Annotated[float, typer.Option(min=10, help="with --metrics-port: seconds between computations of "
+                                              "each capability's live accuracy (as `jobaware report live`)")] = 900.0,
 ):
     """Give each pending job its card: kept in the store and, as the policy says, written or acted on.
 
     The card (every capability with a card part) is kept as a verdict and audited, and by the policy written into
     the job's comment or acted on. Dry-run unless --act; fails open when services are down; with --forever, started
-    before Slurm answers, it waits for it.
+    before Slurm answers, it waits for it. With --metrics-port, Prometheus metrics (verdicts, jobs deferred, acts done
+    and refused, the services' back-off, the verdict cache's age and size, each capability's flagged share and live
+    accuracy).
 
     Example: jobaware slurm adapt --store /var/lib/jobaware/store --passes 1
     """
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import live, metrics
     from jobaware.adapters.slurm.adapter import PendingJobAdapter, read_policy
     from jobaware.adapters.slurm.collector import Slurm
     from jobaware.store import open_store
@@ -196,23 +219,31 @@ def adapt(
     mode = "acting" if act else "dry run (no --act): nothing is written into Slurm"
     done = 0
     urls = _urls(service)
-    with open_store(store) as opened, PendingJobAdapter(opened, cluster, urls, chosen, act=act, audit=audit,
-                                                        cache=cache, slurm=slurm) as adapter:
-        unverified = "" if adapter.services.verified else "; answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
-        err.print(f"adapter on {cluster}, {mode}; asking {', '.join(adapter.keys) or 'no service'}{unverified}; "
-                  f"audit in {audited}", highlight=False, soft_wrap=True)
-        while not stop.is_set() and (forever or done < passes):
-            started = time.monotonic()
-            result = adapter.run_pass()
-            done += 1
-            status = "ok" if not result.missing else "waiting for: " + ", ".join(result.missing)
-            cached = "" if cache is None else "; cache not rewritten" if result.cached is None else \
-                f"; {result.cached} cached"
-            err.print(f"pass {done}: {result.pending} pending, {result.judged} new verdicts, {result.acted} acts, "
-                      f"{result.deferred} deferred, {status}{cached} ({time.monotonic() - started:.1f} s)",
-                      highlight=False)
-            if forever or done < passes:
-                stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    series = metrics.Group(metrics.ADAPTER + metrics.LIVE, CollectorRegistry())
+    exposition = metrics.serve(series.registry, metrics_port, metrics_host)
+    exporter = live.Exporter(series, store, live_every) if exposition is not None else None
+    try:
+        with open_store(store) as opened, PendingJobAdapter(opened, cluster, urls, chosen, act=act, audit=audit,
+                                                            cache=cache, slurm=slurm, series=series) as adapter:
+            unverified = "" if adapter.services.verified else "; answers NOT verified (no JOBAWARE_SERVICE_TOKEN_FILE)"
+            err.print(f"adapter on {cluster}, {mode}; asking {', '.join(adapter.keys) or 'no service'}{unverified}; "
+                      f"audit in {audited}", highlight=False, soft_wrap=True)
+            while not stop.is_set() and (forever or done < passes):
+                started = time.monotonic()
+                result = adapter.run_pass()
+                done += 1
+                status = "ok" if not result.missing else "waiting for: " + ", ".join(result.missing)
+                cached = "" if cache is None else "; cache not rewritten" if result.cached is None else \
+                    f"; {result.cached} cached"
+                err.print(f"pass {done}: {result.pending} pending, {result.judged} new verdicts, {result.acted} acts, "
+                          f"{result.deferred} deferred, {status}{cached} ({time.monotonic() - started:.1f} s)",
+                          highlight=False)
+                if forever or done < passes:
+                    stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    finally:
+        if exporter is not None:
+            exporter.close()
+            exposition.close()
     out.print(f"{done} pass(es); audit in {audited}", highlight=False, soft_wrap=True)
 
 

@@ -72,3 +72,33 @@ def test_an_outage_is_backed_off_warned_once_a_minute_and_ends_when_the_service_
     finally:
         services.close()
         server.stop()
+
+
+def test_the_back_off_and_the_requests_left_unanswered_are_counted(clock):
+    """`jobaware_adapter_service_backoff` is 1 from the failure until the service answers again; every request that
+    got no answer (sent and failed, or not sent while backed off) is counted."""
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import metrics
+
+    series = metrics.Group(metrics.ADAPTER, CollectorRegistry())
+    port = free_port()
+    services = FailOpen({"echo": f"http://127.0.0.1:{port}"}, timeout=2, backoff_s=30, probe_s=10,
+                        clock=lambda: clock[0], series=series, adapter="slurm")
+    server = JsonServer(answer, port)
+    labels = {"adapter": "slurm", "capability": "echo"}
+    value = lambda name: series.registry.get_sample_value(name, labels)  # noqa: E731
+    try:
+        assert value("jobaware_adapter_service_backoff") == 0  # known from the start, before any request
+        assert services.post("echo", "/echo", {}).status == "unavailable"
+        assert services.post("echo", "/echo", {}).status == "unavailable"  # backed off: not sent
+        assert value("jobaware_adapter_service_backoff") == 1
+        assert value("jobaware_adapter_service_unavailable_total") == 2
+        server.start()
+        clock[0] += 10
+        assert services.post("echo", "/echo", {"b": 2}).answer == {"b": 2}
+        assert value("jobaware_adapter_service_backoff") == 0
+        assert value("jobaware_adapter_service_unavailable_total") == 2
+    finally:
+        services.close()
+        server.stop()

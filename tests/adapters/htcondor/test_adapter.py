@@ -124,6 +124,17 @@ def test_the_enabled_policy_makes_exactly_the_intended_calls_and_none_twice(tmp_
         assert holds[4]["command"] == 'condor_rm -reason "jobaware: P(release) 0.010 <= remove_below 0.05" 102.0'
         acted = [r for r in read_records(audit) if r["kind"] == "acted"]
         assert [(a["hold_id"], a["ok"]) for a in acted] == [(holds[i]["id"], True) for i in (0, 4, 5)]
+        # its series: every hold a verdict, the acts done and those the rate limit refused, the window it keeps
+        value = lambda name, **labels: watch.series.registry.get_sample_value(  # noqa: E731
+            name, {"adapter": "htcondor", **labels})
+        assert value("jobaware_adapter_verdicts_total") == 8 and value("jobaware_adapter_deferred_total") is None
+        assert value("jobaware_adapter_actions_total", action="release", outcome="done") == 1
+        assert value("jobaware_adapter_actions_total", action="remove", outcome="done") == 2
+        assert value("jobaware_adapter_actions_refused_total", action="remove", reason="rate_limit") == 2
+        assert value("jobaware_adapter_passes_total", outcome="ok") == len(RELEASED_TWICE) + len(REMOVED)
+        assert value("jobaware_adapter_cache_entries") == 0  # both jobs ended: no live job left in the window
+        assert value("jobaware_adapter_cache_bytes") > 1000  # their recent events stay
+        assert value("jobaware_adapter_cache_written_timestamp_seconds") > 1.7e9
         # the log the service was asked with: the held job's events up to its hold, in log order
         first = service.requests[0]["log"].encode()
         assert first == b"".join(renumber(RELEASED_TWICE, 101)[:RELEASED_TWICE.index(
@@ -183,10 +194,15 @@ def test_a_model_trained_on_generated_logs_never_acts(tmp_path):
 
 
 def test_with_the_service_down_each_hold_is_recorded_as_no_decision(tmp_path):
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import metrics
+
     log, audit = tmp_path / "EventLog", tmp_path / "audit.jsonl"
     schedd = RecordedSchedd()
-    client = DecisionClient(f"http://127.0.0.1:{free_port()}", timeout=1)
-    watch = HoldAdapter([log], audit, client=client, policy=POLICY, actor=Actor(schedd))
+    series = metrics.Group(metrics.ADAPTER, CollectorRegistry())  # the follower's and its client's, as follow has it
+    client = DecisionClient(f"http://127.0.0.1:{free_port()}", timeout=1, series=series)
+    watch = HoldAdapter([log], audit, client=client, policy=POLICY, actor=Actor(schedd), series=series)
     _live(watch, log, renumber(RELEASED_TWICE, 101))
     watch.close()
     holds = _holds(audit)
@@ -194,6 +210,12 @@ def test_with_the_service_down_each_hold_is_recorded_as_no_decision(tmp_path):
     assert all(h["p_release"] is None and h["action"] == "none" and h["fired"] == "no decision" for h in holds)
     assert holds[0]["no_decision"].startswith("unavailable: ") and "unreachable: ConnectError" in holds[0]["no_decision"]
     assert holds[0]["site_rule"] == "release"  # the site rule's call is recorded all the same
+    def value(name, **labels):
+        return series.registry.get_sample_value(name, {"adapter": "htcondor", **labels})
+
+    assert value("jobaware_adapter_deferred_total") == 3 and value("jobaware_adapter_verdicts_total") == 3
+    assert value("jobaware_adapter_service_backoff", capability="hold") == 1  # failing open, out loud
+    assert value("jobaware_adapter_service_unavailable_total", capability="hold") == 3
 
 
 def test_a_failing_act_is_audited_and_the_follower_goes_on(tmp_path):

@@ -60,6 +60,55 @@ def test_a_policy_file_is_checked_field_by_field(tmp_path):
     assert read_policy(toml).keys() == [key for key in declared() if key != "similarity"] and read_policy(toml).hold
 
 
+def test_each_pass_is_counted_with_its_verdicts_flags_acts_deferrals_and_the_cache(tmp_path):
+    """The adapter's series over two passes of the real squeue capture (jobs 3 and 4 pending): with the failure
+    service up (a loopback stand-in answering in its format: job 3 flagged), two verdicts, each part's status, one
+    job flagged, two comments (dry run) and the cache; then with it down, both jobs deferred and the back-off on."""
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import metrics
+    from jobaware.adapters.slurm.adapter import PendingJobAdapter
+    from jobaware.store import open_store
+    from tests.adapters.slurm.test_collector import Replay
+    from tests.conftest import SQUEUE
+    from tests.loopback import JsonServer
+
+    def predict(method, path, body):
+        if method == "GET":
+            return 200, {}
+        p_fail = 0.8 if body["jobs"][0]["job_id"] == 3 else 0.1
+        return 200, {"model_version": "7", "predictions": [{
+            "p_fail": p_fail, "most_likely_failure": "FAILED", "threshold": 0.5, "likely_fail": p_fail >= 0.5}]}
+
+    server = JsonServer(predict, free_port()).start()
+    series = metrics.Group(metrics.ADAPTER, CollectorRegistry())
+    slurm = Replay(squeue=SQUEUE.read_text(), scontrol_write=lambda c: "#!/bin/bash\necho hi\n")
+    value = lambda name, **labels: series.registry.get_sample_value(name, {"adapter": "slurm", **labels})  # noqa: E731
+    with open_store(str(tmp_path / "store")) as store, PendingJobAdapter(
+            store, "c", {"failure": server.url}, Policy(backoff_s=60), cache=tmp_path / "verdicts.tsv", slurm=slurm,
+            series=series) as adapter:
+        assert adapter.run_pass().judged == 2
+        assert value("jobaware_adapter_passes_total", outcome="ok") == 1
+        assert value("jobaware_adapter_pending_jobs") == 2 and value("jobaware_adapter_verdicts_total") == 2
+        assert value("jobaware_adapter_parts_total", capability="failure", status="ok") == 2
+        assert value("jobaware_adapter_flagged_total", capability="failure") == 1
+        assert value("jobaware_adapter_actions_total", action="comment", outcome="dry_run") == 2
+        assert value("jobaware_adapter_cache_entries") == len(read_cache(tmp_path / "verdicts.tsv").verdicts) == 2
+        assert value("jobaware_adapter_cache_bytes") == (tmp_path / "verdicts.tsv").stat().st_size
+        assert value("jobaware_adapter_cache_stale_after_seconds") == Policy().cache_stale_after_s
+        assert value("jobaware_adapter_service_backoff", capability="failure") == 0
+        server.stop()
+        later = json.loads(SQUEUE.read_text())  # two new jobs pending, as jobs 3 and 4 were
+        for job in later["jobs"]:
+            job["job_id"] += 100
+        slurm.answers["squeue"] = json.dumps(later)
+        assert adapter.run_pass().deferred == 2
+        assert value("jobaware_adapter_passes_total", outcome="waiting") == 1
+        assert value("jobaware_adapter_deferred_total") == 2
+        assert value("jobaware_adapter_service_backoff", capability="failure") == 1
+        assert value("jobaware_adapter_verdicts_total") == 2
+
+
 # ---------------------------------------------------------------- live
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):

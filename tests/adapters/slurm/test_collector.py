@@ -124,6 +124,11 @@ def test_accounting_gives_final_states_exit_codes_and_moves_the_checkpoint(tmp_p
     assert any(a.startswith("--starttime=") for a in window) and any(a.startswith("--endtime=") for a in window)
     # a later observation never overrides accounting
     assert not store.put_final(store.keys()[1], "COMPLETED", "observed")
+    # a day later, a poll's accounting window reaches a day at most: the series says how far behind it still is
+    now += 2 * 86_400
+    collector.run(1, 0.01)
+    lag = collector.series.registry.get_sample_value("jobaware_collector_accounting_lag_seconds")
+    assert lag == now - store.checkpoint("jobaware-test")["sacct_until"] and 86_000 < lag <= 86_400
 
 
 def test_an_sacct_record_reads_as_its_squeue_record_would():
@@ -296,3 +301,58 @@ def test_the_default_partition_is_the_one_scontrol_marks_default_and_none_when_i
     assert Replay(**{"scontrol_-o": partitions}).default_partition() == "short"
     assert Replay(**{"scontrol_-o": partitions.replace("YES", "NO")}).default_partition() is None
     assert Replay(**{"scontrol_-o": None}).default_partition() is None  # scontrol failed
+
+
+def _commands(folder, squeue: str, sacct_fails: bool = True) -> dict:
+    """An environment whose PATH runs scripts in `folder` as squeue, sacct and scontrol: squeue prints the capture
+    `squeue` names, sacct fails as it does without accounting, scontrol says there is no accounting and gives
+    scripts."""
+    folder.mkdir(exist_ok=True)
+    scripts = {
+        "squeue": f"#!/bin/sh\ncat '{squeue}'\n",
+        "sacct": "#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2\nexit 1\n",
+        "scontrol": "#!/bin/sh\ncase \"$1 $2\" in\n  'show config') echo 'AccountingStorageType   = "
+                    "accounting_storage/none';;\n  'write batch_script') printf '#!/bin/bash\\necho %s\\n' \"$3\";;\n"
+                    "  *) echo 'scontrol: error: Invalid job id specified' >&2; exit 1;;\nesac\n",
+    }
+    for name, text in scripts.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}:/usr/bin:/bin"}
+
+
+def test_each_poll_is_counted_with_what_it_stored_its_lag_and_the_commands_that_failed(tmp_path):
+    """The collector's series after real polls of commands that answer as Slurm does (sacct failing as it does
+    without accounting): polls by outcome, jobs stored, the squeue snapshot's time, each command and failure."""
+    from prometheus_client import CollectorRegistry
+
+    from jobaware import metrics
+
+    series = metrics.Group(metrics.COLLECTOR, CollectorRegistry())
+    slurm = Slurm(env=_commands(tmp_path / "bin", str(SQUEUE)), timeout=30, series=series)
+    store = open_store(str(tmp_path / "store"))
+    clock = [1_800_000_000.0]
+    collector = Collector(store, "c", slurm, max_calls=50, clock=lambda: clock[0], series=series)
+    assert collector.run(2, 0.01) == 2
+    value = series.registry.get_sample_value
+    listed = len(json.loads(SQUEUE.read_text())["jobs"])
+    # the first poll's sacct failed (no accounting here: not asked again), the second is whole
+    assert [value("jobaware_collector_polls_total", {"outcome": o}) for o in ("partial", "ok")] == [1, 1]
+    assert value("jobaware_collector_stored_total", {"what": "job"}) == listed
+    assert value("jobaware_collector_stored_total", {"what": "script"}) == listed
+    assert value("jobaware_collector_jobs_listed") == listed
+    assert value("jobaware_collector_last_squeue_timestamp_seconds") == clock[0]
+    assert value("jobaware_collector_interval_seconds") == 0.01
+    assert value("jobaware_collector_slurm_commands_total", {"command": "squeue"}) == 2
+    assert value("jobaware_collector_slurm_command_failures_total", {"command": "sacct"}) == 1  # then not asked
+    assert value("jobaware_collector_slurm_command_failures_total", {"command": "squeue"}) is None
+    assert value("jobaware_collector_poll_duration_seconds_count") == 2
+    # squeue gives garbage: the poll is partial, a failure of squeue, and the snapshot's time stays
+    (tmp_path / "garbage.json").write_text("hello")
+    garbled = Slurm(env=_commands(tmp_path / "bin", str(tmp_path / "garbage.json")), timeout=30, series=series)
+    collector.slurm = garbled
+    clock[0] += 60
+    collector.run(1, 0.01)
+    assert value("jobaware_collector_slurm_command_failures_total", {"command": "squeue"}) == 1
+    assert value("jobaware_collector_polls_total", {"outcome": "partial"}) == 2
+    assert value("jobaware_collector_last_squeue_timestamp_seconds") == clock[0] - 60
