@@ -535,8 +535,9 @@ def _write_deployment(kind: str, output: Path, overwrite: bool) -> None:
 
 @deploy_app.command("systemd")
 def deploy_systemd(output: DeployOutput, overwrite: DeployOverwrite = False):
-    """Write the systemd units and timers, the environment files (jobaware.env, one per service, credentials.env) and
-    jobaware.tmpfiles, as the installed version carries them, for a site to install under /etc.
+    """Write the systemd units, timers, environment files and tmpfiles this version carries.
+
+    The environment files are jobaware.env, one per service and credentials.env; a site installs them under /etc.
 
     Example: jobaware deploy systemd --output /tmp/jobaware-systemd
     """
@@ -545,8 +546,10 @@ def deploy_systemd(output: DeployOutput, overwrite: DeployOverwrite = False):
 
 @deploy_app.command("k8s")
 def deploy_k8s(output: DeployOutput, overwrite: DeployOverwrite = False):
-    """Write the Kubernetes manifests (the kustomize base, the local and production overlays, site.yaml, README.md),
-    as the installed version carries them, for `kubectl kustomize k8s/overlays/production` or `kubectl apply -k`.
+    """Write the Kubernetes manifests this version carries.
+
+    They are the kustomize base, the local and production overlays, site.yaml and README.md, for `kubectl kustomize
+    k8s/overlays/production` or `kubectl apply -k`.
 
     Example: jobaware deploy k8s --output k8s
     """

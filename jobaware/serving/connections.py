@@ -81,7 +81,9 @@ class GuardedProtocol(AutoHTTPProtocol):  # type: ignore[misc, valid-type] - htt
             self._body_cycle = cycle  # the headers came in: the body is due within body_s more
             self._timer = self.loop.call_later(self.body_s, self._expired)
             return
-        self._closed("body_timeout" if cycle is self._body_cycle and not cycle.response_complete else "header_timeout")
+        # no request yet (cycle None, as _body_cycle is then) is a header deadline missed
+        body = cycle is not None and cycle is self._body_cycle and not cycle.response_complete
+        self._closed("body_timeout" if body else "header_timeout")
         self.transport.close()
 
     def _make_room(self) -> bool:

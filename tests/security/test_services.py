@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -265,6 +266,10 @@ def test_half_sent_requests_are_cut_off_and_capped_while_readyz_answers(gateway)
         for sock in held:
             sock.close()
     assert httpx.get(f"{gateway['url']}/readyz", timeout=10).status_code == 200
+    exposition = httpx.get(f"{gateway['url']}/metrics", timeout=10).text  # each close counted by its reason
+    for reason in ("header_timeout", "over_cap"):
+        found = re.search(rf'jobaware_service_connections_closed_total{{[^}}]*reason="{reason}"[^}}]*}} (\S+)', exposition)
+        assert found and float(found.group(1)) > 0, f"no {reason} close counted"
 
 
 def test_a_body_sent_a_byte_at_a_time_is_cut_off(gateway):

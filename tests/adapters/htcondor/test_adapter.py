@@ -275,8 +275,8 @@ def test_decide_asks_about_the_jobs_last_hold_with_the_window_follow_sends(tmp_p
 
     log = CONDOR / "mldag_standalone" / "metl_12636334.log"
     with Answers({12636334: 0.2}) as service:
-        result = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "12636334", "--service", service.url])
-        missing = CliRunner().invoke(app, ["decide", "--input", str(log), "--cluster", "5", "--service", service.url])
+        result = CliRunner().invoke(app, ["decide", "--input", str(log), "--job", "12636334", "--service", service.url])
+        missing = CliRunner().invoke(app, ["decide", "--input", str(log), "--job", "5", "--service", service.url])
     assert result.exit_code == 0, result.output
     assert "12636334.0.0" in result.output and "0.2" in result.output and "real (1200 holds)" in result.output
     sent = service.requests[0]["log"].encode()
