@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import re
 
 from mkdocs.structure.files import File
 
@@ -57,13 +58,18 @@ def param_row(param, ctx) -> str:
     if record is None:
         return ""
     names, text = record
-    return f"| `{cell(names).replace('&lt;', '<').replace('&gt;', '>')}` | {cell(text)} |"
+    return f"| `{' '.join(names.split())}` | {cell(text)} |"  # a code span: its pipes split no cell
+
+
+def example_as_code(text: str | None) -> str:
+    """A command's help, its closing `Example: jobaware ...` line as code."""
+    return re.sub(r"^Example: (.+)$", r"Example: `\1`", (text or "").strip(), flags=re.MULTILINE)
 
 
 def command_section(path, command, ctx) -> list[str]:
     depth = "##" if len(path) == 2 else "###"
     lines = [f"{depth} {' '.join(path)}", "", f"```\n{usage(path, command)}\n```", ""]
-    lines += [(command.help or "").strip(), ""]
+    lines += [example_as_code(command.help), ""]
     params = [p for p in command.params if not getattr(p, "hidden", False)]
     if params:
         lines += ["| argument or option | what |", "|---|---|"]
@@ -81,7 +87,7 @@ def commands_page() -> str:
     lines = ["# Command reference", "",
              "Written at build time from the command line itself (`docs/hooks.py` walks `jobaware.cli`), so it",
              "says what `jobaware ... --help` says. Every command's help ends with an example.", "",
-             "```", usage(("jobaware",), root), "```", "", (root.help or "").strip(), ""]
+             "```", usage(("jobaware",), root), "```", "", example_as_code(root.help), ""]
     ctx = root.context_class(root, info_name="jobaware")
     for path, sub in visible_commands(root):
         lines += command_section(path, sub, ctx)
