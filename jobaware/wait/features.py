@@ -678,13 +678,40 @@ def _arrays(frame: pd.DataFrame, codes: Codes, cluster: str) -> dict[str, np.nda
     }
 
 
+def partitions(queue) -> frozenset[str]:
+    """The partitions a job may run in: Slurm's `a,b` is either; unknown (None, NaN) is none."""
+    return frozenset() if pd.isna(queue) else frozenset(str(queue).split(","))
+
+
+def sharing(others: pd.Series):
+    """For queue-mates' queues `others`: a function of a job's queue giving 1 for each queue-mate that shares a
+    partition with it, else 0; a job of unknown queue shares with queue-mates of unknown queue, as in the sweep (code
+    0 equals code 0)."""
+    found, uniques = pd.factorize(others.astype("string"))
+    members: dict[str, list[int]] = {}
+    for k, name in enumerate(uniques):
+        for part in partitions(name):
+            members.setdefault(part, []).append(k)
+
+    def shared(queue) -> np.ndarray:
+        mine = partitions(queue)
+        flags = np.zeros(len(uniques) + 1, np.int64)  # factorize's -1 (unknown) takes the last entry
+        flags[-1] = not mine
+        for part in mine:
+            flags[members.get(part, [])] = 1
+        return flags[found]
+
+    return shared
+
+
 def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) -> pd.DataFrame:
     """Features of `jobs` (submit-time records) at the snapshot's moment, by the functions the sweep uses.
 
     A job of the pending list is estimated with the jobs before it in the list ahead of it; any other job as if it
     were submitted now, behind every pending job. The running jobs that started after the history's last start
     have their waits folded into the history first, in start order. For a pending job the answer is then the wait
-    from now (its remaining wait)."""
+    from now (its remaining wait). The queue features count the queue-mates that share a partition with the job
+    (`sharing`), by name: the model's codes know only the partitions it was trained on."""
     codes = history.codes
     job = _arrays(jobs, codes, snapshot.cluster)
     run = _arrays(snapshot.running, codes, snapshot.cluster)
@@ -722,11 +749,15 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     state = np.empty((len(jobs), len(STATE)))
     hist = np.empty((len(jobs), len(HISTORY)))
     start = np.where(np.isfinite(run_start), run_start, snapshot.time)
+    queues = jobs["queue"].astype("string")
+    with_running, with_pending = sharing(snapshot.running["queue"]), sharing(snapshot.pending["queue"])
+    shared = {queue: (with_running(queue), with_pending(queue)) for queue in pd.unique(queues)}
     for i, job_id in enumerate(jobs["job_id"].to_numpy()):
         ahead = pending_ids.get(int(job_id), len(pend["procs"]))
-        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], job["queue"][i],
-                      job["user"][i], start, run["req"], run["procs"], run["queue"], run["user"], n_run,
-                      pend["submit"], pend["req"], pend["procs"], pend["queue"], pend["user"], ahead,
+        run_shared, pend_shared = shared[queues.iloc[i]]
+        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], 1,
+                      job["user"][i], start, run["req"], run["procs"], run_shared, run["user"], n_run,
+                      pend["submit"], pend["req"], pend["procs"], pend_shared, pend["user"], ahead,
                       *scratch, state[i])
         _history_row(current("user", int(user_b[i])) if user_b[i] > 0 else np.zeros(4),
                      current("group", int(job["group"][i])) if job["group"][i] > 0 else np.zeros(4),

@@ -139,3 +139,25 @@ def test_a_job_asking_more_processors_than_a_stated_cluster_has_gets_no_wait(tra
         assert all(row["wait_s"] is not None for row in wait_request(body, bundle, "1")["predictions"])
     finally:
         bundle.clusters[name] = cluster
+
+
+def test_the_jobs_ahead_are_counted_in_the_partitions_the_job_can_run_in(trained):
+    """Found on a live cluster of two partitions the model never saw: a job in `long` was told "8 jobs ahead in
+    `long`" with 3 pending there (every partition unknown to the model was counted as the job's)."""
+    from jobaware.bodies import parse_body
+    from jobaware.wait.service import WaitRequest, parse_request
+
+    bundle, _ = trained
+    pending = [{"job_id": 10 + k, "submit_time": 100 + k, "queue": "short"} for k in range(5)]
+    pending += [{"job_id": 20 + k, "submit_time": 200 + k, "queue": "long"} for k in range(2)]
+    pending += [{"job_id": 30, "submit_time": 300, "queue": "short,long"}]
+    body = {"time": 1000, "capacity": 8, "cluster": "site", "running": [{"job_id": 1, "start_time": 50, "queue": "short"}],
+            "pending": pending, "jobs": [{"job_id": 40, "queue": "long"}, {"job_id": 41, "queue": "long,short"},
+                                          {"job_id": 21, "queue": "long"}, {"job_id": 42}]}
+    rows = wait_request(body, bundle, "1")["predictions"]
+    assert [row["reason"].rsplit(", ", 1)[0] for row in rows] == [
+        "3 jobs ahead in `long`", "8 jobs ahead in `long,short`", "1 job ahead in `long`", "8 jobs ahead"]
+    _, features = bundle.snapshot(*parse_request(parse_body(WaitRequest, body), bundle))
+    assert features["queue_pend_n"].tolist() == [3, 8, 1, 0]  # a job of unknown partition: others of unknown
+    assert features["queue_busy"].tolist() == [0, 1 / 8, 0, 0]
+
