@@ -161,3 +161,10 @@ def test_the_jobs_ahead_are_counted_in_the_partitions_the_job_can_run_in(trained
     assert features["queue_pend_n"].tolist() == [3, 8, 1, 0]  # a job of unknown partition: others of unknown
     assert features["queue_busy"].tolist() == [0, 1 / 8, 0, 0]
 
+
+def test_a_queue_name_is_shown_escaped(trained):
+    body = {"time": 1000, "cluster": "site", "pending": [{"job_id": 1, "submit_time": 10, "queue": "a\x1b[2Jb"}],
+            "jobs": [{"job_id": 2, "queue": "a\x1b[2Jb"}]}
+    [row] = wait_request(body, trained[0], "1")["predictions"]
+    assert row["reason"].startswith("1 job ahead in `a\\x1b[2Jb`, ")
+
