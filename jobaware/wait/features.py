@@ -6,7 +6,7 @@ is pending from its submit to its start and running from its start to its end; a
 the queue at its end without running (cancelled while pending; or still pending when a job store was read, its end
 that moment: `jobaware.wait.export`); a job with neither never waits in the queue. At a job's submit time `t` the
 sweep knows every start and end strictly before `t` and every submission before the job's own (earlier in time, or
-in the same second and earlier in the trace); nothing later. From that state one compiled function
+in the same second and of a lower job id); nothing later. From that state one compiled function
 (`_snapshot_row`) computes the job's features; the service calls the same function on a queue snapshot taken from
 the scheduler (`snapshot_features`), so training and serving share the feature code.
 
@@ -564,8 +564,9 @@ def job_keys(jobs: pd.DataFrame) -> np.ndarray:
 
 
 def order(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Jobs in the order the sweep sees their submissions: cluster, submit time, then their place in the source."""
-    return jobs.sort_values(["cluster", "submit_time", "line"], kind="stable").reset_index(drop=True)
+    """Jobs in the order the sweep sees their submissions: cluster, submit time, then job id (jobs of the same second
+    answered alike in any line order), then their place in the source."""
+    return jobs.sort_values(["cluster", "submit_time", "job_id", "line"], kind="stable").reset_index(drop=True)
 
 
 def capacities(jobs: pd.DataFrame) -> np.ndarray:
