@@ -196,11 +196,12 @@ def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, 
 
 
 def reason(features: pd.Series, queue: str | None, capacity: float) -> str:
-    """A short line on where a job stands: the jobs ahead of it and the work queued, or what is free."""
-    queued = features["pend_area"] * capacity
+    """A short line on where a job stands: the jobs ahead of it in its partitions (any, when it names none) and
+    their work, or what is free."""
     if features["pend_n"] == 0:
         return f"nothing ahead; {features['free'] * capacity:,.0f} of {capacity:,.0f} processors free"
     ahead = int(features["queue_pend_n"]) if queue else int(features["pend_n"])
+    queued = (features["queue_pend_area"] if queue else features["pend_area"]) * capacity
     where = f" in `{escaped(queue)}`" if queue else ""
     return f"{ahead:,} job{'s' if ahead != 1 else ''} ahead{where}, {queued:,.0f} processor-hours queued"
 

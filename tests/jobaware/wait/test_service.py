@@ -155,8 +155,9 @@ def test_the_jobs_ahead_are_counted_in_the_partitions_the_job_can_run_in(trained
             "pending": pending, "jobs": [{"job_id": 40, "queue": "long"}, {"job_id": 41, "queue": "long,short"},
                                           {"job_id": 21, "queue": "long"}, {"job_id": 42}]}
     rows = wait_request(body, bundle, "1")["predictions"]
-    assert [row["reason"].rsplit(", ", 1)[0] for row in rows] == [
-        "3 jobs ahead in `long`", "8 jobs ahead in `long,short`", "1 job ahead in `long`", "8 jobs ahead"]
+    assert [row["reason"] for row in rows] == [  # the pending jobs state no time: an hour each
+        "3 jobs ahead in `long`, 3 processor-hours queued", "8 jobs ahead in `long,short`, 8 processor-hours queued",
+        "1 job ahead in `long`, 1 processor-hours queued", "8 jobs ahead, 8 processor-hours queued"]
     _, features = bundle.snapshot(*parse_request(parse_body(WaitRequest, body), bundle))
     assert features["queue_pend_n"].tolist() == [3, 8, 1, 0]  # a job of unknown partition: others of unknown
     assert features["queue_busy"].tolist() == [0, 1 / 8, 0, 0]
