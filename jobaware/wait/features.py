@@ -750,15 +750,12 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     state = np.empty((len(jobs), len(STATE)))
     hist = np.empty((len(jobs), len(HISTORY)))
     start = np.where(np.isfinite(run_start), run_start, snapshot.time)
-    queues = jobs["queue"].astype("string")
     with_running, with_pending = sharing(snapshot.running["queue"]), sharing(snapshot.pending["queue"])
-    shared = {queue: (with_running(queue), with_pending(queue)) for queue in pd.unique(queues)}
-    for i, job_id in enumerate(jobs["job_id"].to_numpy()):
+    for i, (job_id, queue) in enumerate(zip(jobs["job_id"].to_numpy(), jobs["queue"].astype("string"), strict=True)):
         ahead = pending_ids.get(int(job_id), len(pend["procs"]))
-        run_shared, pend_shared = shared[queues.iloc[i]]
         _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], 1,
-                      job["user"][i], start, run["req"], run["procs"], run_shared, run["user"], n_run,
-                      pend["submit"], pend["req"], pend["procs"], pend_shared, pend["user"], ahead,
+                      job["user"][i], start, run["req"], run["procs"], with_running(queue), run["user"], n_run,
+                      pend["submit"], pend["req"], pend["procs"], with_pending(queue), pend["user"], ahead,
                       *scratch, state[i])
         _history_row(current("user", int(user_b[i])) if user_b[i] > 0 else np.zeros(4),
                      current("group", int(job["group"][i])) if job["group"][i] > 0 else np.zeros(4),
