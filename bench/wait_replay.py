@@ -32,7 +32,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness.slurm_cluster import SlurmCluster  # noqa: E402
 from jobaware.bodies import parse_body  # noqa: E402
-from jobaware.wait.reader import read_trace, squeue_body  # noqa: E402
+from jobaware.wait.reader import read_trace, squeue_body, squeue_jobs  # noqa: E402
 from jobaware.wait.service import WaitRequest, parse_request  # noqa: E402
 from jobaware.wait.train import fit_and_evaluate  # noqa: E402
 
@@ -104,6 +104,14 @@ def slurm_starts(cluster: SlurmCluster) -> dict[int, float]:
     return starts
 
 
+def still_pending(payload: dict, ids: list[int]) -> tuple[list[int], list[int]]:
+    """Of `ids`, the jobs the squeue snapshot shows pending (the ones asked about) and the others: started since
+    (the service refuses them: no wait is left) or gone from the queue."""
+    states = {job["job_id"]: job["state"] for job in squeue_jobs(payload)}
+    pending = [job for job in ids if states.get(job) == "PENDING"]
+    return pending, [job for job in ids if states.get(job) != "PENDING"]
+
+
 UNIT = 60.0
 ORIGIN = 1_000_000_000  # the model's clock: replay seconds from the first submission, x UNIT, from here
 
@@ -161,6 +169,7 @@ def main() -> None:
     offsets = (chosen["submit_time"] - chosen["submit_time"].iloc[0]).dt.total_seconds().to_numpy()
 
     at_submit, refreshed = {}, []  # job -> (jobaware, squeue --start or None, submitted); [(job, now, ours, theirs)]
+    started = []  # jobs that started before they could be asked about at submission
     with tempfile.TemporaryDirectory(prefix="jobaware-wait-replay-") as tmp:
         cluster = SlurmCluster(Path(tmp), cpus=args.cores).start()
         try:
@@ -180,7 +189,10 @@ def main() -> None:
                 now = time.time()
                 submitted[job_id] = now
                 payload = squeue(cluster)
-                ours = estimate(bundle, payload, [job_id], now, begin).get(job_id)
+                if not still_pending(payload, [job_id])[0]:
+                    started.append(job_id)
+                    continue
+                ours = estimate(bundle, payload, [job_id], now, begin)[job_id]
                 theirs = slurm_starts(cluster).get(job_id)
                 at_submit[job_id] = (ours, None if theirs is None else max(theirs - now, 0.0), now)
             while True:  # re-estimates until every job has started
@@ -203,6 +215,10 @@ def main() -> None:
     theirs_later = errors([(t, a) for _, t, a in later if t is not None])
     ours_dated = errors([(o, a) for o, t, a in later if t is not None])
     waited = sorted(waits.values())
+    print(f"{len(started)} of {len(submitted)} jobs had started when squeue was read after their submission: not "
+          f"asked about, not counted below")
+    if not waited:
+        return
     print(f"{len(waits)} jobs replayed on {args.cores} cores; waits: median {statistics.median(waited):.0f} s, "
           f"max {waited[-1]:.0f} s; {sum(w >= 1 for w in waited)} waited a second or more")
     print("| estimate | when | jobs | mean abs log10 error | within x2 |")
@@ -225,7 +241,7 @@ def _refresh(cluster: SlurmCluster, bundle, refreshed: list, begin: float) -> No
     """Every pending job re-estimated from one snapshot, beside squeue --start's expected start."""
     payload = squeue(cluster)
     now = time.time()
-    pending = [int(j["job_id"]) for j in payload["jobs"] if j.get("job_state") == "PENDING"]
+    pending, _ = still_pending(payload, [job["job_id"] for job in squeue_jobs(payload)])
     if not pending:
         return
     ours = estimate(bundle, payload, pending, now, begin)

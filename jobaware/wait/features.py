@@ -6,7 +6,7 @@ is pending from its submit to its start and running from its start to its end; a
 the queue at its end without running (cancelled while pending; or still pending when a job store was read, its end
 that moment: `jobaware.wait.export`); a job with neither never waits in the queue. At a job's submit time `t` the
 sweep knows every start and end strictly before `t` and every submission before the job's own (earlier in time, or
-in the same second and earlier in the trace); nothing later. From that state one compiled function
+in the same second and of a lower job id); nothing later. From that state one compiled function
 (`_snapshot_row`) computes the job's features; the service calls the same function on a queue snapshot taken from
 the scheduler (`snapshot_features`), so training and serving share the feature code.
 
@@ -564,8 +564,9 @@ def job_keys(jobs: pd.DataFrame) -> np.ndarray:
 
 
 def order(jobs: pd.DataFrame) -> pd.DataFrame:
-    """Jobs in the order the sweep sees their submissions: cluster, submit time, then their place in the source."""
-    return jobs.sort_values(["cluster", "submit_time", "line"], kind="stable").reset_index(drop=True)
+    """Jobs in the order the sweep sees their submissions: cluster, submit time, then job id (jobs of the same second
+    answered alike in any line order), then their place in the source."""
+    return jobs.sort_values(["cluster", "submit_time", "job_id", "line"], kind="stable").reset_index(drop=True)
 
 
 def capacities(jobs: pd.DataFrame) -> np.ndarray:
@@ -678,13 +679,40 @@ def _arrays(frame: pd.DataFrame, codes: Codes, cluster: str) -> dict[str, np.nda
     }
 
 
+def partitions(queue) -> frozenset[str]:
+    """The partitions a job may run in: Slurm's `a,b` is either; unknown (None, NaN) is none."""
+    return frozenset() if pd.isna(queue) else frozenset(str(queue).split(","))
+
+
+def sharing(others: pd.Series):
+    """For queue-mates' queues `others`: a function of a job's queue giving 1 for each queue-mate that shares a
+    partition with it, else 0; a job of unknown queue shares with queue-mates of unknown queue, as in the sweep (code
+    0 equals code 0)."""
+    found, uniques = pd.factorize(others.astype("string"))
+    members: dict[str, list[int]] = {}
+    for k, name in enumerate(uniques):
+        for part in partitions(name):
+            members.setdefault(part, []).append(k)
+
+    def shared(queue) -> np.ndarray:
+        mine = partitions(queue)
+        flags = np.zeros(len(uniques) + 1, np.int64)  # factorize's -1 (unknown) takes the last entry
+        flags[-1] = not mine
+        for part in mine:
+            flags[members.get(part, [])] = 1
+        return flags[found]
+
+    return shared
+
+
 def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) -> pd.DataFrame:
     """Features of `jobs` (submit-time records) at the snapshot's moment, by the functions the sweep uses.
 
     A job of the pending list is estimated with the jobs before it in the list ahead of it; any other job as if it
     were submitted now, behind every pending job. The running jobs that started after the history's last start
     have their waits folded into the history first, in start order. For a pending job the answer is then the wait
-    from now (its remaining wait)."""
+    from now (its remaining wait). The queue features count the queue-mates that share a partition with the job
+    (`sharing`), by name: the model's codes know only the partitions it was trained on."""
     codes = history.codes
     job = _arrays(jobs, codes, snapshot.cluster)
     run = _arrays(snapshot.running, codes, snapshot.cluster)
@@ -722,11 +750,12 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     state = np.empty((len(jobs), len(STATE)))
     hist = np.empty((len(jobs), len(HISTORY)))
     start = np.where(np.isfinite(run_start), run_start, snapshot.time)
-    for i, job_id in enumerate(jobs["job_id"].to_numpy()):
+    with_running, with_pending = sharing(snapshot.running["queue"]), sharing(snapshot.pending["queue"])
+    for i, (job_id, queue) in enumerate(zip(jobs["job_id"].to_numpy(), jobs["queue"].astype("string"), strict=True)):
         ahead = pending_ids.get(int(job_id), len(pend["procs"]))
-        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], job["queue"][i],
-                      job["user"][i], start, run["req"], run["procs"], run["queue"], run["user"], n_run,
-                      pend["submit"], pend["req"], pend["procs"], pend["queue"], pend["user"], ahead,
+        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], 1,
+                      job["user"][i], start, run["req"], run["procs"], with_running(queue), run["user"], n_run,
+                      pend["submit"], pend["req"], pend["procs"], with_pending(queue), pend["user"], ahead,
                       *scratch, state[i])
         _history_row(current("user", int(user_b[i])) if user_b[i] > 0 else np.zeros(4),
                      current("group", int(job["group"][i])) if job["group"][i] > 0 else np.zeros(4),

@@ -22,7 +22,7 @@ from typing import Annotated
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from jobaware import fit
@@ -35,6 +35,7 @@ from jobaware.outputs import atomic_text
 from jobaware.prediction import PredictionSummary
 from jobaware.reading import read_each, write_quarantine
 from jobaware.swf import trace_files
+from jobaware.text import escaped
 from jobaware.wait.bundle import ANSWER
 from jobaware.wait.features import Snapshot, capacities
 from jobaware.wait.reader import read_trace
@@ -52,7 +53,11 @@ TIME_PATTERN = (rf"^(?:{_YEAR}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)[ T]"
 
 Time = worded(Annotated[int, Field(ge=0, le=EPOCH_MAX)] | Annotated[str, Field(pattern=TIME_PATTERN)],
               "expected epoch seconds (0..4,102,444,800) or 'YYYY-MM-DD HH:MM:SS' in UTC")
-Name = Annotated[str, Field(min_length=1, max_length=256)]
+NAME_MAX = 256
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+# a queue-mate's name (another user's) is cut, never refused: one long name must not refuse every job's answer
+MateName = Annotated[str, Field(min_length=1, description=f"cut to {NAME_MAX} characters"),
+                     AfterValidator(lambda name: name[:NAME_MAX])]
 
 
 class Limits(BaseLimits):
@@ -77,8 +82,16 @@ class Job(Body):
     start_time: Time | None = None
 
 
+class QueueJob(Job):
+    """A job of the queue: as `Job`, its names cut to NAME_MAX characters."""
+
+    user: MateName | None = None
+    group: MateName | None = None
+    queue: MateName | None = Field(None, description="the queue or Slurm partition")
+
+
 def _queue_job(required: tuple[str, ...]):
-    return Annotated[Job, Field(json_schema_extra={"required": ["job_id", *required]})]
+    return Annotated[QueueJob, Field(json_schema_extra={"required": ["job_id", *required]})]
 
 
 @cache
@@ -183,12 +196,13 @@ def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, 
 
 
 def reason(features: pd.Series, queue: str | None, capacity: float) -> str:
-    """A short line on where a job stands: the jobs ahead of it and the work queued, or what is free."""
-    queued = features["pend_area"] * capacity
+    """A short line on where a job stands: the jobs ahead of it in its partitions (any, when it names none) and
+    their work, or what is free."""
     if features["pend_n"] == 0:
         return f"nothing ahead; {features['free'] * capacity:,.0f} of {capacity:,.0f} processors free"
     ahead = int(features["queue_pend_n"]) if queue else int(features["pend_n"])
-    where = f" in `{queue}`" if queue else ""
+    queued = (features["queue_pend_area"] if queue else features["pend_area"]) * capacity
+    where = f" in `{escaped(queue)}`" if queue else ""
     return f"{ahead:,} job{'s' if ahead != 1 else ''} ahead{where}, {queued:,.0f} processor-hours queued"
 
 

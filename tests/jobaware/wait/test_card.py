@@ -7,6 +7,7 @@ from typer.testing import CliRunner
 from jobaware import card as cards
 from jobaware.bodies import parse_body
 from jobaware.card import NotApplicable
+from jobaware.errors import InputError
 from jobaware.model import Served
 from jobaware.wait.card import answer, duration, shown, words
 from jobaware.wait.service import WaitRequest, wait
@@ -191,3 +192,21 @@ def test_a_time_limit_slurm_22_05_writes_for_no_limit_is_no_limit_not_eight_thou
     [body] = ask.bodies
     assert "wallclock_req" not in body["jobs"][0] and "wallclock_req" not in body["running"][0]
     assert part["wait_s"] >= 0 and part["why"] == "nothing ahead; 0 of 8 processors free"
+
+
+def test_a_queue_mate_with_a_huge_name_leaves_every_other_job_its_wait_part(trained):
+    """Found by the command sweep: one queue-mate with a 5,000-character user name refused the whole snapshot, so
+    every job on the card lost its wait part. The queue-mate's names are cut (to 256 characters) for the features;
+    the asked job's own stay checked."""
+    records = _snapshot()
+    mate = copy.deepcopy(records[2])
+    mate.update(job_id=5, user_name="m" * 5000, account="a" * 5000, partition="p" * 5000, name="n" * 5000)
+    cut = copy.deepcopy(mate)
+    cut.update(user_name="m" * 256, account="a" * 256, partition="p" * 256)
+    huge, short = Ask(trained[0]), Ask(trained[0])
+    part = answer({"job_id": 3, "job": records[2], "queue": [*records, mate]}, huge)
+    assert part == answer({"job_id": 3, "job": records[2], "queue": [*records, cut]}, short)
+    assert [j["job_id"] for j in huge.bodies[0]["pending"]] == [3, 5]
+    records[2]["user_name"] = "u" * 5000  # the asked job's own name: refused as before
+    with pytest.raises(InputError, match=r"^jobs\[0\]\.user: "):
+        answer({"job_id": 3, "job": records[2], "queue": records}, Ask(trained[0]))

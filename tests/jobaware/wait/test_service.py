@@ -139,3 +139,62 @@ def test_a_job_asking_more_processors_than_a_stated_cluster_has_gets_no_wait(tra
         assert all(row["wait_s"] is not None for row in wait_request(body, bundle, "1")["predictions"])
     finally:
         bundle.clusters[name] = cluster
+
+
+def test_the_jobs_ahead_are_counted_in_the_partitions_the_job_can_run_in(trained):
+    """Found on a live cluster of two partitions the model never saw: a job in `long` was told "8 jobs ahead in
+    `long`" with 3 pending there (every partition unknown to the model was counted as the job's)."""
+    from jobaware.bodies import parse_body
+    from jobaware.wait.service import WaitRequest, parse_request
+
+    bundle, _ = trained
+    pending = [{"job_id": 10 + k, "submit_time": 100 + k, "queue": "short"} for k in range(5)]
+    pending += [{"job_id": 20 + k, "submit_time": 200 + k, "queue": "long"} for k in range(2)]
+    pending += [{"job_id": 30, "submit_time": 300, "queue": "short,long"}]
+    body = {"time": 1000, "capacity": 8, "cluster": "site", "running": [{"job_id": 1, "start_time": 50, "queue": "short"}],
+            "pending": pending, "jobs": [{"job_id": 40, "queue": "long"}, {"job_id": 41, "queue": "long,short"},
+                                          {"job_id": 21, "queue": "long"}, {"job_id": 42}]}
+    rows = wait_request(body, bundle, "1")["predictions"]
+    assert [row["reason"] for row in rows] == [  # the pending jobs state no time: an hour each
+        "3 jobs ahead in `long`, 3 processor-hours queued", "8 jobs ahead in `long,short`, 8 processor-hours queued",
+        "1 job ahead in `long`, 1 processor-hours queued", "8 jobs ahead, 8 processor-hours queued"]
+    _, features = bundle.snapshot(*parse_request(parse_body(WaitRequest, body), bundle))
+    assert features["queue_pend_n"].tolist() == [3, 8, 1, 0]  # a job of unknown partition: others of unknown
+    assert features["queue_busy"].tolist() == [0, 1 / 8, 0, 0]
+
+
+def test_a_queue_name_is_shown_escaped(trained):
+    body = {"time": 1000, "cluster": "site", "pending": [{"job_id": 1, "submit_time": 10, "queue": "a\x1b[2Jb"}],
+            "jobs": [{"job_id": 2, "queue": "a\x1b[2Jb"}]}
+    [row] = wait_request(body, trained[0], "1")["predictions"]
+    assert row["reason"].startswith("1 job ahead in `a\\x1b[2Jb`, ")
+
+
+def test_jobs_submitted_in_the_same_second_are_answered_alike_in_any_line_order(trained, tmp_path):
+    """Found by the command sweep: `predict wait` answered 41 of 2,000 jobs differently when the jobs submitted in
+    the same second were listed in another order. Jobs of the same second are ordered by job id."""
+    import random
+
+    from tests.conftest import KTH
+
+    lines = KTH.read_text().splitlines(keepends=True)
+    header = [line for line in lines if line.startswith(";")]
+    jobs = [line for line in lines if not line.startswith(";") and line.strip()][:2000]
+    seconds = {}
+    for line in jobs:
+        seconds.setdefault(line.split()[1], []).append(line)
+    assert sum(len(same) for same in seconds.values() if len(same) > 1) >= 100  # the real trace has such seconds
+    shuffled = []
+    for same in seconds.values():
+        random.Random(len(shuffled)).shuffle(same)
+        shuffled += same
+    assert shuffled != jobs
+    answers = []
+    for name, body in (("as-is", jobs), ("shuffled", shuffled)):
+        (tmp_path / name).mkdir()
+        trace = tmp_path / name / KTH.name  # the same cluster name
+        trace.write_text("".join(header + body))
+        predict_file([str(trace)], tmp_path / name / "out.jsonl", lambda: (trained[0], "1"))
+        rows = [json.loads(line) for line in (tmp_path / name / "out.jsonl").read_text().splitlines()]
+        answers.append({row["job_id"]: row for row in rows})
+    assert len(answers[0]) == 2000 and answers[0] == answers[1]
