@@ -679,30 +679,13 @@ def _arrays(frame: pd.DataFrame, codes: Codes, cluster: str) -> dict[str, np.nda
     }
 
 
-def partitions(queue) -> frozenset[str]:
-    """The partitions a job may run in: Slurm's `a,b` is either; unknown (None, NaN) is none."""
-    return frozenset() if pd.isna(queue) else frozenset(str(queue).split(","))
-
-
-def sharing(others: pd.Series):
-    """For queue-mates' queues `others`: a function of a job's queue giving 1 for each queue-mate that shares a
-    partition with it, else 0; a job of unknown queue shares with queue-mates of unknown queue, as in the sweep (code
-    0 equals code 0)."""
-    found, uniques = pd.factorize(others.astype("string"))
-    members: dict[str, list[int]] = {}
-    for k, name in enumerate(uniques):
-        for part in partitions(name):
-            members.setdefault(part, []).append(k)
-
-    def shared(queue) -> np.ndarray:
-        mine = partitions(queue)
-        flags = np.zeros(len(uniques) + 1, np.int64)  # factorize's -1 (unknown) takes the last entry
-        flags[-1] = not mine
-        for part in mine:
-            flags[members.get(part, [])] = 1
-        return flags[found]
-
-    return shared
+def by_name(*queues: pd.Series) -> list[np.ndarray]:
+    """The queue names of each series as codes shared by all of them, by name (0: none, matching none as in the
+    sweep), for the queue features' comparisons: the model's codes know only the partitions it was trained on and
+    give every other one the same code. A list `a,b` is a name of its own."""
+    found, _ = pd.factorize(pd.concat(queues, ignore_index=True).astype("string"))
+    codes = found.astype(np.int64) + 1  # factorize's -1 (no name) becomes 0
+    return np.split(codes, np.cumsum([len(queue) for queue in queues])[:-1])
 
 
 def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) -> pd.DataFrame:
@@ -711,8 +694,8 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     A job of the pending list is estimated with the jobs before it in the list ahead of it; any other job as if it
     were submitted now, behind every pending job. The running jobs that started after the history's last start
     have their waits folded into the history first, in start order. For a pending job the answer is then the wait
-    from now (its remaining wait). The queue features count the queue-mates that share a partition with the job
-    (`sharing`), by name: the model's codes know only the partitions it was trained on."""
+    from now (its remaining wait). The queue features compare partitions by name (`by_name`): the model's codes
+    know only the partitions it was trained on."""
     codes = history.codes
     job = _arrays(jobs, codes, snapshot.cluster)
     run = _arrays(snapshot.running, codes, snapshot.cluster)
@@ -750,12 +733,16 @@ def snapshot_features(jobs: pd.DataFrame, snapshot: Snapshot, history: History) 
     state = np.empty((len(jobs), len(STATE)))
     hist = np.empty((len(jobs), len(HISTORY)))
     start = np.where(np.isfinite(run_start), run_start, snapshot.time)
-    with_running, with_pending = sharing(snapshot.running["queue"]), sharing(snapshot.pending["queue"])
-    for i, (job_id, queue) in enumerate(zip(jobs["job_id"].to_numpy(), jobs["queue"].astype("string"), strict=True)):
+    job_queue, run_queue, pend_queue = by_name(jobs["queue"], snapshot.running["queue"], snapshot.pending["queue"])
+    # the running jobs in the order of their ends, as `_snapshot_row` sorts them for every job: sorted once here, its
+    # sort of each job finds them in order (the features are sums over them, or walk them by end)
+    by_end = np.argsort(np.maximum(start + run["req"], snapshot.time + 60.0), kind="stable")
+    running = [start[by_end], run["req"][by_end], run["procs"][by_end], run_queue[by_end], run["user"][by_end]]
+    for i, job_id in enumerate(jobs["job_id"].to_numpy()):
         ahead = pending_ids.get(int(job_id), len(pend["procs"]))
-        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], 1,
-                      job["user"][i], start, run["req"], run["procs"], with_running(queue), run["user"], n_run,
-                      pend["submit"], pend["req"], pend["procs"], with_pending(queue), pend["user"], ahead,
+        _snapshot_row(snapshot.time, snapshot.capacity, job["procs"][i], job["req"][i], job_queue[i],
+                      job["user"][i], *running, n_run,
+                      pend["submit"], pend["req"], pend["procs"], pend_queue, pend["user"], ahead,
                       *scratch, state[i])
         _history_row(current("user", int(user_b[i])) if user_b[i] > 0 else np.zeros(4),
                      current("group", int(job["group"][i])) if job["group"][i] > 0 else np.zeros(4),

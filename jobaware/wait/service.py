@@ -177,12 +177,13 @@ def parse_request(body, bundle, limits: Limits = LIMITS) -> tuple[pd.DataFrame, 
     cluster = body.cluster or next(iter(bundle.clusters), "unnamed")
     known = bundle.clusters.get(cluster, {})
     running, pending, jobs = _frame(body.running, now), _frame(body.pending, now), _frame(body.jobs, now)
-    for k, job in running.iterrows():
-        started, submitted = job["start_time"].timestamp(), job["submit_time"]
-        if started > now:
-            raise InputError(f"running[{k}].start_time: after the snapshot's time")
-        if pd.notna(submitted) and started < submitted.timestamp():
-            raise InputError(f"running[{k}].start_time: before its submit_time")
+    started, submitted = running["start_time"], running["submit_time"]
+    late = (started > pd.Timestamp(now, unit="s", tz="UTC")).to_numpy()
+    early = (submitted.notna() & (started < submitted)).to_numpy()
+    if (wrong := np.flatnonzero(late | early)).size:
+        k = int(wrong[0])
+        raise InputError(f"running[{k}].start_time: " + ("after the snapshot's time" if late[k] else
+                                                         "before its submit_time"))
     for name, frame in (("pending", pending), ("jobs", jobs)):
         late = np.flatnonzero((frame["submit_time"] > pd.Timestamp(now, unit="s", tz="UTC")).to_numpy())
         if len(late):
