@@ -271,8 +271,11 @@ def test_a_pipeline_stopped_during_training_leaves_no_mlflow_run_running(signum,
     env = {**os.environ, "JOBAWARE_HOME": str(home)}
     env.pop("MLFLOW_TRACKING_URI", None)
     args = [f"--param={name}={value if isinstance(value, str) else json.dumps(value)}" for name, value in params.items()]
+    # Ctrl-C's SIGINT at its default, as at a terminal: a test run started in the background of a script inherits
+    # it ignored, and so would the pipeline
     process = subprocess.Popen([JOBAWARE, "pipeline", "run", "hold", "--input", data, *args], cwd=ROOT, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 900
         while not any(TRIAL_STARTED.search(log.read_text(errors="replace"))
