@@ -120,12 +120,8 @@ def report_jobs(
         write(found, html, f"Finished jobs submitted {period(filters.since, filters.until)}"
               + (f" on {cluster}" if cluster else ""))
         err.print(f"page: {html}", highlight=False, soft_wrap=True)
-    totals = {"jobs": found.jobs, "states": dict(found.states), "node_hours": found.node_hours,
-              "failed_node_hours": found.failed_node_hours, "timeout_node_hours": found.timeout_node_hours,
-              "without_accounting": found.unaccounted, "not_finished": found.not_finished,
-              "not_listed": found.not_listed}
     if as_json:
-        show({"since": filters.since, "until": filters.until, "totals": totals, "jobs": found.rows}, True)
+        show({"since": filters.since, "until": filters.until, "totals": _totals(found), "jobs": found.rows}, True)
         return
     if not found.rows:
         out.print(f"no finished job matches (jobs submitted {since} to {until}; {found.not_finished} not finished "
@@ -194,6 +190,8 @@ def report_digest(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="with --mail: print the mails, send nothing")] = False,
     worst: Annotated[int, typer.Option(min=0, max=100, help="jobs listed per digest (those that left most "
                                        "unused)")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON: each digest's totals and text (not with "
+                                          "--mail)")] = False,
 ):
     """A digest per user (or account) of the jobs that finished in a period, printed or mailed.
 
@@ -211,6 +209,8 @@ def report_digest(
         raise UsageError("--to: only with --mail --by account (a user's digest goes to the user)")
     if dry_run and not mail:
         raise UsageError("--dry-run: only with --mail (without --mail nothing is sent)")
+    if as_json and mail:
+        raise UsageError("--json: not with --mail (it prints the digests; --mail --dry-run prints the mails)")
     settings = _mail_settings() if mail else None
     if to:
         from jobaware.usage.spool import address
@@ -232,9 +232,14 @@ def report_digest(
 
         _read(opened, filters, collect, "reading jobs")
     until_ = filters.until or time.time()
-    digests = {name: digest(f"{by} {name}", summarize(pairs, limit=100_000, grouped=Filters().grouped),
-                            filters.since, until_, worst)
-               for name, pairs in sorted(groups.items())}
+    summaries = {name: summarize(pairs, limit=100_000, grouped=Filters().grouped)
+                 for name, pairs in sorted(groups.items())}
+    digests = {name: digest(f"{by} {name}", found, filters.since, until_, worst) for name, found in summaries.items()}
+    if as_json:
+        show({"by": by, "since": filters.since, "until": until_,
+              "digests": {name: {"totals": _totals(found), "text": digests[name]} for name, found in summaries.items()}},
+             True)
+        return
     if not digests:
         out.print(f"no job finished from {since} to {until}: no digest", highlight=False)
         return
@@ -243,6 +248,14 @@ def report_digest(
             out.print(f"== {by} {name} ==\n{text}", highlight=False, soft_wrap=True)
         return
     _mail_digests(digests, groups, by, to, settings, dry_run, period(filters.since, until_))
+
+
+def _totals(found) -> dict:
+    """A report's totals (`jobaware.usage.jobs.summarize`), as the reports' JSON gives them."""
+    return {"jobs": found.jobs, "states": dict(found.states), "node_hours": found.node_hours,
+            "failed_node_hours": found.failed_node_hours, "timeout_node_hours": found.timeout_node_hours,
+            "without_accounting": found.unaccounted, "not_finished": found.not_finished,
+            "not_listed": found.not_listed}
 
 
 def _mail_settings():

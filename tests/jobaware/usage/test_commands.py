@@ -97,6 +97,14 @@ def test_a_digest_per_user_printed_and_for_a_user_with_no_jobs(store_uri):
     assert "2 (2 COMPLETED); 0.18 node-hours" in alice and "Median efficiency: time 83% of the limit asked" in alice
     assert "without accounting data" in alice and "Next time, ask for: --time=0:15:00 --mem=1280M" in alice
     assert "No job of user zed finished from the beginning to " in zed
+    shown = run("digest", "--store", store_uri, "--since", "all", "--user", "alice", "--user", "zed", "--json")
+    assert shown.returncode == 0, shown.stderr
+    answer = json.loads(shown.stdout)
+    assert answer["by"] == "user" and set(answer["digests"]) == {"alice", "zed"}
+    assert answer["digests"]["alice"]["totals"]["jobs"] == 2 and answer["digests"]["zed"]["totals"]["jobs"] == 0
+    assert answer["digests"]["alice"]["text"].startswith("Jobs of user alice from the beginning to ")
+    refused = run("digest", "--store", store_uri, "--json", "--mail")
+    assert refused.returncode == 2 and "--json: not with --mail" in refused.stdout  # with --json, errors in JSON too
 
 
 def test_digests_are_mailed_and_a_mail_server_that_is_down_is_said(store_uri, tmp_path):
