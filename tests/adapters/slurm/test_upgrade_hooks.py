@@ -1,4 +1,4 @@
-"""README's package-manager hooks that rebuild the compiled cli_filter after a Slurm upgrade: the apt file as apt reads
+"""The package-manager hooks (docs/results/slurm-plugins.md) that rebuild the compiled cli_filter after a Slurm upgrade: the apt file as apt reads
 it (`apt-config dump` over a temporary APT config, never /etc/apt), and both commands under /bin/sh with stand-ins
 for dpkg-query and jobaware: a rebuild once per new version, the doctor's own command, and a failed rebuild that
 fails neither apt nor dnf and says so."""
@@ -13,7 +13,7 @@ import pytest
 
 from jobaware.adapters.slurm.doctor import rebuild
 
-README = Path(__file__).parents[3] / "README.md"
+README = Path(__file__).parents[3] / "docs" / "results" / "slurm-plugins.md"  # the page that holds the hooks
 APT_FILE = "/etc/apt/apt.conf.d/90jobaware-cli-filter"
 DNF_FILE = "/etc/dnf/plugins/post-transaction-actions.d/jobaware.action"
 STATE = "/var/lib/jobaware/slurm-client.version"
@@ -22,7 +22,7 @@ STATE = "/var/lib/jobaware/slurm-client.version"
 def snippet(path: str) -> str:
     """The README code block whose first line, a comment, names the file `path` it is to be pasted into."""
     block = re.search(rf"^```\n([/#]+ {re.escape(path)}\n.*?)^```$", README.read_text(), re.M | re.S)
-    assert block, f"README has no code block for {path}"
+    assert block, f"{README.name} has no code block for {path}"
     return block.group(1)
 
 
