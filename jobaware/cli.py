@@ -43,6 +43,15 @@ deploy_app = typer.Typer(help="Write the deployment files the package carries: t
 app.add_typer(data_app, name="data")
 app.add_typer(pipeline_app, name="pipeline")
 app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def reach_registry() -> None:
+    """A person's registry command: a tracking server that does not answer is one line within seconds, said before
+    MLflow is imported (seconds more). A help is shown without asking it (click has consumed the subcommand's
+    arguments before this runs: the command line is read)."""
+    if not {"--help", "-h"} & set(sys.argv[1:]):
+        config.reach(config.tracking_uri(create=False))
 app.add_typer(report_app, name="report")
 app.add_typer(deploy_app, name="deploy")
 
@@ -869,6 +878,7 @@ def _capability_commands(capability: capabilities.Capability) -> None:
 
 
 cli_registry.register(app, models_app)
+cli_registry.runs_app.callback()(reach_registry)
 _register_slurm(app)  # before the capabilities' commands, which may keep an old spelling under `slurm`
 for _capability in capabilities.registry().values():
     _capability_commands(_capability)
